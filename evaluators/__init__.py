@@ -1,0 +1,2 @@
+"""Evaluation: tasks declared with their metadata, metrics, and the Ray actor pool that scores
+every checkpoint a trial saves."""

@@ -1,0 +1,97 @@
+"""The evaluator actor pool.
+
+The driver starts ``EvalPlan.actor_names`` as named Ray actors (``start_pool``); each loads its
+task data once. A trial's rank 0 calls ``score_checkpoint`` after saving a checkpoint and before
+it reports, so the scores reach Optuna and ASHA. Actors are restarted if they die and the call
+is retried on another actor.
+"""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+
+from trainers.config import EvalPlan
+
+MAX_ATTEMPTS = 3
+
+
+class Evaluator:
+    """Holds every task of a search; scores a model directory on any of them."""
+
+    def __init__(self, plan: EvalPlan, run_dir: str) -> None:
+        import torch
+
+        from evaluators.cache import EmbeddingCache
+        from evaluators.tasks import make_task
+
+        torch.set_num_threads(plan.threads)
+        self.plan = plan
+        self.cache = EmbeddingCache(Path(run_dir) / "embeddings")
+        self.tasks = {name: make_task(name, plan.budget) for name in (*plan.tasks, *plan.report_tasks)}
+        for task in self.tasks.values():
+            task.load()
+
+    def ready(self) -> dict[str, int]:
+        return {"tasks": len(self.tasks)}
+
+    def cache_stats(self) -> dict[str, int]:
+        return {"hits": self.cache.hits, "misses": self.cache.misses}
+
+    def score(self, model_dir: str, pooling: str, task_names: list[str] | None = None) -> dict[str, dict[str, float]]:
+        from evaluators.cache import weights_digest
+        from trainers.encoder import embed_texts, load_encoder
+
+        if not Path(model_dir).is_dir():
+            raise FileNotFoundError(f"checkpoint {model_dir} no longer exists; it cannot be scored")
+        key = f"{weights_digest(model_dir)}-{pooling}-{self.plan.max_length}"
+        loaded: list = []
+
+        def embed_missing(texts: list[str]):
+            if not loaded:
+                loaded.extend(load_encoder(model_dir))
+            model, tokenizer = loaded
+            return embed_texts(model, tokenizer, texts, pooling=pooling, max_length=self.plan.max_length,
+                               batch_size=self.plan.batch_size)
+
+        names = task_names or list(self.plan.tasks)
+        scores = {name: self.tasks[name].evaluate(lambda texts: self.cache.embed(key, texts, embed_missing))
+                  for name in names}
+        self.cache.save(key)
+        return scores
+
+
+def start_pool(plan: EvalPlan, run_dir: str, cpus_per_actor: float, gpus_per_actor: float = 0.0) -> list:
+    """Create (or reattach to) the named evaluator actors and wait until each has loaded its data."""
+    import ray
+
+    remote = ray.remote(Evaluator)
+    actors = [
+        remote.options(
+            name=name, namespace=plan.namespace, get_if_exists=True, num_cpus=cpus_per_actor,
+            num_gpus=gpus_per_actor, max_restarts=3, max_task_retries=2,
+        ).remote(plan, run_dir)
+        for name in plan.actor_names
+    ]
+    ray.get([actor.ready.remote() for actor in actors])
+    return actors
+
+
+def score_checkpoint(
+    plan: EvalPlan, model_dir: str, pooling: str, task_names: list[str] | None = None
+) -> dict[str, dict[str, float]]:
+    """Score ``model_dir`` on one of the pool's actors (chosen by the path), retrying on another
+    actor if that one dies mid-call."""
+    import ray
+    from ray.exceptions import RayActorError
+
+    first = zlib.crc32(model_dir.encode()) % len(plan.actor_names)
+    error: Exception | None = None
+    for attempt in range(MAX_ATTEMPTS):
+        name = plan.actor_names[(first + attempt) % len(plan.actor_names)]
+        try:
+            actor = ray.get_actor(name, namespace=plan.namespace)
+            return ray.get(actor.score.remote(model_dir, pooling, task_names))
+        except (RayActorError, ValueError) as err:  # ValueError: actor not (yet) registered by name
+            error = err
+    raise RuntimeError(f"evaluation of {model_dir} failed {MAX_ATTEMPTS} times: {error}")

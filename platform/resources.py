@@ -1,0 +1,63 @@
+"""How many trials run at once, computed from the cluster so no placement group can starve.
+
+A trial holds ``TRIAL_CPU`` for its Tune actor plus ``workers x cpus_per_worker`` (and GPUs) for
+its Train worker group, which Ray places in its own placement group, invisible to Tune. The
+evaluators hold their share for the whole search. If concurrent trials ask for more than the
+cluster has, the Train controller waits for workers forever, so the rule is
+
+    max_concurrent x (TRIAL_CPU + workers x cpus_per_worker) + evaluators x cpus_per_evaluator <= cluster CPUs
+
+and likewise for GPUs. A search that cannot fit even one trial is refused before it starts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+TRIAL_CPU = 0.01  # the Tune trial actor only drives the Train run (0 is rejected by Tune)
+
+
+class InfeasibleResources(ValueError):
+    """The spec asks for more than the cluster has; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class ResourcePlan:
+    cluster_cpus: float
+    cluster_gpus: float
+    trial_cpus: float
+    trial_gpus: float
+    evaluator_cpus: float
+    evaluator_gpus: float
+    max_concurrent: int
+
+    def describe(self) -> str:
+        gpus = f", {self.trial_gpus:g} GPU" if self.trial_gpus else ""
+        return (f"cluster {self.cluster_cpus:g} CPU / {self.cluster_gpus:g} GPU; each trial holds "
+                f"{self.trial_cpus:g} CPU{gpus}; evaluators hold {self.evaluator_cpus:g} CPU"
+                f"{f' / {self.evaluator_gpus:g} GPU' if self.evaluator_gpus else ''}; "
+                f"up to {self.max_concurrent} trial(s) at once")
+
+
+def plan_resources(train, evaluation, samples: int, cap: int | None, cluster: dict[str, float]) -> ResourcePlan:
+    cpus, gpus = float(cluster.get("CPU", 0)), float(cluster.get("GPU", 0))
+    trial_cpus = TRIAL_CPU + train.workers * train.cpus_per_worker
+    trial_gpus = train.workers * train.gpus_per_worker
+    eval_cpus = evaluation.evaluators * evaluation.cpus_per_evaluator
+    eval_gpus = evaluation.evaluators * evaluation.gpus_per_evaluator
+    free_cpus, free_gpus = cpus - eval_cpus, gpus - eval_gpus
+    concurrent = math.floor(free_cpus / trial_cpus + 1e-9) if free_cpus > 0 else 0
+    if trial_gpus > 0:
+        concurrent = min(concurrent, math.floor(free_gpus / trial_gpus + 1e-9) if free_gpus > 0 else 0)
+    if eval_gpus > gpus:
+        concurrent = 0
+    if concurrent < 1:
+        raise InfeasibleResources(
+            f"one trial needs {trial_cpus:g} CPU and {trial_gpus:g} GPU (train.workers x cpus/gpus_per_worker) "
+            f"beside the evaluators' {eval_cpus:g} CPU and {eval_gpus:g} GPU, but the cluster has {cpus:g} CPU "
+            f"and {gpus:g} GPU. Lower train.workers, train.cpus_per_worker, train.gpus_per_worker or "
+            "evaluation.evaluators, or use --profile local on a machine without GPUs"
+        )
+    concurrent = min(concurrent, samples, cap or samples)
+    return ResourcePlan(cpus, gpus, trial_cpus, trial_gpus, eval_cpus, eval_gpus, concurrent)

@@ -1,0 +1,177 @@
+"""The Tune wiring: from a validated spec to finished trials.
+
+``resolve`` turns a spec into everything a search needs (model directory, prepared corpus,
+resource plan, the fixed ``TrainPlan``); ``run_search`` starts the evaluator pool, scores the
+base model, and runs Optuna + ASHA over Ray Train trials.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from platform.resources import ResourcePlan, plan_resources
+from platform.spec import Distribution, SearchSpec
+from trainers.config import EvalPlan, Hyperparameters, TrainPlan
+from trainers.data.corpus import CorpusStats
+
+ACTOR_PREFIX = "evaluator"
+
+
+@dataclass(frozen=True)
+class ResolvedSearch:
+    spec: SearchSpec
+    spec_path: Path
+    profile: str
+    run_dir: Path
+    plan: TrainPlan
+    fixed: Hyperparameters
+    resources: ResourcePlan
+    corpus_stats: CorpusStats
+
+    def summary(self) -> dict:
+        return {
+            "spec": str(self.spec_path),
+            "profile": self.profile,
+            "run_dir": str(self.run_dir),
+            "resolved_spec": dataclasses.asdict(self.spec),
+            "fixed_hyperparameters": dataclasses.asdict(self.fixed),
+            "searched": {k: {d.kind: list(d.values)} for k, d in self.spec.search.space.items()},
+            "corpus": dataclasses.asdict(self.corpus_stats),
+            "resources": dataclasses.asdict(self.resources),
+            "trial_plan": {
+                "trials": self.spec.search.samples,
+                "steps": self.plan.steps,
+                "eval_rounds": self.plan.eval_rounds,
+                "workers_per_trial": self.plan.workers,
+                "max_concurrent": self.resources.max_concurrent,
+            },
+        }
+
+
+def resolve(spec: SearchSpec, spec_path: Path, profile: str, run_dir: Path, model_dir: str,
+            corpus: tuple[Path, CorpusStats], cluster: dict[str, float]) -> ResolvedSearch:
+    train, evaluation = spec.train, spec.evaluation
+    resources = plan_resources(train, evaluation, spec.search.samples, spec.search.max_concurrent, cluster)
+    namespace = f"doctune-{spec.name}"
+    eval_plan = EvalPlan(
+        objective=dict(spec.search.objective.tasks),
+        actor_names=tuple(f"{ACTOR_PREFIX}-{i}" for i in range(evaluation.evaluators)),
+        namespace=namespace,
+        budget=evaluation.limits,
+        max_length=evaluation.max_length,
+        batch_size=evaluation.batch_size,
+        threads=evaluation.threads,
+        report_tasks=tuple(t for t in evaluation.report_tasks if t not in spec.search.objective.tasks),
+    )
+    plan = TrainPlan(
+        run_dir=str(run_dir.resolve()),
+        base_model=model_dir,
+        base_model_name=spec.base_model,
+        corpus_path=str(corpus[0]),
+        corpus_name=spec.corpus.source,
+        recipe=spec.recipe,
+        steps=train.steps,
+        eval_every=train.eval_every,
+        max_length=train.max_length,
+        workers=train.workers,
+        use_gpu=train.gpus_per_worker > 0,
+        cpus_per_worker=train.cpus_per_worker,
+        gpus_per_worker=train.gpus_per_worker,
+        threads_per_worker=max(1, math.floor(train.cpus_per_worker)),
+        seed=train.seed,
+        bf16=train.bf16,
+        max_worker_failures=train.max_worker_failures,
+        evaluation=eval_plan,
+    )
+    return ResolvedSearch(spec, spec_path, profile, run_dir, plan, spec.fixed_hyperparameters(), resources, corpus[1])
+
+
+def _tune_domain(dist: Distribution):
+    from ray import tune
+
+    lo_hi = dist.values
+    return {
+        "uniform": lambda: tune.uniform(*lo_hi),
+        "loguniform": lambda: tune.loguniform(*lo_hi),
+        "int": lambda: tune.randint(lo_hi[0], lo_hi[1] + 1),
+        "choice": lambda: tune.choice(list(lo_hi)),
+    }[dist.kind]()
+
+
+def _tuner(resolved: ResolvedSearch, resume: bool):
+    import optuna
+    from ray import tune
+    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
+    from ray.tune.search.optuna import OptunaSearch
+
+    from trainers.trial import run_trial
+
+    spec = resolved.spec
+    trainable = tune.with_resources(
+        tune.with_parameters(run_trial, plan=resolved.plan, fixed=dataclasses.asdict(resolved.fixed)),
+        {"cpu": 0.01},
+    )
+    experiment = resolved.run_dir / "tune" / spec.name
+    if resume and (experiment / "tuner.pkl").exists():
+        return tune.Tuner.restore(str(experiment.resolve()), trainable=trainable, resume_unfinished=True,
+                                  resume_errored=True)
+    search_alg = None
+    if spec.search.space:
+        sampler = (optuna.samplers.TPESampler(seed=spec.search.seed) if spec.search.sampler == "tpe"
+                   else optuna.samplers.RandomSampler(seed=spec.search.seed))
+        search_alg = OptunaSearch(sampler=sampler)
+    asha = spec.search.scheduler.asha
+    scheduler = (
+        ASHAScheduler(time_attr="eval_round", max_t=resolved.plan.eval_rounds, grace_period=asha.grace_period,
+                      reduction_factor=asha.reduction_factor)
+        if asha is not None and resolved.plan.eval_rounds > 1 else FIFOScheduler()
+    )
+    return tune.Tuner(
+        trainable,
+        param_space={k: _tune_domain(d) for k, d in spec.search.space.items()},
+        tune_config=tune.TuneConfig(
+            metric="objective", mode="max", search_alg=search_alg, scheduler=scheduler,
+            num_samples=spec.search.samples, max_concurrent_trials=resolved.resources.max_concurrent,
+        ),
+        run_config=tune.RunConfig(
+            name=spec.name,
+            storage_path=str((resolved.run_dir / "tune").resolve()),
+            failure_config=tune.FailureConfig(max_failures=0),
+        ),
+    )
+
+
+def score_baseline(resolved: ResolvedSearch) -> dict[str, dict[str, float]]:
+    from evaluators.pool import score_checkpoint
+
+    evaluation = resolved.plan.evaluation
+    return score_checkpoint(evaluation, resolved.plan.base_model, resolved.fixed.pooling,
+                            [*evaluation.tasks, *evaluation.report_tasks])
+
+
+def start_evaluators(resolved: ResolvedSearch) -> list:
+    """The evaluator actors. Named actors die with their last handle: keep the list until the end."""
+    from evaluators.pool import start_pool
+
+    evaluation = resolved.spec.evaluation
+    print(f"doctune: starting {evaluation.evaluators} evaluator(s) (loading task data)", flush=True)
+    return start_pool(resolved.plan.evaluation, resolved.plan.run_dir, evaluation.cpus_per_evaluator,
+                      evaluation.gpus_per_evaluator)
+
+
+def run_search(resolved: ResolvedSearch, resume: bool):
+    """Score the base model, then run the trials. Returns (baseline scores, Tune results)."""
+    baseline_file = resolved.run_dir / "baseline.json"
+    if baseline_file.exists():
+        baseline = json.loads(baseline_file.read_text())
+    else:
+        print("doctune: scoring the base model (the leaderboard's baseline row)", flush=True)
+        baseline = score_baseline(resolved)
+        baseline_file.write_text(json.dumps(baseline, indent=2))
+    print(f"doctune: {resolved.spec.search.samples} trial(s), {resolved.resources.describe()}", flush=True)
+    results = _tuner(resolved, resume).fit()
+    return baseline, results

@@ -1,0 +1,169 @@
+"""``python -m platform.search SPEC [--profile full|local|smoke] [--run-dir DIR] [--resume] [--dry-run]``
+
+Runs one hyperparameter search. Exit codes: 0 success, 2 bad input (one message naming what
+is wrong and how to fix it; nothing started), 1 any other failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from platform.resources import InfeasibleResources
+from platform.spec import PROFILES, SpecError, load_spec
+
+ROOT = Path(__file__).resolve().parent.parent
+EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class UsageError(ValueError):
+    """Bad command-line input (run directory, flags)."""
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m platform.search", description=__doc__.split("\n\n")[1])
+    parser.add_argument("spec", help="a spec file, or a spec name in search_spaces/ (with or without .yaml)")
+    parser.add_argument("--profile", choices=PROFILES,
+                        help="full (GPU cluster), local (2 CPUs, ~15 min), smoke (minutes); "
+                             "default: full when the cluster has GPUs, else local")
+    parser.add_argument("--run-dir", type=Path, help="default: runs/<spec name>")
+    parser.add_argument("--resume", action="store_true", help="continue the search in an existing run dir")
+    parser.add_argument("--dry-run", action="store_true", help="validate, plan and print; start no trial")
+    return parser.parse_args(argv)
+
+
+def _check_run_dir(run_dir: Path, resume: bool) -> None:
+    if run_dir.exists() and not resume:
+        raise UsageError(f"run directory {run_dir} already exists: pass --resume to continue that search, "
+                         "or --run-dir to start a new one elsewhere")
+    if resume and not (run_dir / "search.json").exists():
+        raise UsageError(f"--resume: {run_dir} holds no search to resume (no search.json); drop --resume")
+    probe_dir = run_dir if run_dir.exists() else next(p for p in run_dir.resolve().parents if p.exists())
+    if not os.access(probe_dir, os.W_OK):
+        raise UsageError(f"run directory {run_dir}: {probe_dir} is not writable; choose another --run-dir")
+    free = shutil.disk_usage(probe_dir).free
+    if free < 1 << 30:
+        raise UsageError(f"run directory {run_dir}: only {free >> 20} MiB free on its disk; checkpoints need "
+                         "at least 1 GiB; free space or choose another --run-dir")
+
+
+def _ray_init(address: str | None) -> dict[str, float]:
+    import ray
+
+    os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.5")  # default 2 s caps short trials
+    env_vars = {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+                "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": os.environ["RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"],
+                "TOKENIZERS_PARALLELISM": "false"}
+    for passthrough in ("HF_HUB_OFFLINE", "DOCTUNE_CACHE", "HF_HOME"):
+        if passthrough in os.environ:
+            env_vars[passthrough] = os.environ[passthrough]
+    address = address or os.environ.get("RAY_ADDRESS")
+    runtime_env: dict = {"env_vars": env_vars}
+    if address and "RAY_JOB_ID" not in os.environ and not os.environ.get("DOCTUNE_NO_UPLOAD"):
+        # a remote cluster: ship the project (not the venv or runs) to every node
+        env_vars.pop("PYTHONPATH")
+        runtime_env["working_dir"] = str(ROOT)
+        runtime_env["excludes"] = [".venv", "runs", ".git", "bench/out"]
+    ray.init(address=address, runtime_env=runtime_env, logging_level="WARNING", log_to_driver=True)
+    return {k: float(v) for k, v in ray.cluster_resources().items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        spec, spec_path = load_spec(args.spec, args.profile or "local")
+        run_dir = args.run_dir or ROOT / "runs" / spec.name
+        _check_run_dir(run_dir, args.resume)
+        return _run(args, spec_path, run_dir)
+    except (SpecError, UsageError, InfeasibleResources) as err:
+        print(f"doctune: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("doctune: interrupted; continue with --resume", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path) -> int:
+    from platform import report, runner
+    from trainers.data import DataUnavailable, prepare_corpus
+    from trainers.encoder import ModelUnavailable, resolve_model
+
+    spec, _ = load_spec(str(spec_path), args.profile or "local")
+    try:
+        model_dir = resolve_model(spec.base_model)
+        corpus = prepare_corpus(spec.corpus.source, spec.corpus.max_documents)
+    except (ModelUnavailable, DataUnavailable) as err:
+        print(f"doctune: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+    import ray
+
+    cluster = _ray_init(spec.address)
+    try:
+        profile = args.profile
+        if profile is None:
+            profile = "full" if cluster.get("GPU", 0) > 0 else "local"
+            why = "the cluster has GPUs" if profile == "full" else "the cluster has no GPU"
+            print(f"doctune: profile {profile!r} ({why}; choose with --profile)")
+            spec, _ = load_spec(str(spec_path), profile)
+            if profile == "full":  # the full profile may change the corpus size
+                corpus = prepare_corpus(spec.corpus.source, spec.corpus.max_documents)
+        resolved = runner.resolve(spec, spec_path, profile, run_dir, model_dir, corpus, cluster)
+        summary = resolved.summary()
+        if args.dry_run:
+            print(json.dumps(summary, indent=2, default=str))
+            return EXIT_OK
+        if args.resume:
+            recorded = json.loads((run_dir / "search.json").read_text())
+            if recorded["resolved_spec"] != json.loads(json.dumps(summary["resolved_spec"], default=str)):
+                raise UsageError(f"--resume: the spec or profile differs from the one {run_dir} was started with "
+                                 f"({recorded['spec']}, profile {recorded['profile']!r})")
+        else:
+            run_dir.mkdir(parents=True)
+            _write_atomic(run_dir / "search.json", json.dumps(summary, indent=2, default=str))
+        print(f"doctune: search {spec.name!r}, profile {profile!r}, recipe {spec.recipe!r}, run dir {run_dir}")
+        stats = resolved.corpus_stats
+        print(f"doctune: corpus {spec.corpus.source!r}: {stats.documents} documents, {stats.sentences} sentences "
+              f"({stats.single_sentence_documents} single-sentence, {stats.dropped_empty} empty dropped, "
+              f"{stats.truncated} truncated, {stats.replaced_invalid_utf8} with invalid UTF-8 replaced)")
+        evaluators = runner.start_evaluators(resolved)  # noqa: F841 - held so the actors live
+        baseline, results = runner.run_search(resolved, args.resume)
+        tasks = list(resolved.plan.evaluation.objective)
+        rows = report.rows_from_results(results, resolved)
+        scored = [r for r in rows if r.objective is not None]
+        extra = {}
+        if scored and resolved.plan.evaluation.report_tasks:
+            winner = max(scored, key=lambda r: r.objective)
+            from evaluators.pool import score_checkpoint
+
+            extra = score_checkpoint(resolved.plan.evaluation, winner.checkpoint, winner.hyperparameters["pooling"],
+                                     list(resolved.plan.evaluation.report_tasks))
+            winner.scores |= extra
+        rows = report.write_leaderboard([report.baseline_row(baseline, resolved), *rows], run_dir,
+                                        tasks + list(resolved.plan.evaluation.report_tasks))
+        print("\n" + report.format_table(rows, tasks + list(resolved.plan.evaluation.report_tasks)) + "\n")
+        if not scored:
+            print("doctune: no trial produced a score; see the statuses above", file=sys.stderr)
+            return EXIT_FAILURE
+        best = next(r for r in rows if r.trial != report.BASELINE_ID and r.objective is not None)
+        target = report.export_best(best, run_dir, resolved)
+        print(f"doctune: best trial {best.trial} (objective {best.objective:.4f}) exported to {target}")
+        print(f"doctune: leaderboard in {run_dir}/leaderboard.csv; TensorBoard: tensorboard --logdir {run_dir}")
+        return EXIT_OK
+    finally:
+        ray.shutdown()
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False) as handle:
+        handle.write(text)
+    os.replace(handle.name, path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

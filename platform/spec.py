@@ -1,0 +1,372 @@
+"""Search specs: YAML validated once, at the edge, into typed objects.
+
+``load_spec(path, profile)`` reads the YAML, merges the chosen profile's overrides (doctune's
+built-in ones for ``local`` and ``smoke``, then the spec's own ``profiles:`` section), and
+converts the result into a ``SearchSpec``. Every problem raises ``SpecError`` naming the key,
+what was wrong and how to fix it; nothing is started before the spec is valid. Inner code only
+ever sees the dataclasses below.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from trainers.config import EvalBudget, Hyperparameters, constraint
+
+PROFILES = ("full", "local", "smoke")
+SPACES_DIR = Path(__file__).resolve().parent.parent / "search_spaces"
+
+# What --profile local and smoke change in every spec before the spec's own profile section.
+# local: about 15 minutes on 2 CPUs; smoke: a couple of minutes, for tests.
+BUILTIN_PROFILES: dict[str, dict] = {
+    "full": {},
+    "local": {
+        "train": {"steps": 40, "eval_every": 20, "max_length": 128, "batch_size": 8, "workers": 2,
+                  "cpus_per_worker": 0.5, "gpus_per_worker": 0.0, "bf16": False},
+        "search": {"samples": 4},
+        "evaluation": {"evaluators": 1, "cpus_per_evaluator": 0.5, "gpus_per_evaluator": 0.0, "threads": 2,
+                       "max_length": 256,
+                       "limits": {"max_documents": 200, "max_queries": 100, "max_test": 300, "fewshot_k": 8,
+                                  "repeats": 3}},
+    },
+    "smoke": {
+        "corpus": {"max_documents": 300},
+        "train": {"steps": 4, "eval_every": 2, "max_length": 64, "batch_size": 4, "workers": 2,
+                  "cpus_per_worker": 0.5, "gpus_per_worker": 0.0, "bf16": False},
+        "search": {"samples": 2},
+        "evaluation": {"evaluators": 1, "cpus_per_evaluator": 0.5, "gpus_per_evaluator": 0.0, "threads": 2,
+                       "max_length": 128,
+                       "limits": {"max_documents": 60, "max_queries": 30, "max_test": 64, "fewshot_k": 4,
+                                  "repeats": 2}},
+    },
+}
+
+
+class SpecError(ValueError):
+    """The spec is invalid; the message names the key and the fix."""
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """One searched dimension: ``{uniform: [lo, hi]}``, ``{loguniform: [lo, hi]}``,
+    ``{int: [lo, hi]}`` (inclusive) or ``{choice: [v1, v2, ...]}``."""
+
+    kind: Literal["uniform", "loguniform", "int", "choice"]
+    values: tuple
+
+    def bounds(self) -> list:
+        return list(self.values)
+
+
+@dataclass(frozen=True)
+class CorpusSpec:
+    source: str = field(default="news-articles", metadata=constraint(
+        "'news-articles' (packaged), a .jsonl/.txt/.parquet file or a directory of .txt, or hf:<dataset id>"))
+    max_documents: int | None = field(default=None, metadata=constraint("use at most this many documents", 1))
+
+
+@dataclass(frozen=True)
+class ObjectiveSpec:
+    tasks: dict[str, float] = field(metadata=constraint("task name -> weight; the objective is the weighted mean"))
+
+
+@dataclass(frozen=True)
+class AshaSpec:
+    grace_period: int = field(default=1, metadata=constraint("evaluation rounds before a trial can be stopped", 1))
+    reduction_factor: int = field(default=2, metadata=constraint("ASHA's halving rate", 2))
+
+
+@dataclass(frozen=True)
+class SchedulerSpec:
+    asha: AshaSpec | None = field(default_factory=AshaSpec, metadata=constraint("null to run every trial to the end"))
+
+
+@dataclass(frozen=True)
+class SearchSection:
+    objective: ObjectiveSpec
+    samples: int = field(default=16, metadata=constraint("number of trials", 1))
+    sampler: Literal["tpe", "random"] = field(default="tpe", metadata=constraint("Optuna sampler"))
+    seed: int = field(default=0, metadata=constraint("seed of the sampler"))
+    scheduler: SchedulerSpec = field(default_factory=SchedulerSpec, metadata=constraint("early stopping"))
+    space: dict[str, Distribution] = field(default_factory=dict, metadata=constraint("searched hyperparameters"))
+    max_concurrent: int | None = field(default=None, metadata=constraint("cap on trials at once", 1))
+
+
+@dataclass(frozen=True)
+class TrainSection:
+    steps: int = field(default=2000, metadata=constraint("optimizer steps per trial", 1))
+    eval_every: int = field(default=250, metadata=constraint("steps between checkpoints (each is scored)", 1))
+    batch_size: int = field(default=36, metadata=constraint("pairs per step across all workers (unless searched)", 1))
+    max_length: int = field(default=512, metadata=constraint("tokens per view", 8))
+    workers: int = field(default=2, metadata=constraint("data-parallel workers per trial", 1))
+    cpus_per_worker: float = field(default=4.0, metadata=constraint("CPUs each worker holds", 0.0, low_open=True))
+    gpus_per_worker: float = field(default=1.0, metadata=constraint("GPUs each worker holds (0: CPU training)", 0.0))
+    bf16: bool = field(default=True, metadata=constraint("bf16 autocast on GPU"))
+    seed: int = field(default=0, metadata=constraint("training seed"))
+    max_worker_failures: int = field(default=2, metadata=constraint("worker-group restarts per trial", 0))
+
+
+@dataclass(frozen=True)
+class EvaluationSection:
+    evaluators: int = field(default=2, metadata=constraint("evaluator actors", 1))
+    cpus_per_evaluator: float = field(default=2.0, metadata=constraint("CPUs each evaluator holds", 0.0, low_open=True))
+    gpus_per_evaluator: float = field(default=0.0, metadata=constraint("GPUs each evaluator holds", 0.0))
+    threads: int = field(default=2, metadata=constraint("torch threads per evaluator", 1))
+    max_length: int = field(default=512, metadata=constraint("tokens per text when embedding", 8))
+    batch_size: int = field(default=32, metadata=constraint("texts per embedding batch", 1))
+    limits: EvalBudget = field(default_factory=EvalBudget, metadata=constraint("how much task data to use"))
+    report_tasks: list[str] = field(default_factory=list, metadata=constraint("scored for the report, never steer"))
+
+
+@dataclass(frozen=True)
+class SearchSpec:
+    name: str = field(metadata=constraint("the search's name (run directory, Tune experiment)"))
+    search: SearchSection
+    base_model: str = field(default="all-minilm-l6-v2", metadata=constraint(
+        "packaged alias, local model directory, or Hugging Face id"))
+    corpus: CorpusSpec = field(default_factory=CorpusSpec, metadata=constraint("pretraining text"))
+    recipe: str = field(default="docsplit", metadata=constraint("positive-pair recipe"))
+    hyperparameters: dict[str, Any] = field(default_factory=dict, metadata=constraint(
+        "fixed values for hyperparameters that are not searched"))
+    train: TrainSection = field(default_factory=TrainSection, metadata=constraint("trial training"))
+    evaluation: EvaluationSection = field(default_factory=EvaluationSection, metadata=constraint("scoring"))
+    address: str | None = field(default=None, metadata=constraint("Ray address; default RAY_ADDRESS or local"))
+    profiles: dict[str, dict] = field(default_factory=dict, metadata=constraint("per-profile overrides"))
+
+    def fixed_hyperparameters(self) -> Hyperparameters:
+        values = {**self.hyperparameters, "batch_size": self.train.batch_size}
+        return Hyperparameters(**{k: v for k, v in values.items() if k not in self.search.space})
+
+
+# ---------------------------------------------------------------------------------------------
+# Conversion of raw YAML data into the dataclasses above.
+
+
+def _describe(value: Any) -> str:
+    return f"{value!r} ({type(value).__name__})"
+
+
+def _check_range(value: float, meta: dict, where: str) -> None:
+    low, high = meta.get("low"), meta.get("high")
+    if low is not None and (value < low or (meta.get("low_open") and value == low)):
+        bound = ">" if meta.get("low_open") else ">="
+        raise SpecError(f"{where}: {value!r} is out of range; it must be {bound} {low}")
+    if high is not None and (value > high or (meta.get("high_open") and value == high)):
+        bound = "<" if meta.get("high_open") else "<="
+        raise SpecError(f"{where}: {value!r} is out of range; it must be {bound} {high}")
+
+
+def _convert(value: Any, hint: Any, where: str) -> Any:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return _convert(value, inner, where)
+    if value is None:
+        raise SpecError(f"{where}: a value is required, got null")
+    if origin is Literal:
+        if value not in args:
+            raise SpecError(f"{where}: {value!r} is not one of {', '.join(map(repr, args))}")
+        return value
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise SpecError(f"{where}: expected true or false, got {_describe(value)}")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise SpecError(f"{where}: expected an integer, got {_describe(value)}")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise SpecError(f"{where}: expected a number, got {_describe(value)}")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str) or not value.strip():
+            raise SpecError(f"{where}: expected a non-empty string, got {_describe(value)}")
+        return value
+    if hint is Any:
+        return value
+    if hint is dict:  # an untyped mapping (profile overrides), validated where it is merged
+        if not isinstance(value, dict):
+            raise SpecError(f"{where}: expected a mapping, got {_describe(value)}")
+        return value
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise SpecError(f"{where}: expected a mapping, got {_describe(value)}")
+        key_type, value_type = args
+        return {_convert(k, key_type, where): _convert(v, value_type, f"{where}.{k}") for k, v in value.items()}
+    if origin is list:
+        if not isinstance(value, list):
+            raise SpecError(f"{where}: expected a list, got {_describe(value)}")
+        return [_convert(v, args[0], f"{where}[{i}]") for i, v in enumerate(value)]
+    if hint is Distribution:
+        return _distribution(value, where)
+    if dataclasses.is_dataclass(hint):
+        return _build(hint, value, where)
+    raise TypeError(f"no conversion for {hint!r}")  # a bug in the schema, not in the spec
+
+
+def _build(cls: type, data: Any, where: str) -> Any:
+    if not isinstance(data, dict):
+        raise SpecError(f"{where or 'spec'}: expected a mapping, got {_describe(data)}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise SpecError(
+            f"{_join(where, unknown[0])}: unknown key; allowed here: {', '.join(sorted(fields))}"
+        )
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for name, spec_field in fields.items():
+        key = _join(where, name)
+        if name not in data:
+            if spec_field.default is dataclasses.MISSING and spec_field.default_factory is dataclasses.MISSING:
+                raise SpecError(f"{key}: required key is missing ({spec_field.metadata.get('help', '')})")
+            continue
+        value = _convert(data[name], hints[name], key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and spec_field.metadata:
+            _check_range(value, spec_field.metadata, key)
+        values[name] = value
+    return cls(**values)
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+HP_FIELDS = {f.name: f for f in dataclasses.fields(Hyperparameters)}
+HP_HINTS = typing.get_type_hints(Hyperparameters)
+
+
+def _distribution(value: Any, where: str) -> Distribution:
+    kinds = ("uniform", "loguniform", "int", "choice")
+    if not isinstance(value, dict) or len(value) != 1 or next(iter(value)) not in kinds:
+        raise SpecError(f"{where}: expected one of {{uniform: [lo, hi]}}, {{loguniform: [lo, hi]}}, "
+                        f"{{int: [lo, hi]}}, {{choice: [...]}}; got {value!r}")
+    kind, values = next(iter(value.items()))
+    if not isinstance(values, list) or not values:
+        raise SpecError(f"{where}.{kind}: expected a non-empty list, got {values!r}")
+    if kind == "choice":
+        return Distribution(kind, tuple(values))
+    if len(values) != 2:
+        raise SpecError(f"{where}.{kind}: expected [lo, hi], got {values!r}")
+    number = int if kind == "int" else float
+    lo, hi = (_convert(v, number, f"{where}.{kind}") for v in values)
+    if not lo < hi:
+        raise SpecError(f"{where}.{kind}: empty or inverted range [{lo}, {hi}]; write [low, high] with low < high")
+    if kind == "loguniform" and lo <= 0:
+        raise SpecError(f"{where}.loguniform: bounds must be > 0, got [{lo}, {hi}]")
+    return Distribution(kind, (lo, hi))
+
+
+def _check_hyperparameter(name: str, value: Any, where: str) -> Any:
+    if name not in HP_FIELDS:
+        raise SpecError(f"{where}: unknown hyperparameter; known: {', '.join(HP_FIELDS)}")
+    value = _convert(value, HP_HINTS[name], where)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        _check_range(value, HP_FIELDS[name].metadata, where)
+    return value
+
+
+def _deep_merge(base: dict, override: dict) -> dict:
+    merged = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def find_spec_file(name_or_path: str) -> Path:
+    """A path as given, else a spec in ``search_spaces/`` by name, with or without ``.yaml``."""
+    path = Path(name_or_path).expanduser()
+    if path.is_file():
+        return path
+    for candidate in (SPACES_DIR / name_or_path, SPACES_DIR / f"{name_or_path}.yaml"):
+        if candidate.is_file():
+            return candidate
+    known = ", ".join(sorted(p.stem for p in SPACES_DIR.glob("*.yaml")))
+    raise SpecError(f"spec {name_or_path!r} not found: not a file, nor a spec in search_spaces/ ({known})")
+
+
+def read_raw(path: Path) -> dict:
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise SpecError(f"{path}: malformed YAML{at}: {getattr(err, 'problem', err)}") from None
+    except UnicodeDecodeError:
+        raise SpecError(f"{path}: not UTF-8 text") from None
+    if not isinstance(raw, dict):
+        raise SpecError(f"{path}: a spec is a YAML mapping of keys (name, search, train, ...), got {_describe(raw)}")
+    return raw
+
+
+def parse_spec(raw: dict, profile: str) -> SearchSpec:
+    """Validate ``raw`` with ``profile``'s overrides; every profile's overrides are checked too."""
+    from evaluators.tasks import UnknownTask, check_task_name
+    from trainers.pairs import recipes
+
+    overrides = raw.get("profiles", {})
+    if not isinstance(overrides, dict) or any(not isinstance(v, dict) for v in overrides.values()):
+        raise SpecError("profiles: expected a mapping of profile name -> overrides mapping")
+    unknown = sorted(set(overrides) - set(PROFILES))
+    if unknown:
+        raise SpecError(f"profiles.{unknown[0]}: unknown profile; profiles are {', '.join(PROFILES)}")
+    if "profiles" in {k for o in overrides.values() for k in o}:
+        raise SpecError("profiles: a profile cannot contain profiles")
+    _build(SearchSpec, raw, "")  # errors in the spec itself are reported without a profile
+    specs = {}
+    for name in PROFILES:
+        merged = _deep_merge(_deep_merge(raw, BUILTIN_PROFILES[name]), overrides.get(name, {}))
+        try:
+            specs[name] = _build(SearchSpec, merged, "")
+        except SpecError as err:
+            raise SpecError(f"{err} (in the overrides of profile {name!r})") from None
+    spec = specs[profile]
+    for key, value in spec.hyperparameters.items():
+        _check_hyperparameter(key, value, f"hyperparameters.{key}")
+    for key, dist in spec.search.space.items():
+        where = f"search.space.{key}"
+        if key not in HP_FIELDS:
+            raise SpecError(f"{where}: unknown hyperparameter; searchable: {', '.join(HP_FIELDS)}")
+        for value in dist.values:
+            _check_hyperparameter(key, value, f"{where}.{dist.kind}")
+        if key == "batch_size" and any(v % spec.train.workers for v in dist.values):
+            raise SpecError(f"{where}: every batch size must be a multiple of train.workers ({spec.train.workers})")
+    if spec.recipe not in recipes():
+        raise SpecError(f"recipe: unknown recipe {spec.recipe!r}; known: {', '.join(recipes())}")
+    if spec.train.eval_every > spec.train.steps:
+        raise SpecError(f"train.eval_every ({spec.train.eval_every}) exceeds train.steps ({spec.train.steps}): "
+                        "no checkpoint would be scored")
+    if spec.train.batch_size % spec.train.workers and "batch_size" not in spec.search.space:
+        raise SpecError(f"train.batch_size ({spec.train.batch_size}) must be a multiple of train.workers "
+                        f"({spec.train.workers}): each worker takes an equal share")
+    tasks = spec.search.objective.tasks
+    if not tasks:
+        raise SpecError("search.objective.tasks: name at least one task, e.g. {news-title-retrieval: 1.0}")
+    for task, weight in {**tasks, **dict.fromkeys(spec.evaluation.report_tasks, 1.0)}.items():
+        if weight <= 0:
+            raise SpecError(f"search.objective.tasks.{task}: weight must be > 0, got {weight}")
+        try:
+            check_task_name(task)
+        except UnknownTask as err:
+            raise SpecError(f"search.objective.tasks: {err.args[0]}") from None
+    return spec
+
+
+def load_spec(name_or_path: str, profile: str) -> tuple[SearchSpec, Path]:
+    path = find_spec_file(name_or_path)
+    return parse_spec(read_raw(path), profile), path

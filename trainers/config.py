@@ -1,0 +1,110 @@
+"""Typed configuration that travels from the driver into Tune trials and Train workers.
+
+The driver (``platform.spec``) validates a YAML spec once and builds these objects; code in the
+workers only ever sees them, never raw dicts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Literal
+
+Pooling = Literal["cls", "mean", "max"]
+
+
+def constraint(
+    help_: str, low: float | None = None, high: float | None = None, *, low_open: bool = False, high_open: bool = False
+) -> dict:
+    """Field metadata: a help line (for docs and errors) and the valid range of the value."""
+    return {"help": help_, "low": low, "high": high, "low_open": low_open, "high_open": high_open}
+
+
+@dataclass(frozen=True)
+class Hyperparameters:
+    """Everything a search may vary per trial. Defaults are the DocSplit paper's (Sec. 4)."""
+
+    lr: float = field(default=5e-5, metadata=constraint("AdamW learning rate", 0.0, 1.0, low_open=True))
+    temperature: float = field(
+        default=0.05, metadata=constraint("InfoNCE temperature tau (cosine / tau)", 0.0, 10.0, low_open=True)
+    )
+    split_probability: float = field(
+        default=0.5,
+        metadata=constraint(
+            "DocSplit: probability that a sentence goes to view A", 0.0, 1.0, low_open=True, high_open=True
+        ),
+    )
+    mlm_weight: float = field(default=0.1, metadata=constraint("weight of the auxiliary MLM loss", 0.0, 100.0))
+    pooling: Pooling = field(default="mean", metadata=constraint("how token states become one embedding"))
+    batch_size: int = field(
+        default=8,
+        metadata=constraint("positive pairs per optimizer step, across all workers (in-batch negatives)", 1, 1_000_000),
+    )
+    weight_decay: float = field(default=0.01, metadata=constraint("AdamW weight decay", 0.0, 1.0))
+    warmup_ratio: float = field(default=0.1, metadata=constraint("share of steps with linear warm-up", 0.0, 1.0))
+    symmetric: bool = field(default=True, metadata=constraint("InfoNCE in both directions (a->b and b->a)"))
+
+    @classmethod
+    def names(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls)]
+
+
+@dataclass(frozen=True)
+class EvalBudget:
+    """How much of each task's data an evaluation uses (the smoke and local profiles shrink it)."""
+
+    max_documents: int | None = None  # retrieval corpus size (every judged document of a kept query stays)
+    max_queries: int | None = None
+    max_test: int | None = None  # probe test examples (stratified subsample)
+    fewshot_k: int = 8  # training examples per class
+    repeats: int = 5  # few-shot draws, each with its own seed
+
+
+@dataclass(frozen=True)
+class EvalPlan:
+    """Which tasks score a checkpoint, how they combine, and where the evaluator actors live."""
+
+    objective: dict[str, float]  # task name -> weight; the objective is the weighted mean
+    actor_names: tuple[str, ...]
+    namespace: str
+    budget: EvalBudget
+    max_length: int
+    batch_size: int
+    threads: int
+    report_tasks: tuple[str, ...] = ()
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        return tuple(self.objective)
+
+    def objective_of(self, main_scores: dict[str, float]) -> float:
+        total = sum(self.objective.values())
+        return sum(w * main_scores[name] for name, w in self.objective.items()) / total
+
+
+@dataclass(frozen=True)
+class TrainPlan:
+    """The fixed part of every trial in one search (what does not vary per trial)."""
+
+    run_dir: str
+    base_model: str  # a local directory, resolved by the driver
+    base_model_name: str  # as the user wrote it, for the record
+    corpus_path: str  # prepared corpus (jsonl of sentence-split documents)
+    corpus_name: str
+    recipe: str
+    steps: int
+    eval_every: int
+    max_length: int
+    workers: int
+    use_gpu: bool
+    cpus_per_worker: float
+    gpus_per_worker: float
+    threads_per_worker: int
+    seed: int
+    bf16: bool
+    max_worker_failures: int
+    evaluation: EvalPlan
+
+    @property
+    def eval_rounds(self) -> int:
+        return -(-self.steps // self.eval_every)

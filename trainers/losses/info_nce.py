@@ -1,0 +1,33 @@
+"""InfoNCE over in-batch negatives (the SimCSE form).
+
+Inputs: ``anchors`` and ``positives``, float tensors of shape ``(N, d)``; row ``i`` of each is a
+positive pair and every other row of ``positives`` is a negative for ``anchors[i]``. Under data
+parallelism, pass the embeddings gathered from all ranks (``trainers.distributed.gather``), so
+N is the global batch.
+
+    s_ij = cos(anchors_i, positives_j) / tau
+    L_a->b = -1/N sum_i log( exp(s_ii) / sum_j exp(s_ij) )
+
+``symmetric=True`` returns ``(L_a->b + L_b->a) / 2``, where ``L_b->a`` uses the transposed
+similarity matrix. Returns a scalar tensor.
+
+Paper: Gao et al., "SimCSE: Simple Contrastive Learning of Sentence Embeddings" (EMNLP 2021),
+Eq. 1 (tau = 0.05 there). DocSplit/SimDE use it on sentence-split views; LA(SER)^3 on
+elongated views. Related: NT-Xent (SimCLR) also counts same-view negatives.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def info_nce(anchors: torch.Tensor, positives: torch.Tensor, temperature: float, symmetric: bool = False) -> torch.Tensor:
+    if anchors.shape != positives.shape or anchors.dim() != 2:
+        raise ValueError(f"expected two (N, d) tensors of equal shape, got {tuple(anchors.shape)} and {tuple(positives.shape)}")
+    scores = F.normalize(anchors.float(), dim=-1) @ F.normalize(positives.float(), dim=-1).T / temperature
+    labels = torch.arange(scores.shape[0], device=scores.device)
+    loss = F.cross_entropy(scores, labels)
+    if symmetric:
+        loss = (loss + F.cross_entropy(scores.T, labels)) / 2
+    return loss

@@ -1,0 +1,44 @@
+"""One Tune trial: build and fit a Ray Train ``TorchTrainer`` for one configuration.
+
+This is Ray 2.60's Train-in-Tune pattern: a Tune function trainable whose ``TorchTrainer`` reports
+back to Tune through ``TuneReportCallback``. The Train run is named after the Tune trial and
+stored under the run directory, so a resumed search finds it again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from trainers.config import Hyperparameters, TrainPlan
+
+
+def run_trial(config: dict, plan: TrainPlan, fixed: dict) -> None:
+    """``config``: the searched hyperparameters Tune sampled; ``fixed``: the rest."""
+    import ray.train
+    from ray import tune
+    from ray.train.torch import TorchConfig, TorchTrainer
+    from ray.tune.integration.ray_train import TuneReportCallback
+
+    from trainers.loop import train_loop_per_worker
+
+    trial_id = tune.get_context().get_trial_id()
+    known = {f.name for f in dataclasses.fields(Hyperparameters)}
+    hp = Hyperparameters(**{**fixed, **{k: v for k, v in config.items() if k in known}})
+    resources = {"CPU": plan.cpus_per_worker} | ({"GPU": plan.gpus_per_worker} if plan.use_gpu else {})
+    trainer = TorchTrainer(
+        train_loop_per_worker,
+        train_loop_config={"plan": plan, "hp": hp, "trial_id": trial_id},
+        scaling_config=ray.train.ScalingConfig(
+            num_workers=plan.workers, use_gpu=plan.use_gpu, resources_per_worker=resources
+        ),
+        torch_config=TorchConfig(backend="nccl" if plan.use_gpu else "gloo"),
+        run_config=ray.train.RunConfig(
+            name=trial_id,
+            storage_path=f"{plan.run_dir}/train",
+            callbacks=[TuneReportCallback()],
+            failure_config=ray.train.FailureConfig(
+                max_failures=plan.max_worker_failures, controller_failure_limit=3
+            ),
+        ),
+    )
+    trainer.fit()
