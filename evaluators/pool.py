@@ -51,12 +51,19 @@ class Evaluator:
             if not loaded:
                 loaded.extend(load_encoder(model_dir))
             model, tokenizer = loaded
-            return embed_texts(model, tokenizer, texts, pooling=pooling, max_length=self.plan.max_length,
-                               batch_size=self.plan.batch_size)
+            return embed_texts(
+                model,
+                tokenizer,
+                texts,
+                pooling=pooling,
+                max_length=self.plan.max_length,
+                batch_size=self.plan.batch_size,
+            )
 
         names = task_names or list(self.plan.tasks)
-        scores = {name: self.tasks[name].evaluate(lambda texts: self.cache.embed(key, texts, embed_missing))
-                  for name in names}
+        scores = {
+            name: self.tasks[name].evaluate(lambda texts: self.cache.embed(key, texts, embed_missing)) for name in names
+        }
         self.cache.save(key)
         return scores
 
@@ -68,8 +75,13 @@ def start_pool(plan: EvalPlan, run_dir: str, cpus_per_actor: float, gpus_per_act
     remote = ray.remote(Evaluator)
     actors = [
         remote.options(
-            name=name, namespace=plan.namespace, get_if_exists=True, num_cpus=cpus_per_actor,
-            num_gpus=gpus_per_actor, max_restarts=3, max_task_retries=2,
+            name=name,
+            namespace=plan.namespace,
+            get_if_exists=True,
+            num_cpus=cpus_per_actor,
+            num_gpus=gpus_per_actor,
+            max_restarts=3,
+            max_task_retries=2,
         ).remote(plan, run_dir)
         for name in plan.actor_names
     ]

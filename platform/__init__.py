@@ -29,7 +29,7 @@ def _load_stdlib_platform(namespace: dict) -> None:
         if key in namespace
     }
     code = spec.loader.get_code("platform")
-    exec(code, namespace)  # noqa: S102 - the stdlib's own, unmodified code
+    exec(code, namespace)
     namespace.update(identity)
     namespace["_stdlib_origin"] = spec.origin
 

@@ -23,18 +23,24 @@ class Row:
     scores: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def flat(self, tasks: list[str]) -> dict:
-        out = {"trial": self.trial, "status": self.status, "objective": self.objective, "step": self.step,
-               "checkpoint": self.checkpoint}
+        out = {
+            "trial": self.trial,
+            "status": self.status,
+            "objective": self.objective,
+            "step": self.step,
+            "checkpoint": self.checkpoint,
+        }
         out |= {f"hp.{k}": v for k, v in sorted(self.hyperparameters.items())}
         out |= {task: self.scores.get(task, {}).get("main") for task in tasks}
         return out
 
 
-def _scores_from_metrics(metrics: dict) -> dict[str, dict[str, float]]:
+def _scores_from_metrics(metrics: dict, tasks: tuple[str, ...]) -> dict[str, dict[str, float]]:
+    """``{"task/metric": value}`` report entries back into ``{task: {metric: value}}``."""
     scores: dict[str, dict[str, float]] = {}
     for key, value in metrics.items():
-        if isinstance(key, str) and "/" in key and isinstance(value, (int, float)):
-            task, metric = key.rsplit("/", 1)
+        task, _, metric = str(key).rpartition("/")
+        if task in tasks and isinstance(value, (int, float)):
             scores.setdefault(task, {})[metric] = float(value)
     return scores
 
@@ -61,16 +67,32 @@ def rows_from_results(results, resolved) -> list[Row]:
             status = f"stopped early (round {rounds}/{resolved.plan.eval_rounds})"
         else:
             status = "completed"
-        rows.append(Row(trial_id, status, float(best["objective"]), int(best["step"]), best.get("checkpoint"), hp,
-                        _scores_from_metrics(best)))
+        rows.append(
+            Row(
+                trial_id,
+                status,
+                float(best["objective"]),
+                int(best["step"]),
+                best.get("checkpoint"),
+                hp,
+                _scores_from_metrics(best, resolved.plan.evaluation.tasks),
+            )
+        )
     return rows
 
 
 def baseline_row(baseline: dict, resolved) -> Row:
     main = {task: values["main"] for task, values in baseline.items() if task in resolved.plan.evaluation.objective}
     objective = resolved.plan.evaluation.objective_of(main)
-    return Row(BASELINE_ID, "base model, untouched", objective, 0, resolved.plan.base_model,
-               {"pooling": resolved.fixed.pooling}, baseline)
+    return Row(
+        BASELINE_ID,
+        "base model, untouched",
+        objective,
+        0,
+        resolved.plan.base_model,
+        {"pooling": resolved.fixed.pooling},
+        baseline,
+    )
 
 
 def _rank_key(row: Row) -> float:
@@ -94,8 +116,15 @@ def format_table(rows: list[Row], tasks: list[str]) -> str:
     lines = [header]
     for rank, row in enumerate(rows, start=1):
         score = lambda v: f"{v:.4f}" if isinstance(v, float) else "-"  # noqa: E731
-        lines.append([str(rank), row.trial, score(row.objective),
-                      *(score(row.scores.get(t, {}).get("main")) for t in tasks), row.status])
+        lines.append(
+            [
+                str(rank),
+                row.trial,
+                score(row.objective),
+                *(score(row.scores.get(t, {}).get("main")) for t in tasks),
+                row.status,
+            ]
+        )
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in lines)
 

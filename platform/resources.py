@@ -34,10 +34,12 @@ class ResourcePlan:
 
     def describe(self) -> str:
         gpus = f", {self.trial_gpus:g} GPU" if self.trial_gpus else ""
-        return (f"cluster {self.cluster_cpus:g} CPU / {self.cluster_gpus:g} GPU; each trial holds "
-                f"{self.trial_cpus:g} CPU{gpus}; evaluators hold {self.evaluator_cpus:g} CPU"
-                f"{f' / {self.evaluator_gpus:g} GPU' if self.evaluator_gpus else ''}; "
-                f"up to {self.max_concurrent} trial(s) at once")
+        return (
+            f"cluster {self.cluster_cpus:g} CPU / {self.cluster_gpus:g} GPU; each trial holds "
+            f"{self.trial_cpus:g} CPU{gpus}; evaluators hold {self.evaluator_cpus:g} CPU"
+            f"{f' / {self.evaluator_gpus:g} GPU' if self.evaluator_gpus else ''}; "
+            f"up to {self.max_concurrent} trial(s) at once"
+        )
 
 
 def plan_resources(train, evaluation, samples: int, cap: int | None, cluster: dict[str, float]) -> ResourcePlan:

@@ -12,9 +12,9 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-
 from platform.resources import ResourcePlan, plan_resources
 from platform.spec import Distribution, SearchSpec
+
 from trainers.config import EvalPlan, Hyperparameters, TrainPlan
 from trainers.data.corpus import CorpusStats
 
@@ -52,8 +52,15 @@ class ResolvedSearch:
         }
 
 
-def resolve(spec: SearchSpec, spec_path: Path, profile: str, run_dir: Path, model_dir: str,
-            corpus: tuple[Path, CorpusStats], cluster: dict[str, float]) -> ResolvedSearch:
+def resolve(
+    spec: SearchSpec,
+    spec_path: Path,
+    profile: str,
+    run_dir: Path,
+    model_dir: str,
+    corpus: tuple[Path, CorpusStats],
+    cluster: dict[str, float],
+) -> ResolvedSearch:
     train, evaluation = spec.train, spec.evaluation
     resources = plan_resources(train, evaluation, spec.search.samples, spec.search.max_concurrent, cluster)
     namespace = f"doctune-{spec.name}"
@@ -117,25 +124,38 @@ def _tuner(resolved: ResolvedSearch, resume: bool):
     )
     experiment = resolved.run_dir / "tune" / spec.name
     if resume and (experiment / "tuner.pkl").exists():
-        return tune.Tuner.restore(str(experiment.resolve()), trainable=trainable, resume_unfinished=True,
-                                  resume_errored=True)
+        return tune.Tuner.restore(
+            str(experiment.resolve()), trainable=trainable, resume_unfinished=True, resume_errored=True
+        )
     search_alg = None
     if spec.search.space:
-        sampler = (optuna.samplers.TPESampler(seed=spec.search.seed) if spec.search.sampler == "tpe"
-                   else optuna.samplers.RandomSampler(seed=spec.search.seed))
+        sampler = (
+            optuna.samplers.TPESampler(seed=spec.search.seed)
+            if spec.search.sampler == "tpe"
+            else optuna.samplers.RandomSampler(seed=spec.search.seed)
+        )
         search_alg = OptunaSearch(sampler=sampler)
     asha = spec.search.scheduler.asha
     scheduler = (
-        ASHAScheduler(time_attr="eval_round", max_t=resolved.plan.eval_rounds, grace_period=asha.grace_period,
-                      reduction_factor=asha.reduction_factor)
-        if asha is not None and resolved.plan.eval_rounds > 1 else FIFOScheduler()
+        ASHAScheduler(
+            time_attr="eval_round",
+            max_t=resolved.plan.eval_rounds,
+            grace_period=asha.grace_period,
+            reduction_factor=asha.reduction_factor,
+        )
+        if asha is not None and resolved.plan.eval_rounds > 1
+        else FIFOScheduler()
     )
     return tune.Tuner(
         trainable,
         param_space={k: _tune_domain(d) for k, d in spec.search.space.items()},
         tune_config=tune.TuneConfig(
-            metric="objective", mode="max", search_alg=search_alg, scheduler=scheduler,
-            num_samples=spec.search.samples, max_concurrent_trials=resolved.resources.max_concurrent,
+            metric="objective",
+            mode="max",
+            search_alg=search_alg,
+            scheduler=scheduler,
+            num_samples=spec.search.samples,
+            max_concurrent_trials=resolved.resources.max_concurrent,
         ),
         run_config=tune.RunConfig(
             name=spec.name,
@@ -149,8 +169,9 @@ def score_baseline(resolved: ResolvedSearch) -> dict[str, dict[str, float]]:
     from evaluators.pool import score_checkpoint
 
     evaluation = resolved.plan.evaluation
-    return score_checkpoint(evaluation, resolved.plan.base_model, resolved.fixed.pooling,
-                            [*evaluation.tasks, *evaluation.report_tasks])
+    return score_checkpoint(
+        evaluation, resolved.plan.base_model, resolved.fixed.pooling, [*evaluation.tasks, *evaluation.report_tasks]
+    )
 
 
 def start_evaluators(resolved: ResolvedSearch) -> list:
@@ -159,8 +180,9 @@ def start_evaluators(resolved: ResolvedSearch) -> list:
 
     evaluation = resolved.spec.evaluation
     print(f"doctune: starting {evaluation.evaluators} evaluator(s) (loading task data)", flush=True)
-    return start_pool(resolved.plan.evaluation, resolved.plan.run_dir, evaluation.cpus_per_evaluator,
-                      evaluation.gpus_per_evaluator)
+    return start_pool(
+        resolved.plan.evaluation, resolved.plan.run_dir, evaluation.cpus_per_evaluator, evaluation.gpus_per_evaluator
+    )
 
 
 def run_search(resolved: ResolvedSearch, resume: bool):

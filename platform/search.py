@@ -13,7 +13,6 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-
 from platform.resources import InfeasibleResources
 from platform.spec import PROFILES, SpecError, load_spec
 
@@ -28,9 +27,12 @@ class UsageError(ValueError):
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m platform.search", description=__doc__.split("\n\n")[1])
     parser.add_argument("spec", help="a spec file, or a spec name in search_spaces/ (with or without .yaml)")
-    parser.add_argument("--profile", choices=PROFILES,
-                        help="full (GPU cluster), local (2 CPUs, ~15 min), smoke (minutes); "
-                             "default: full when the cluster has GPUs, else local")
+    parser.add_argument(
+        "--profile",
+        choices=PROFILES,
+        help="full (GPU cluster), local (2 CPUs, ~15 min), smoke (minutes); "
+        "default: full when the cluster has GPUs, else local",
+    )
     parser.add_argument("--run-dir", type=Path, help="default: runs/<spec name>")
     parser.add_argument("--resume", action="store_true", help="continue the search in an existing run dir")
     parser.add_argument("--dry-run", action="store_true", help="validate, plan and print; start no trial")
@@ -39,8 +41,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def _check_run_dir(run_dir: Path, resume: bool) -> None:
     if run_dir.exists() and not resume:
-        raise UsageError(f"run directory {run_dir} already exists: pass --resume to continue that search, "
-                         "or --run-dir to start a new one elsewhere")
+        raise UsageError(
+            f"run directory {run_dir} already exists: pass --resume to continue that search, "
+            "or --run-dir to start a new one elsewhere"
+        )
     if resume and not (run_dir / "search.json").exists():
         raise UsageError(f"--resume: {run_dir} holds no search to resume (no search.json); drop --resume")
     probe_dir = run_dir if run_dir.exists() else next(p for p in run_dir.resolve().parents if p.exists())
@@ -48,17 +52,21 @@ def _check_run_dir(run_dir: Path, resume: bool) -> None:
         raise UsageError(f"run directory {run_dir}: {probe_dir} is not writable; choose another --run-dir")
     free = shutil.disk_usage(probe_dir).free
     if free < 1 << 30:
-        raise UsageError(f"run directory {run_dir}: only {free >> 20} MiB free on its disk; checkpoints need "
-                         "at least 1 GiB; free space or choose another --run-dir")
+        raise UsageError(
+            f"run directory {run_dir}: only {free >> 20} MiB free on its disk; checkpoints need "
+            "at least 1 GiB; free space or choose another --run-dir"
+        )
 
 
 def _ray_init(address: str | None) -> dict[str, float]:
     import ray
 
     os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.5")  # default 2 s caps short trials
-    env_vars = {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-                "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": os.environ["RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"],
-                "TOKENIZERS_PARALLELISM": "false"}
+    env_vars = {
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": os.environ["RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"],
+        "TOKENIZERS_PARALLELISM": "false",
+    }
     for passthrough in ("HF_HUB_OFFLINE", "DOCTUNE_CACHE", "HF_HOME"):
         if passthrough in os.environ:
             env_vars[passthrough] = os.environ[passthrough]
@@ -90,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path) -> int:
     from platform import report, runner
+
     from trainers.data import DataUnavailable, prepare_corpus
     from trainers.encoder import ModelUnavailable, resolve_model
 
@@ -121,16 +130,20 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path) -> int:
         if args.resume:
             recorded = json.loads((run_dir / "search.json").read_text())
             if recorded["resolved_spec"] != json.loads(json.dumps(summary["resolved_spec"], default=str)):
-                raise UsageError(f"--resume: the spec or profile differs from the one {run_dir} was started with "
-                                 f"({recorded['spec']}, profile {recorded['profile']!r})")
+                raise UsageError(
+                    f"--resume: the spec or profile differs from the one {run_dir} was started with "
+                    f"({recorded['spec']}, profile {recorded['profile']!r})"
+                )
         else:
             run_dir.mkdir(parents=True)
             _write_atomic(run_dir / "search.json", json.dumps(summary, indent=2, default=str))
         print(f"doctune: search {spec.name!r}, profile {profile!r}, recipe {spec.recipe!r}, run dir {run_dir}")
         stats = resolved.corpus_stats
-        print(f"doctune: corpus {spec.corpus.source!r}: {stats.documents} documents, {stats.sentences} sentences "
-              f"({stats.single_sentence_documents} single-sentence, {stats.dropped_empty} empty dropped, "
-              f"{stats.truncated} truncated, {stats.replaced_invalid_utf8} with invalid UTF-8 replaced)")
+        print(
+            f"doctune: corpus {spec.corpus.source!r}: {stats.documents} documents, {stats.sentences} sentences "
+            f"({stats.single_sentence_documents} single-sentence, {stats.dropped_empty} empty dropped, "
+            f"{stats.truncated} truncated, {stats.replaced_invalid_utf8} with invalid UTF-8 replaced)"
+        )
         evaluators = runner.start_evaluators(resolved)  # noqa: F841 - held so the actors live
         baseline, results = runner.run_search(resolved, args.resume)
         tasks = list(resolved.plan.evaluation.objective)
@@ -141,11 +154,18 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path) -> int:
             winner = max(scored, key=lambda r: r.objective)
             from evaluators.pool import score_checkpoint
 
-            extra = score_checkpoint(resolved.plan.evaluation, winner.checkpoint, winner.hyperparameters["pooling"],
-                                     list(resolved.plan.evaluation.report_tasks))
+            extra = score_checkpoint(
+                resolved.plan.evaluation,
+                winner.checkpoint,
+                winner.hyperparameters["pooling"],
+                list(resolved.plan.evaluation.report_tasks),
+            )
             winner.scores |= extra
-        rows = report.write_leaderboard([report.baseline_row(baseline, resolved), *rows], run_dir,
-                                        tasks + list(resolved.plan.evaluation.report_tasks))
+        rows = report.write_leaderboard(
+            [report.baseline_row(baseline, resolved), *rows],
+            run_dir,
+            tasks + list(resolved.plan.evaluation.report_tasks),
+        )
         print("\n" + report.format_table(rows, tasks + list(resolved.plan.evaluation.report_tasks)) + "\n")
         if not scored:
             print("doctune: no trial produced a score; see the statuses above", file=sys.stderr)

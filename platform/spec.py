@@ -30,23 +30,47 @@ SPACES_DIR = Path(__file__).resolve().parent.parent / "search_spaces"
 BUILTIN_PROFILES: dict[str, dict] = {
     "full": {},
     "local": {
-        "train": {"steps": 40, "eval_every": 20, "max_length": 128, "batch_size": 8, "workers": 2,
-                  "cpus_per_worker": 0.5, "gpus_per_worker": 0.0, "bf16": False},
+        "train": {
+            "steps": 40,
+            "eval_every": 20,
+            "max_length": 128,
+            "batch_size": 8,
+            "workers": 2,
+            "cpus_per_worker": 0.5,
+            "gpus_per_worker": 0.0,
+            "bf16": False,
+        },
         "search": {"samples": 4},
-        "evaluation": {"evaluators": 1, "cpus_per_evaluator": 0.5, "gpus_per_evaluator": 0.0, "threads": 2,
-                       "max_length": 256,
-                       "limits": {"max_documents": 200, "max_queries": 100, "max_test": 300, "fewshot_k": 8,
-                                  "repeats": 3}},
+        "evaluation": {
+            "evaluators": 1,
+            "cpus_per_evaluator": 0.5,
+            "gpus_per_evaluator": 0.0,
+            "threads": 2,
+            "max_length": 256,
+            "limits": {"max_documents": 200, "max_queries": 100, "max_test": 300, "fewshot_k": 8, "repeats": 3},
+        },
     },
     "smoke": {
         "corpus": {"max_documents": 300},
-        "train": {"steps": 4, "eval_every": 2, "max_length": 64, "batch_size": 4, "workers": 2,
-                  "cpus_per_worker": 0.5, "gpus_per_worker": 0.0, "bf16": False},
+        "train": {
+            "steps": 4,
+            "eval_every": 2,
+            "max_length": 64,
+            "batch_size": 4,
+            "workers": 2,
+            "cpus_per_worker": 0.5,
+            "gpus_per_worker": 0.0,
+            "bf16": False,
+        },
         "search": {"samples": 2},
-        "evaluation": {"evaluators": 1, "cpus_per_evaluator": 0.5, "gpus_per_evaluator": 0.0, "threads": 2,
-                       "max_length": 128,
-                       "limits": {"max_documents": 60, "max_queries": 30, "max_test": 64, "fewshot_k": 4,
-                                  "repeats": 2}},
+        "evaluation": {
+            "evaluators": 1,
+            "cpus_per_evaluator": 0.5,
+            "gpus_per_evaluator": 0.0,
+            "threads": 2,
+            "max_length": 128,
+            "limits": {"max_documents": 60, "max_queries": 30, "max_test": 64, "fewshot_k": 4, "repeats": 2},
+        },
     },
 }
 
@@ -69,8 +93,12 @@ class Distribution:
 
 @dataclass(frozen=True)
 class CorpusSpec:
-    source: str = field(default="news-articles", metadata=constraint(
-        "'news-articles' (packaged), a .jsonl/.txt/.parquet file or a directory of .txt, or hf:<dataset id>"))
+    source: str = field(
+        default="news-articles",
+        metadata=constraint(
+            "'news-articles' (packaged), a .jsonl/.txt/.parquet file or a directory of .txt, or hf:<dataset id>"
+        ),
+    )
     max_documents: int | None = field(default=None, metadata=constraint("use at most this many documents", 1))
 
 
@@ -131,12 +159,14 @@ class EvaluationSection:
 class SearchSpec:
     name: str = field(metadata=constraint("the search's name (run directory, Tune experiment)"))
     search: SearchSection
-    base_model: str = field(default="all-minilm-l6-v2", metadata=constraint(
-        "packaged alias, local model directory, or Hugging Face id"))
+    base_model: str = field(
+        default="all-minilm-l6-v2", metadata=constraint("packaged alias, local model directory, or Hugging Face id")
+    )
     corpus: CorpusSpec = field(default_factory=CorpusSpec, metadata=constraint("pretraining text"))
     recipe: str = field(default="docsplit", metadata=constraint("positive-pair recipe"))
-    hyperparameters: dict[str, Any] = field(default_factory=dict, metadata=constraint(
-        "fixed values for hyperparameters that are not searched"))
+    hyperparameters: dict[str, Any] = field(
+        default_factory=dict, metadata=constraint("fixed values for hyperparameters that are not searched")
+    )
     train: TrainSection = field(default_factory=TrainSection, metadata=constraint("trial training"))
     evaluation: EvaluationSection = field(default_factory=EvaluationSection, metadata=constraint("scoring"))
     address: str | None = field(default=None, metadata=constraint("Ray address; default RAY_ADDRESS or local"))
@@ -222,9 +252,7 @@ def _build(cls: type, data: Any, where: str) -> Any:
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - set(fields))
     if unknown:
-        raise SpecError(
-            f"{_join(where, unknown[0])}: unknown key; allowed here: {', '.join(sorted(fields))}"
-        )
+        raise SpecError(f"{_join(where, unknown[0])}: unknown key; allowed here: {', '.join(sorted(fields))}")
     hints = typing.get_type_hints(cls)
     values = {}
     for name, spec_field in fields.items():
@@ -251,8 +279,10 @@ HP_HINTS = typing.get_type_hints(Hyperparameters)
 def _distribution(value: Any, where: str) -> Distribution:
     kinds = ("uniform", "loguniform", "int", "choice")
     if not isinstance(value, dict) or len(value) != 1 or next(iter(value)) not in kinds:
-        raise SpecError(f"{where}: expected one of {{uniform: [lo, hi]}}, {{loguniform: [lo, hi]}}, "
-                        f"{{int: [lo, hi]}}, {{choice: [...]}}; got {value!r}")
+        raise SpecError(
+            f"{where}: expected one of {{uniform: [lo, hi]}}, {{loguniform: [lo, hi]}}, "
+            f"{{int: [lo, hi]}}, {{choice: [...]}}; got {value!r}"
+        )
     kind, values = next(iter(value.items()))
     if not isinstance(values, list) or not values:
         raise SpecError(f"{where}.{kind}: expected a non-empty list, got {values!r}")
@@ -316,9 +346,6 @@ def read_raw(path: Path) -> dict:
 
 def parse_spec(raw: dict, profile: str) -> SearchSpec:
     """Validate ``raw`` with ``profile``'s overrides; every profile's overrides are checked too."""
-    from evaluators.tasks import UnknownTask, check_task_name
-    from trainers.pairs import recipes
-
     overrides = raw.get("profiles", {})
     if not isinstance(overrides, dict) or any(not isinstance(v, dict) for v in overrides.values()):
         raise SpecError("profiles: expected a mapping of profile name -> overrides mapping")
@@ -333,9 +360,19 @@ def parse_spec(raw: dict, profile: str) -> SearchSpec:
         merged = _deep_merge(_deep_merge(raw, BUILTIN_PROFILES[name]), overrides.get(name, {}))
         try:
             specs[name] = _build(SearchSpec, merged, "")
+            _check_semantics(specs[name])
         except SpecError as err:
+            if name == "full" and name not in overrides:
+                raise
             raise SpecError(f"{err} (in the overrides of profile {name!r})") from None
-    spec = specs[profile]
+    return specs[profile]
+
+
+def _check_semantics(spec: SearchSpec) -> None:
+    """What a single key's type cannot say: names that must exist, keys that must agree."""
+    from evaluators.tasks import UnknownTask, check_task_name
+    from trainers.pairs import recipes
+
     for key, value in spec.hyperparameters.items():
         _check_hyperparameter(key, value, f"hyperparameters.{key}")
     for key, dist in spec.search.space.items():
@@ -349,11 +386,15 @@ def parse_spec(raw: dict, profile: str) -> SearchSpec:
     if spec.recipe not in recipes():
         raise SpecError(f"recipe: unknown recipe {spec.recipe!r}; known: {', '.join(recipes())}")
     if spec.train.eval_every > spec.train.steps:
-        raise SpecError(f"train.eval_every ({spec.train.eval_every}) exceeds train.steps ({spec.train.steps}): "
-                        "no checkpoint would be scored")
+        raise SpecError(
+            f"train.eval_every ({spec.train.eval_every}) exceeds train.steps ({spec.train.steps}): "
+            "no checkpoint would be scored"
+        )
     if spec.train.batch_size % spec.train.workers and "batch_size" not in spec.search.space:
-        raise SpecError(f"train.batch_size ({spec.train.batch_size}) must be a multiple of train.workers "
-                        f"({spec.train.workers}): each worker takes an equal share")
+        raise SpecError(
+            f"train.batch_size ({spec.train.batch_size}) must be a multiple of train.workers "
+            f"({spec.train.workers}): each worker takes an equal share"
+        )
     tasks = spec.search.objective.tasks
     if not tasks:
         raise SpecError("search.objective.tasks: name at least one task, e.g. {news-title-retrieval: 1.0}")
@@ -364,7 +405,6 @@ def parse_spec(raw: dict, profile: str) -> SearchSpec:
             check_task_name(task)
         except UnknownTask as err:
             raise SpecError(f"search.objective.tasks: {err.args[0]}") from None
-    return spec
 
 
 def load_spec(name_or_path: str, profile: str) -> tuple[SearchSpec, Path]:

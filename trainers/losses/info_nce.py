@@ -22,9 +22,12 @@ import torch
 import torch.nn.functional as F
 
 
-def info_nce(anchors: torch.Tensor, positives: torch.Tensor, temperature: float, symmetric: bool = False) -> torch.Tensor:
+def info_nce(
+    anchors: torch.Tensor, positives: torch.Tensor, temperature: float, symmetric: bool = False
+) -> torch.Tensor:
     if anchors.shape != positives.shape or anchors.dim() != 2:
-        raise ValueError(f"expected two (N, d) tensors of equal shape, got {tuple(anchors.shape)} and {tuple(positives.shape)}")
+        shapes = f"{tuple(anchors.shape)} and {tuple(positives.shape)}"
+        raise ValueError(f"expected two (N, d) tensors of equal shape, got {shapes}")
     scores = F.normalize(anchors.float(), dim=-1) @ F.normalize(positives.float(), dim=-1).T / temperature
     labels = torch.arange(scores.shape[0], device=scores.device)
     loss = F.cross_entropy(scores, labels)

@@ -1,0 +1,137 @@
+"""Spec validation: every bad spec gets one message naming the key, and exit code 2."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from platform.spec import PROFILES, SPACES_DIR, SpecError, find_spec_file, parse_spec, read_raw
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+
+GOOD = {
+    "name": "t",
+    "search": {
+        "objective": {"tasks": {"news-title-retrieval": 1.0}},
+        "space": {"temperature": {"loguniform": [0.02, 0.2]}, "pooling": {"choice": ["cls", "mean"]}},
+    },
+    "train": {"steps": 10, "eval_every": 5, "batch_size": 4, "workers": 2},
+}
+
+
+def _with(path: str, value):
+    spec = copy.deepcopy(GOOD)
+    *parents, last = path.split(".")
+    node = spec
+    for key in parents:
+        node = node.setdefault(key, {})
+    if value is _DELETE:
+        del node[last]
+    else:
+        node[last] = value
+    return spec
+
+
+_DELETE = object()
+
+BAD = [
+    (_with("trian", {}), "trian: unknown key"),
+    (_with("train.stepz", 3), "train.stepz: unknown key"),
+    (_with("train.steps", "ten"), "train.steps: expected an integer, got 'ten'"),
+    (_with("train.steps", 0), "train.steps: 0 is out of range; it must be >= 1"),
+    (_with("train.bf16", "yes"), "train.bf16: expected true or false"),
+    (_with("train.eval_every", 50), "train.eval_every (50) exceeds train.steps (10)"),
+    (_with("train.batch_size", 5), "train.batch_size (5) must be a multiple of train.workers (2)"),
+    (_with("name", _DELETE), "name: required key is missing"),
+    (_with("search.space.temperature", {"loguniform": [0.2, 0.02]}), "empty or inverted range [0.2, 0.02]"),
+    (_with("search.space.temperature", {"uniform": [0.1, 0.1]}), "empty or inverted range"),
+    (_with("search.space.temperature", {"loguniform": [0.0, 0.2]}), "bounds must be > 0"),
+    (_with("search.space.temperature", {"gaussian": [0, 1]}), "search.space.temperature: expected one of"),
+    (_with("search.space.split_probability", {"uniform": [0.5, 1.0]}), "it must be < 1.0"),
+    (_with("search.space.pooling", {"choice": ["cls", "attention"]}), "'attention' is not one of"),
+    (_with("search.space.lr_max", {"uniform": [0.1, 0.2]}), "search.space.lr_max: unknown hyperparameter"),
+    (_with("search.space.batch_size", {"choice": [4, 7]}), "multiple of train.workers"),
+    (_with("search.objective.tasks", {}), "name at least one task"),
+    (_with("search.objective.tasks", {"no-such-task": 1.0}), "unknown task 'no-such-task'"),
+    (_with("search.objective.tasks", {"beir:/nonexistent": 1.0}), "is not a BEIR directory"),
+    (_with("search.objective.tasks", {"news-title-retrieval": 0.0}), "weight must be > 0"),
+    (_with("search.sampler", "grid"), "search.sampler: 'grid' is not one of 'tpe', 'random'"),
+    (_with("recipe", "nope"), "recipe: unknown recipe 'nope'"),
+    (_with("hyperparameters", {"temperature": -1.0}), "hyperparameters.temperature: -1.0 is out of range"),
+    (_with("hyperparameters", {"tau": 0.1}), "hyperparameters.tau: unknown hyperparameter"),
+    (_with("profiles", {"huge": {}}), "profiles.huge: unknown profile"),
+    (_with("profiles", {"smoke": {"train": {"steps": "x"}}}), "(in the overrides of profile 'smoke')"),
+    (_with("profiles", {"local": {"train": {"wrokers": 1}}}), "train.wrokers: unknown key"),
+]
+
+
+@pytest.mark.parametrize(("raw", "message"), BAD, ids=[m[:40] for _, m in BAD])
+def test_bad_spec_is_refused_with_a_message_naming_the_key(raw, message):
+    with pytest.raises(SpecError) as caught:
+        parse_spec(raw, "local")
+    assert message in str(caught.value)
+
+
+def test_good_spec_becomes_typed_objects():
+    spec = parse_spec(GOOD, "full")
+    assert spec.train.steps == 10 and spec.search.space["temperature"].values == (0.02, 0.2)
+    fixed = spec.fixed_hyperparameters()
+    assert fixed.batch_size == 4 and fixed.split_probability == 0.5
+
+
+def test_profiles_shrink_and_the_specs_own_overrides_win():
+    raw = _with("profiles", {"smoke": {"train": {"steps": 3, "eval_every": 1}}})
+    smoke = parse_spec(raw, "smoke")
+    assert (smoke.train.steps, smoke.train.eval_every, smoke.train.max_length) == (3, 1, 64)
+    assert smoke.evaluation.limits.max_queries == 30
+    assert parse_spec(raw, "full").train.steps == 10
+
+
+@pytest.mark.parametrize("path", sorted(SPACES_DIR.glob("*.yaml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("profile", PROFILES)
+def test_every_shipped_spec_is_valid_under_every_profile(path, profile):
+    parse_spec(read_raw(path), profile)
+
+
+def test_specs_are_found_by_name_with_or_without_suffix():
+    assert find_spec_file("smoke") == find_spec_file("smoke.yaml") == SPACES_DIR / "smoke.yaml"
+    with pytest.raises(SpecError, match="not found"):
+        find_spec_file("no_such_spec")
+
+
+def _cli(*args: str, cwd=ROOT):
+    return subprocess.run(
+        [sys.executable, "-m", "platform.search", *args], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("name: [unclosed", "malformed YAML at line 1"),
+        ("- a list", "a spec is a YAML mapping"),
+        (yaml.safe_dump(_with("train.steps", "ten")), "train.steps: expected an integer"),
+        (yaml.safe_dump(_with("base_model", "/no/such/model")), "model directory '/no/such/model' does not exist"),
+        (yaml.safe_dump(_with("corpus", {"source": "/no/such/corpus.jsonl"})), "corpus source"),
+    ],
+)
+def test_cli_exits_2_with_one_message_and_starts_nothing(tmp_path, content, message):
+    spec = tmp_path / "bad.yaml"
+    spec.write_text(content)
+    run_dir = tmp_path / "run"
+    done = _cli(str(spec), "--run-dir", str(run_dir))
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr
+    assert done.stderr.count("doctune: error:") == 1 and "Traceback" not in done.stderr
+    assert not run_dir.exists()
+
+
+def test_cli_refuses_an_existing_run_dir_without_resume(tmp_path):
+    (tmp_path / "run").mkdir()
+    done = _cli("smoke", "--run-dir", str(tmp_path / "run"))
+    assert done.returncode == 2 and "pass --resume" in done.stderr
+    done = _cli("smoke", "--run-dir", str(tmp_path / "run"), "--resume")
+    assert done.returncode == 2 and "no search to resume" in done.stderr

@@ -1,0 +1,103 @@
+"""The whole product: the smoke search end to end, through the CLI, on a real local Ray."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("search") / "smoke"
+    done = subprocess.run(
+        [sys.executable, "-m", "platform.search", "smoke", "--profile", "smoke", "--run-dir", str(run_dir)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return run_dir, done.stdout
+
+
+def test_leaderboard_has_every_trial_and_the_baseline_with_finite_scores(smoke_run):
+    run_dir, stdout = smoke_run
+    rows = json.loads((run_dir / "leaderboard.json").read_text())
+    assert [r["trial"] for r in rows].count("baseline") == 1 and len(rows) == 3
+    for row in rows:
+        assert math.isfinite(row["objective"])
+        assert set(row["scores"]) == {"news-title-retrieval", "r8-fewshot"}
+        assert all(math.isfinite(v["main"]) for v in row["scores"].values())
+    trials = [r for r in rows if r["trial"] != "baseline"]
+    assert {r["status"] for r in trials} == {"completed"}
+    assert all(0.3 <= r["hyperparameters"]["split_probability"] <= 0.7 for r in trials)
+    assert len({r["hyperparameters"]["temperature"] for r in trials}) == 2  # Optuna sampled two configurations
+    csv_lines = (run_dir / "leaderboard.csv").read_text().splitlines()
+    assert len(csv_lines) == 4 and "hp.temperature" in csv_lines[0]
+    assert "rank  trial" in stdout and "baseline" in stdout
+
+
+def test_best_loads_with_transformers_and_describes_itself(smoke_run):
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    run_dir, _ = smoke_run
+    best = run_dir / "best"
+    record = json.loads((best / "doctune.json").read_text())
+    rows = json.loads((run_dir / "leaderboard.json").read_text())
+    winner = max((r for r in rows if r["trial"] != "baseline"), key=lambda r: r["objective"])
+    assert record["trial_id"] == winner["trial"] and record["recipe"] == "docsplit"
+    assert record["objective"] == pytest.approx(winner["objective"])
+    assert record["base_model"] == "all-minilm-l6-v2" and record["corpus"] == "news-articles"
+    assert not (best / "training_state").exists()
+    model, tokenizer = AutoModel.from_pretrained(best), AutoTokenizer.from_pretrained(best)
+    with torch.no_grad():
+        out = model(**tokenizer(["a document about elections"], return_tensors="pt")).last_hidden_state
+    assert out.shape[-1] == 384 and torch.isfinite(out).all()
+
+
+def test_every_checkpoint_was_scored_and_kept(smoke_run):
+    run_dir, _ = smoke_run
+    checkpoints = sorted(run_dir.glob("trials/*/checkpoints/step_*"))
+    assert len(checkpoints) == 4  # 2 trials x 2 evaluation rounds
+    for checkpoint in checkpoints:
+        scores = json.loads((checkpoint / "scores.json").read_text())
+        assert set(scores) == {"news-title-retrieval", "r8-fewshot"}
+
+
+def test_tensorboard_shows_every_trial(smoke_run):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    run_dir, _ = smoke_run
+    event_files = sorted(run_dir.glob("tune/smoke/*/events.out.tfevents.*"))
+    assert len(event_files) == 2
+    for event_file in event_files:
+        events = EventAccumulator(str(event_file.parent))
+        events.Reload()
+        tags = events.Tags()["scalars"]
+        for name in ("objective", "loss", "tokens_per_s", "news-title-retrieval/ndcg_at_10", "r8-fewshot/macro_f1"):
+            assert any(tag.endswith(name) for tag in tags), (name, tags)
+        objective = next(tag for tag in tags if tag.endswith("/objective"))
+        assert [e.step for e in events.Scalars(objective)] == [1, 2]
+
+
+def test_resume_of_a_finished_search_reruns_nothing(smoke_run):
+    run_dir, _ = smoke_run
+    before = {p: p.stat().st_mtime_ns for p in run_dir.glob("trials/*/checkpoints/step_*/model.safetensors")}
+    done = subprocess.run(
+        [sys.executable, "-m", "platform.search", "smoke", "--profile", "smoke", "--run-dir", str(run_dir), "--resume"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    after = {p: p.stat().st_mtime_ns for p in run_dir.glob("trials/*/checkpoints/step_*/model.safetensors")}
+    assert after == before
+    assert len(json.loads((run_dir / "leaderboard.json").read_text())) == 3
