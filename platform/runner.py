@@ -12,9 +12,9 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+
 from platform.resources import ResourcePlan, plan_resources
 from platform.spec import Distribution, SearchSpec
-
 from trainers.config import EvalPlan, Hyperparameters, TrainPlan
 from trainers.data.corpus import CorpusStats
 

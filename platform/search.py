@@ -13,6 +13,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+
 from platform.resources import InfeasibleResources
 from platform.spec import PROFILES, SpecError, load_spec
 
@@ -98,7 +99,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path) -> int:
     from platform import report, runner
-
     from trainers.data import DataUnavailable, prepare_corpus
     from trainers.encoder import ModelUnavailable, resolve_model
 

@@ -120,7 +120,7 @@ class SchedulerSpec:
 
 @dataclass(frozen=True)
 class SearchSection:
-    objective: ObjectiveSpec
+    objective: ObjectiveSpec = field(metadata=constraint("what the search maximises"))
     samples: int = field(default=16, metadata=constraint("number of trials", 1))
     sampler: Literal["tpe", "random"] = field(default="tpe", metadata=constraint("Optuna sampler"))
     seed: int = field(default=0, metadata=constraint("seed of the sampler"))
@@ -158,7 +158,7 @@ class EvaluationSection:
 @dataclass(frozen=True)
 class SearchSpec:
     name: str = field(metadata=constraint("the search's name (run directory, Tune experiment)"))
-    search: SearchSection
+    search: SearchSection = field(metadata=constraint("objective, sampler, scheduler and search space"))
     base_model: str = field(
         default="all-minilm-l6-v2", metadata=constraint("packaged alias, local model directory, or Hugging Face id")
     )

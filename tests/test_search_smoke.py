@@ -85,6 +85,7 @@ def test_tensorboard_shows_every_trial(smoke_run):
             assert any(tag.endswith(name) for tag in tags), (name, tags)
         objective = next(tag for tag in tags if tag.endswith("/objective"))
         assert [e.step for e in events.Scalars(objective)] == [1, 2]
+        assert "_hparams_/session_start_info" in events.PluginTagToContent("hparams")
 
 
 def test_resume_of_a_finished_search_reruns_nothing(smoke_run):
@@ -101,3 +102,19 @@ def test_resume_of_a_finished_search_reruns_nothing(smoke_run):
     after = {p: p.stat().st_mtime_ns for p in run_dir.glob("trials/*/checkpoints/step_*/model.safetensors")}
     assert after == before
     assert len(json.loads((run_dir / "leaderboard.json").read_text())) == 3
+
+
+def test_smoke_profile_shrinks_the_default_gpu_sized_spec(tmp_path):
+    run_dir = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, "-m", "platform.search", "docsplit_long", "--profile", "smoke", "--run-dir", str(run_dir)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    search = json.loads((run_dir / "search.json").read_text())
+    assert search["profile"] == "smoke" and search["trial_plan"]["steps"] == 4
+    rows = json.loads((run_dir / "leaderboard.json").read_text())
+    assert len(rows) == 3 and all(math.isfinite(r["objective"]) for r in rows)

@@ -53,11 +53,14 @@ class Hyperparameters:
 class EvalBudget:
     """How much of each task's data an evaluation uses (the smoke and local profiles shrink it)."""
 
-    max_documents: int | None = None  # retrieval corpus size (every judged document of a kept query stays)
-    max_queries: int | None = None
-    max_test: int | None = None  # probe test examples (stratified subsample)
-    fewshot_k: int = 8  # training examples per class
-    repeats: int = 5  # few-shot draws, each with its own seed
+    max_documents: int | None = field(
+        default=None,
+        metadata=constraint("retrieval corpus size (every judged document of a kept query stays)", 1),
+    )
+    max_queries: int | None = field(default=None, metadata=constraint("retrieval queries (the first, by id)", 1))
+    max_test: int | None = field(default=None, metadata=constraint("probe test examples (stratified subsample)", 1))
+    fewshot_k: int = field(default=8, metadata=constraint("probe training examples per class", 1))
+    repeats: int = field(default=5, metadata=constraint("few-shot draws, each with its own seed", 1))
 
 
 @dataclass(frozen=True)

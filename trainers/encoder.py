@@ -68,7 +68,10 @@ def load_encoder(model_dir: str, with_mlm_head: bool = False) -> tuple[nn.Module
     """(model, tokenizer). The model is an ``AutoModel`` encoder, or ``AutoModelForMaskedLM``
     (whose ``base_model`` is the encoder) when an MLM head is needed."""
     from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.set_verbosity_error()  # load reports (unused pooler, new MLM head) on every load are noise
+    hf_logging.disable_progress_bar()
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     if with_mlm_head:
         model = AutoModelForMaskedLM.from_pretrained(model_dir)

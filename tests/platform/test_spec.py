@@ -5,11 +5,11 @@ from __future__ import annotations
 import copy
 import subprocess
 import sys
-from platform.spec import PROFILES, SPACES_DIR, SpecError, find_spec_file, parse_spec, read_raw
 
 import pytest
 import yaml
 
+from platform.spec import PROFILES, SPACES_DIR, SpecError, find_spec_file, parse_spec, read_raw
 from tests.conftest import ROOT
 
 GOOD = {
@@ -116,6 +116,14 @@ def _cli(*args: str, cwd=ROOT):
         (yaml.safe_dump(_with("train.steps", "ten")), "train.steps: expected an integer"),
         (yaml.safe_dump(_with("base_model", "/no/such/model")), "model directory '/no/such/model' does not exist"),
         (yaml.safe_dump(_with("corpus", {"source": "/no/such/corpus.jsonl"})), "corpus source"),
+        (
+            yaml.safe_dump(_with("base_model", "no-such-org/no-such-model")),
+            "could not be fetched from the Hugging Face",
+        ),
+        (
+            yaml.safe_dump(_with("corpus", {"source": "hf:no-such-org/no-such-set"})),
+            "could not load Hugging Face dataset",
+        ),
     ],
 )
 def test_cli_exits_2_with_one_message_and_starts_nothing(tmp_path, content, message):
@@ -135,3 +143,11 @@ def test_cli_refuses_an_existing_run_dir_without_resume(tmp_path):
     assert done.returncode == 2 and "pass --resume" in done.stderr
     done = _cli("smoke", "--run-dir", str(tmp_path / "run"), "--resume")
     assert done.returncode == 2 and "no search to resume" in done.stderr
+
+
+def test_the_spec_reference_is_generated_from_the_schema():
+    from platform.spec_docs import render
+
+    assert (ROOT / "docs" / "spec.md").read_text() == render(), (
+        "regenerate: python -m platform.spec_docs > docs/spec.md"
+    )

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
-import platform as package
 import sysconfig
+
+import platform as package
 
 
 def _stdlib_platform():
