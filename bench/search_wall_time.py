@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import platform
@@ -64,7 +65,9 @@ def main() -> None:
         f"- wall time, median of {len(walls)}: {statistics.median(walls):.0f} s "
         f"(runs: {', '.join(f'{w:.0f}' for w in walls)})"
     )
-    print(f"- trials: {len(rows) - 1} ({', '.join(sorted({r['status'].split(' (')[0] for r in rows[1:]}))})")
+    trials = [r for r in rows if r["trial"] != "baseline"]
+    statuses = Counter(r["status"].split(" (")[0] for r in trials)
+    print(f"- trials: {len(trials)} ({', '.join(f'{n} {s}' for s, n in sorted(statuses.items()))})")
     print(f"- objective: winner {best['objective']:.4f} (trial {best['trial']}), baseline {baseline['objective']:.4f}")
 
 
