@@ -80,7 +80,6 @@ def resolve(
         base_model_name=spec.base_model,
         corpus_path=str(corpus[0]),
         corpus_name=spec.corpus.source,
-        recipe=spec.recipe,
         steps=train.steps,
         eval_every=train.eval_every,
         max_length=train.max_length,
@@ -97,16 +96,25 @@ def resolve(
     return ResolvedSearch(spec, spec_path, profile, run_dir, plan, spec.fixed_hyperparameters(), resources, corpus[1])
 
 
-def _tune_domain(dist: Distribution):
-    from ray import tune
+class ConditionalSpace:
+    """Optuna define-by-run search space: dimensions in spec order, each sampled only when its
+    ``when`` condition holds for the values drawn before it (so a recipe's parameters are drawn
+    only in trials of that recipe). A class, not a closure, so Tune can save it with the search."""
 
-    lo_hi = dist.values
-    return {
-        "uniform": lambda: tune.uniform(*lo_hi),
-        "loguniform": lambda: tune.loguniform(*lo_hi),
-        "int": lambda: tune.randint(lo_hi[0], lo_hi[1] + 1),
-        "choice": lambda: tune.choice(list(lo_hi)),
-    }[dist.kind]()
+    def __init__(self, space: dict[str, Distribution]) -> None:
+        self.space = space
+
+    def __call__(self, trial) -> None:
+        chosen: dict = {}
+        for name, dist in self.space.items():
+            if not dist.applies(chosen):
+                continue
+            if dist.kind == "choice":
+                chosen[name] = trial.suggest_categorical(name, list(dist.values))
+            elif dist.kind == "int":
+                chosen[name] = trial.suggest_int(name, *dist.values)
+            else:
+                chosen[name] = trial.suggest_float(name, *dist.values, log=dist.kind == "loguniform")
 
 
 def _tuner(resolved: ResolvedSearch, resume: bool):
@@ -134,11 +142,15 @@ def _tuner(resolved: ResolvedSearch, resume: bool):
             if spec.search.sampler == "tpe"
             else optuna.samplers.RandomSampler(seed=spec.search.seed)
         )
-        search_alg = OptunaSearch(sampler=sampler)
+        search_alg = OptunaSearch(
+            space=ConditionalSpace(spec.search.space), metric="objective", mode="max", sampler=sampler
+        )
     asha = spec.search.scheduler.asha
     scheduler = (
         ASHAScheduler(
             time_attr="eval_round",
+            metric="objective",
+            mode="max",
             max_t=resolved.plan.eval_rounds,
             grace_period=asha.grace_period,
             reduction_factor=asha.reduction_factor,
@@ -148,10 +160,7 @@ def _tuner(resolved: ResolvedSearch, resume: bool):
     )
     return tune.Tuner(
         trainable,
-        param_space={k: _tune_domain(d) for k, d in spec.search.space.items()},
         tune_config=tune.TuneConfig(
-            metric="objective",
-            mode="max",
             search_alg=search_alg,
             scheduler=scheduler,
             num_samples=spec.search.samples,

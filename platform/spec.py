@@ -82,13 +82,16 @@ class SpecError(ValueError):
 @dataclass(frozen=True)
 class Distribution:
     """One searched dimension: ``{uniform: [lo, hi]}``, ``{loguniform: [lo, hi]}``,
-    ``{int: [lo, hi]}`` (inclusive) or ``{choice: [v1, v2, ...]}``."""
+    ``{int: [lo, hi]}`` (inclusive) or ``{choice: [v1, v2, ...]}``, optionally with
+    ``when: {other: value-or-list}``: the dimension is sampled only in trials where every named
+    earlier dimension took one of the listed values (no wasted dimensions)."""
 
     kind: Literal["uniform", "loguniform", "int", "choice"]
     values: tuple
+    when: tuple[tuple[str, tuple], ...] = ()
 
-    def bounds(self) -> list:
-        return list(self.values)
+    def applies(self, chosen: dict) -> bool:
+        return all(name in chosen and chosen[name] in allowed for name, allowed in self.when)
 
 
 @dataclass(frozen=True)
@@ -163,7 +166,7 @@ class SearchSpec:
         default="all-minilm-l6-v2", metadata=constraint("packaged alias, local model directory, or Hugging Face id")
     )
     corpus: CorpusSpec = field(default_factory=CorpusSpec, metadata=constraint("pretraining text"))
-    recipe: str = field(default="docsplit", metadata=constraint("positive-pair recipe"))
+    recipe: str = field(default="docsplit", metadata=constraint("positive-pair recipe, unless searched"))
     hyperparameters: dict[str, Any] = field(
         default_factory=dict, metadata=constraint("fixed values for hyperparameters that are not searched")
     )
@@ -173,7 +176,7 @@ class SearchSpec:
     profiles: dict[str, dict] = field(default_factory=dict, metadata=constraint("per-profile overrides"))
 
     def fixed_hyperparameters(self) -> Hyperparameters:
-        values = {**self.hyperparameters, "batch_size": self.train.batch_size}
+        values = {**self.hyperparameters, "batch_size": self.train.batch_size, "recipe": self.recipe}
         return Hyperparameters(**{k: v for k, v in values.items() if k not in self.search.space})
 
 
@@ -278,16 +281,21 @@ HP_HINTS = typing.get_type_hints(Hyperparameters)
 
 def _distribution(value: Any, where: str) -> Distribution:
     kinds = ("uniform", "loguniform", "int", "choice")
-    if not isinstance(value, dict) or len(value) != 1 or next(iter(value)) not in kinds:
+    body = {k: v for k, v in value.items() if k != "when"} if isinstance(value, dict) else None
+    if body is None or len(body) != 1 or next(iter(body)) not in kinds:
         raise SpecError(
             f"{where}: expected one of {{uniform: [lo, hi]}}, {{loguniform: [lo, hi]}}, "
-            f"{{int: [lo, hi]}}, {{choice: [...]}}; got {value!r}"
+            f"{{int: [lo, hi]}}, {{choice: [...]}} (optionally with when: {{name: values}}); got {value!r}"
         )
-    kind, values = next(iter(value.items()))
+    when = value.get("when", {})
+    if "when" in value and (not isinstance(when, dict) or not when):
+        raise SpecError(f"{where}.when: expected a mapping of an earlier searched name to its value(s), got {when!r}")
+    conditions = tuple((k, tuple(v) if isinstance(v, list) else (v,)) for k, v in when.items())
+    kind, values = next(iter(body.items()))
     if not isinstance(values, list) or not values:
         raise SpecError(f"{where}.{kind}: expected a non-empty list, got {values!r}")
     if kind == "choice":
-        return Distribution(kind, tuple(values))
+        return Distribution(kind, tuple(values), conditions)
     if len(values) != 2:
         raise SpecError(f"{where}.{kind}: expected [lo, hi], got {values!r}")
     number = int if kind == "int" else float
@@ -296,13 +304,25 @@ def _distribution(value: Any, where: str) -> Distribution:
         raise SpecError(f"{where}.{kind}: empty or inverted range [{lo}, {hi}]; write [low, high] with low < high")
     if kind == "loguniform" and lo <= 0:
         raise SpecError(f"{where}.loguniform: bounds must be > 0, got [{lo}, {hi}]")
-    return Distribution(kind, (lo, hi))
+    return Distribution(kind, (lo, hi), conditions)
 
 
 def _check_hyperparameter(name: str, value: Any, where: str) -> Any:
     if name not in HP_FIELDS:
         raise SpecError(f"{where}: unknown hyperparameter; known: {', '.join(HP_FIELDS)}")
     value = _convert(value, HP_HINTS[name], where)
+    if name == "recipe":
+        from trainers.pairs import recipes
+
+        if value not in recipes():
+            raise SpecError(f"{where}: unknown recipe {value!r}; known: {', '.join(recipes())}")
+    if name == "augmentation":
+        from trainers.augment.word_level import AugmentationUnavailable, check_augmentation
+
+        try:
+            check_augmentation(value)
+        except AugmentationUnavailable as err:
+            raise SpecError(f"{where}: {err}") from None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         _check_range(value, HP_FIELDS[name].metadata, where)
     return value
@@ -371,10 +391,17 @@ def parse_spec(raw: dict, profile: str) -> SearchSpec:
 def _check_semantics(spec: SearchSpec) -> None:
     """What a single key's type cannot say: names that must exist, keys that must agree."""
     from evaluators.tasks import UnknownTask, check_task_name
-    from trainers.pairs import recipes
 
     for key, value in spec.hyperparameters.items():
+        if key in ("recipe", "batch_size"):
+            raise SpecError(
+                f"hyperparameters.{key}: set it with the top-level `{key}` key (or search it)"
+                if key == "recipe"
+                else "hyperparameters.batch_size: set it with train.batch_size"
+            )
         _check_hyperparameter(key, value, f"hyperparameters.{key}")
+    _check_hyperparameter("recipe", spec.recipe, "recipe")
+    earlier: dict[str, Distribution] = {}
     for key, dist in spec.search.space.items():
         where = f"search.space.{key}"
         if key not in HP_FIELDS:
@@ -383,8 +410,18 @@ def _check_semantics(spec: SearchSpec) -> None:
             _check_hyperparameter(key, value, f"{where}.{dist.kind}")
         if key == "batch_size" and any(v % spec.train.workers for v in dist.values):
             raise SpecError(f"{where}: every batch size must be a multiple of train.workers ({spec.train.workers})")
-    if spec.recipe not in recipes():
-        raise SpecError(f"recipe: unknown recipe {spec.recipe!r}; known: {', '.join(recipes())}")
+        for name, allowed in dist.when:
+            if name not in earlier:
+                raise SpecError(
+                    f"{where}.when: {name!r} is not a dimension searched before {key!r}; a condition "
+                    "names an earlier entry of search.space"
+                )
+            if earlier[name].kind != "choice" or any(v not in earlier[name].values for v in allowed):
+                raise SpecError(
+                    f"{where}.when: {name} never takes {list(allowed)} (its choices: {list(earlier[name].values)})"
+                )
+        earlier[key] = dist
+    _check_recipe_needs(spec)
     if spec.train.eval_every > spec.train.steps:
         raise SpecError(
             f"train.eval_every ({spec.train.eval_every}) exceeds train.steps ({spec.train.steps}): "
@@ -405,6 +442,24 @@ def _check_semantics(spec: SearchSpec) -> None:
             check_task_name(task)
         except UnknownTask as err:
             raise SpecError(f"search.objective.tasks: {err.args[0]}") from None
+
+
+def _values(spec: SearchSpec, name: str) -> tuple:
+    """Every value hyperparameter ``name`` can take in this search."""
+    if name in spec.search.space and spec.search.space[name].kind == "choice":
+        return spec.search.space[name].values
+    return (getattr(spec.fixed_hyperparameters(), name),) if name not in spec.search.space else ()
+
+
+def _check_recipe_needs(spec: SearchSpec) -> None:
+    """Combinations that cannot train, refused before anything starts."""
+    per_worker = [b // spec.train.workers for b in (_values(spec, "batch_size") or (spec.train.batch_size,))]
+    if "simsiam" in _values(spec, "loss") and min(per_worker) < 2:
+        raise SpecError(
+            f"loss simsiam needs at least 2 pairs per worker (batch norm in its predictor); "
+            f"train.batch_size {spec.train.batch_size} over {spec.train.workers} workers gives "
+            f"{min(per_worker)}"
+        )
 
 
 def load_spec(name_or_path: str, profile: str) -> tuple[SearchSpec, Path]:

@@ -104,10 +104,29 @@ def test_resume_of_a_finished_search_reruns_nothing(smoke_run):
     assert len(json.loads((run_dir / "leaderboard.json").read_text())) == 3
 
 
-def test_smoke_profile_shrinks_the_default_gpu_sized_spec(tmp_path):
+def _last_results(run_dir) -> list[dict]:
+    results = []
+    for result_file in sorted(run_dir.glob("tune/*/*/result.json")):
+        lines = [line for line in result_file.read_text().splitlines() if line.strip()]
+        results.append(json.loads(lines[-1]))
+    return results
+
+
+@pytest.mark.parametrize(
+    ("spec", "recipes"),
+    [
+        ("docsplit_long", {"docsplit"}),
+        ("simde_bert", {"docsplit"}),
+        ("deca_wordnet", {"deca"}),
+        ("laser_minilm", {"laser"}),
+        ("bregman_longformer", {"simcse"}),
+        ("all_recipes", {"simcse", "docsplit", "deca", "laser"}),
+    ],
+)
+def test_every_gpu_sized_spec_runs_real_trials_under_the_smoke_profile(tmp_path, spec, recipes):
     run_dir = tmp_path / "run"
     done = subprocess.run(
-        [sys.executable, "-m", "platform.search", "docsplit_long", "--profile", "smoke", "--run-dir", str(run_dir)],
+        [sys.executable, "-m", "platform.search", spec, "--profile", "smoke", "--run-dir", str(run_dir)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -118,3 +137,10 @@ def test_smoke_profile_shrinks_the_default_gpu_sized_spec(tmp_path):
     assert search["profile"] == "smoke" and search["trial_plan"]["steps"] == 4
     rows = json.loads((run_dir / "leaderboard.json").read_text())
     assert len(rows) == 3 and all(math.isfinite(r["objective"]) for r in rows)
+    trials = [r for r in rows if r["trial"] != "baseline"]
+    assert {r["status"] for r in trials} == {"completed"}
+    assert {r["hyperparameters"]["recipe"] for r in trials} <= recipes
+    for result in _last_results(run_dir):
+        assert math.isfinite(result["loss"]) and result["tokens_per_s"] > 0
+        if result["config"].get("bregman_k") or spec == "bregman_longformer":
+            assert math.isfinite(result["bregman_loss"]) and result["active_subnetworks"] >= 1

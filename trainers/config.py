@@ -6,11 +6,13 @@ workers only ever sees them, never raw dicts.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Literal
 
 Pooling = Literal["cls", "mean", "max"]
+ContrastiveLoss = Literal["infonce", "ntxent", "simsiam"]
+LaserMode = Literal["self", "intra"]
+Anchor = Literal["first", "random"]
 
 
 def constraint(
@@ -22,19 +24,56 @@ def constraint(
 
 @dataclass(frozen=True)
 class Hyperparameters:
-    """Everything a search may vary per trial. Defaults are the DocSplit paper's (Sec. 4)."""
+    """Everything a search may vary per trial. A recipe reads the fields it needs; defaults are the
+    papers' (DocSplit Sec. 4; DECA; LA(SER)^3 Sec. 4; the Bregman papers' public code)."""
 
+    recipe: str = field(default="docsplit", metadata=constraint("positive-pair recipe: simcse, docsplit, deca, laser"))
     lr: float = field(default=5e-5, metadata=constraint("AdamW learning rate", 0.0, 1.0, low_open=True))
     temperature: float = field(
-        default=0.05, metadata=constraint("InfoNCE temperature tau (cosine / tau)", 0.0, 10.0, low_open=True)
+        default=0.05, metadata=constraint("contrastive temperature tau (cosine / tau)", 0.0, 10.0, low_open=True)
     )
+    loss: ContrastiveLoss = field(
+        default="infonce", metadata=constraint("contrastive loss: infonce (SimCSE), ntxent (SimCLR), simsiam")
+    )
+    symmetric: bool = field(default=True, metadata=constraint("InfoNCE in both directions (a->b and b->a)"))
     split_probability: float = field(
         default=0.5,
         metadata=constraint(
-            "DocSplit: probability that a sentence goes to view A", 0.0, 1.0, low_open=True, high_open=True
+            "docsplit: probability that a sentence goes to view A", 0.0, 1.0, low_open=True, high_open=True
         ),
     )
+    augmentation: str = field(
+        default="synonym", metadata=constraint("deca: synonym, antonym, uninformative, deletion or swap")
+    )
+    aug_p: float = field(
+        default=0.1, metadata=constraint("deca: probability that an eligible word is changed", 0.0, 1.0, low_open=True)
+    )
+    dictionary_constraint: bool = field(
+        default=True, metadata=constraint("deca: replacement words only from the corpus vocabulary")
+    )
+    laser_mode: LaserMode = field(
+        default="self", metadata=constraint("laser: self (sentence vs. its m-fold copy) or intra (vs. the rest)")
+    )
+    anchor: Anchor = field(default="random", metadata=constraint("laser: which sentence anchors the pair"))
+    elongation_min: int = field(default=1, metadata=constraint("laser / elongation: smallest copy count m", 1, 512))
+    elongation_max: int = field(default=25, metadata=constraint("laser / elongation: largest copy count m", 1, 512))
+    elongate: bool = field(
+        default=False, metadata=constraint("docsplit: also elongate view A (copy-and-concatenate, LA(SER)^3)")
+    )
     mlm_weight: float = field(default=0.1, metadata=constraint("weight of the auxiliary MLM loss", 0.0, 100.0))
+    contrastive_weight: float = field(
+        default=1.0, metadata=constraint("lambda_c: weight of the contrastive loss", 0.0, 100.0)
+    )
+    bregman_weight: float = field(
+        default=0.0, metadata=constraint("lambda_b: weight of the Bregman term (0: off)", 0.0, 100.0)
+    )
+    bregman_k: int = field(default=5, metadata=constraint("Bregman: number of sub-networks K", 1, 256))
+    bregman_sigma: float = field(
+        default=1.0, metadata=constraint("Bregman: sigma in exp(-D / 2 sigma^2)", 0.0, 100.0, low_open=True)
+    )
+    bregman_temperature: float = field(
+        default=0.1, metadata=constraint("Bregman: NT-Xent temperature", 0.0, 10.0, low_open=True)
+    )
     pooling: Pooling = field(default="mean", metadata=constraint("how token states become one embedding"))
     batch_size: int = field(
         default=8,
@@ -42,11 +81,11 @@ class Hyperparameters:
     )
     weight_decay: float = field(default=0.01, metadata=constraint("AdamW weight decay", 0.0, 1.0))
     warmup_ratio: float = field(default=0.1, metadata=constraint("share of steps with linear warm-up", 0.0, 1.0))
-    symmetric: bool = field(default=True, metadata=constraint("InfoNCE in both directions (a->b and b->a)"))
 
-    @classmethod
-    def names(cls) -> list[str]:
-        return [f.name for f in dataclasses.fields(cls)]
+    @property
+    def elongation_range(self) -> tuple[int, int]:
+        """(m_min, m_max); the two bounds may be searched independently, so they are ordered here."""
+        return min(self.elongation_min, self.elongation_max), max(self.elongation_min, self.elongation_max)
 
 
 @dataclass(frozen=True)
@@ -94,7 +133,6 @@ class TrainPlan:
     base_model_name: str  # as the user wrote it, for the record
     corpus_path: str  # prepared corpus (jsonl of sentence-split documents)
     corpus_name: str
-    recipe: str
     steps: int
     eval_every: int
     max_length: int

@@ -17,25 +17,26 @@ import torch.nn as nn
 from trainers.checkpoint import latest_checkpoint, load_training_state, save_checkpoint, trial_checkpoint_dir
 from trainers.config import Hyperparameters, TrainPlan
 from trainers.data.corpus import read_prepared
-from trainers.distributed import gather, world_size
+from trainers.distributed import world_size
 from trainers.encoder import load_encoder, pool, tokenize
-from trainers.losses import info_nce, mask_tokens
-from trainers.pairs import build_pairs
+from trainers.losses import mask_tokens
+from trainers.objective import LossHeads, training_loss
+from trainers.pairs import PairContext, build_pairs
 
 SCORES_FILE = "scores.json"  # written into a checkpoint once the evaluators scored it
 
 
 class ContrastiveModel(nn.Module):
-    """Both views in one encoder forward, plus the MLM forward when its weight is non-zero.
+    """Both views in one encoder forward, the loss heads, and the MLM forward when its weight is
+    non-zero. Everything goes through this one ``forward`` so DDP sees (and synchronises) every
+    gradient."""
 
-    Everything goes through this one ``forward`` so DDP sees (and synchronises) every gradient.
-    """
-
-    def __init__(self, model: nn.Module, pooling: str, with_mlm: bool) -> None:
+    def __init__(self, model: nn.Module, pooling: str, with_mlm: bool, heads: LossHeads | None = None) -> None:
         super().__init__()
         self.model = model
         self.pooling = pooling
         self.with_mlm = with_mlm
+        self.heads = heads
 
     @property
     def encoder(self) -> nn.Module:
@@ -43,11 +44,23 @@ class ContrastiveModel(nn.Module):
 
     def forward(self, input_ids, attention_mask, mlm_input_ids=None, mlm_labels=None, mlm_attention_mask=None):
         hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        embeddings = pool(hidden, attention_mask, self.pooling)
-        mlm_loss = None
+        outputs = {"embeddings": pool(hidden, attention_mask, self.pooling)}
+        if self.heads is not None:
+            outputs |= self.heads(outputs["embeddings"])
         if mlm_labels is not None:
-            mlm_loss = self.model(input_ids=mlm_input_ids, attention_mask=mlm_attention_mask, labels=mlm_labels).loss
-        return embeddings, mlm_loss
+            mlm = self.model(input_ids=mlm_input_ids, attention_mask=mlm_attention_mask, labels=mlm_labels)
+            outputs["mlm_loss"] = mlm.loss
+        return outputs
+
+
+def build_module(model_dir: str, hp: Hyperparameters) -> tuple[ContrastiveModel, object]:
+    """The trainable module for one trial (encoder, loss heads, MLM head if used), in train mode."""
+    with_mlm = hp.mlm_weight > 0
+    model, tokenizer = load_encoder(model_dir, with_mlm_head=with_mlm)
+    encoder = model.base_model if with_mlm else model
+    module = ContrastiveModel(model, hp.pooling, with_mlm, LossHeads(hp, encoder.config.hidden_size))
+    module.train()  # from_pretrained returns eval mode: no dropout, which SimCSE-style views rely on
+    return module, tokenizer
 
 
 def _lr_factor(step: int, total: int, warmup_ratio: float) -> float:
@@ -102,15 +115,17 @@ def train_loop_per_worker(config: dict) -> None:
     torch.manual_seed(plan.seed + rank)
     device = ray.train.torch.get_device()
 
-    with_mlm = hp.mlm_weight > 0
-    model, tokenizer = load_encoder(plan.base_model, with_mlm_head=with_mlm)
-    module = ContrastiveModel(model, hp.pooling, with_mlm)
+    module, tokenizer = build_module(plan.base_model, hp)
+    with_mlm = module.with_mlm
+    documents = read_prepared(plan.corpus_path, rank, context.get_world_size())
+    pair_context = PairContext(
+        hp=hp,
+        max_length=plan.max_length,
+        count_tokens=lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"]),
+        documents=documents,
+    )
     stream = PairStream(
-        read_prepared(plan.corpus_path, rank, context.get_world_size()),
-        build_pairs(plan.recipe, hp),
-        hp.batch_size // context.get_world_size(),
-        plan.seed,
-        rank,
+        documents, build_pairs(pair_context), hp.batch_size // context.get_world_size(), plan.seed, rank
     )
     wrapped = ray.train.torch.prepare_model(module)
     optimizer = torch.optim.AdamW(module.parameters(), lr=hp.lr, weight_decay=hp.weight_decay)
@@ -128,7 +143,7 @@ def train_loop_per_worker(config: dict) -> None:
 
     mask_rng = torch.Generator().manual_seed(plan.seed * 1000 + rank)
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=plan.bf16 and device.type == "cuda")
-    window_loss, window_mlm, window_tokens, window_time = [], [], 0, 0.0
+    window_terms, window_tokens, window_time = {}, 0, 0.0
     for step in range(start_step, plan.steps):
         began = time.perf_counter()
         views_a, views_b = stream.batch(step)
@@ -153,18 +168,16 @@ def train_loop_per_worker(config: dict) -> None:
         for group in optimizer.param_groups:
             group["lr"] = hp.lr * _lr_factor(step, plan.steps, hp.warmup_ratio)
         with autocast:
-            embeddings, mlm_loss = wrapped(**inputs)
-        half = embeddings.shape[0] // 2
-        contrastive = info_nce(gather(embeddings[:half]), gather(embeddings[half:]), hp.temperature, hp.symmetric)
-        loss = contrastive * world_size() + (hp.mlm_weight * mlm_loss if with_mlm else 0.0)
+            outputs = wrapped(**inputs)
+        loss, terms = training_loss(hp, outputs)
         if not torch.isfinite(loss):
             raise FloatingPointError(f"trial {trial_id}: loss became {loss.item()} at step {step}")
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)
         optimizer.step()
-        window_loss.append(contrastive.item())
-        window_mlm.append(mlm_loss.item() if with_mlm else 0.0)
+        for name, value in terms.items():
+            window_terms.setdefault(name, []).append(value)
         window_tokens += tokens
         window_time += time.perf_counter() - began
 
@@ -173,8 +186,7 @@ def train_loop_per_worker(config: dict) -> None:
             train_metrics = {
                 "step": step + 1,
                 "eval_round": eval_round,
-                "loss": sum(window_loss) / len(window_loss),
-                "mlm_loss": sum(window_mlm) / len(window_mlm),
+                **{name: sum(values) / len(values) for name, values in window_terms.items()},
                 "tokens_per_s": window_tokens * world_size() / max(window_time, 1e-9),
                 "skipped_documents": stream.skipped,
             }
@@ -190,13 +202,13 @@ def train_loop_per_worker(config: dict) -> None:
                     state={"step": step + 1, "eval_round": eval_round, "train_metrics": train_metrics},
                 )
             _score_and_report(plan, hp, trial_id, rank, target, train_metrics)
-            window_loss, window_mlm, window_tokens, window_time = [], [], 0, 0.0
+            window_terms, window_tokens, window_time = {}, 0, 0.0
 
 
 def _record(plan: TrainPlan, hp: Hyperparameters, trial_id: str, step: int) -> dict:
     """What a checkpoint says about itself (doctune.json)."""
     return {
-        "recipe": plan.recipe,
+        "recipe": hp.recipe,
         "hyperparameters": dataclasses.asdict(hp),
         "base_model": plan.base_model_name,
         "corpus": plan.corpus_name,

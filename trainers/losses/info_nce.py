@@ -21,6 +21,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from trainers.losses.precision import at_least_fp32
+
 
 def info_nce(
     anchors: torch.Tensor, positives: torch.Tensor, temperature: float, symmetric: bool = False
@@ -28,7 +30,7 @@ def info_nce(
     if anchors.shape != positives.shape or anchors.dim() != 2:
         shapes = f"{tuple(anchors.shape)} and {tuple(positives.shape)}"
         raise ValueError(f"expected two (N, d) tensors of equal shape, got {shapes}")
-    scores = F.normalize(anchors.float(), dim=-1) @ F.normalize(positives.float(), dim=-1).T / temperature
+    scores = F.normalize(at_least_fp32(anchors), dim=-1) @ F.normalize(at_least_fp32(positives), dim=-1).T / temperature
     labels = torch.arange(scores.shape[0], device=scores.device)
     loss = F.cross_entropy(scores, labels)
     if symmetric:

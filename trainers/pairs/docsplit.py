@@ -7,6 +7,9 @@ non-empty. Documents with a single sentence fall back to a word-span split: the 
 at a uniformly drawn word boundary into a prefix (view A) and a suffix (view B). A document of
 fewer than two words gives no pair (``None``).
 
+With ``elongate`` set, view A is then elongated as in LA(SER)^3 (``trainers.pairs.laser``): copied
+``m`` times, ``m`` drawn from the elongation range and capped to the token budget.
+
 DocSplit: "DocSplit: Simple Contrastive Pretraining for Large Document Embeddings" (Neumann et
 al.); SimDE, the same sentence-split views with InfoNCE + MLM.
 """
@@ -15,8 +18,8 @@ from __future__ import annotations
 
 import random
 
-from trainers.config import Hyperparameters
-from trainers.pairs import register
+from trainers.pairs import PairContext, register
+from trainers.pairs.laser import draw_m, elongate
 
 
 def split_views(sentences: list[str], p: float, rng: random.Random) -> tuple[list[str], list[str]] | None:
@@ -37,9 +40,17 @@ def split_views(sentences: list[str], p: float, rng: random.Random) -> tuple[lis
 
 
 @register("docsplit")
-def docsplit_pairs(hp: Hyperparameters):
+def docsplit_pairs(context: PairContext):
+    hp = context.hp
+    low, high = hp.elongation_range
+
     def build(sentences: list[str], rng: random.Random) -> tuple[str, str] | None:
         views = split_views(sentences, hp.split_probability, rng)
-        return None if views is None else (" ".join(views[0]), " ".join(views[1]))
+        if views is None:
+            return None
+        view_a, view_b = " ".join(views[0]), " ".join(views[1])
+        if hp.elongate:
+            view_a = elongate(view_a, draw_m(low, high, context.count_tokens(view_a), context.max_length, rng))
+        return view_a, view_b
 
     return build

@@ -1,0 +1,222 @@
+"""Positive-pair builders: the properties each recipe promises."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainers.augment.word_level import AugmentationUnavailable, check_augmentation
+from trainers.config import Hyperparameters
+from trainers.pairs import PairContext, build_pairs, recipes
+from trainers.pairs.docsplit import split_views
+from trainers.pairs.laser import elongation_cap
+
+sentences = st.lists(
+    st.text(alphabet="abcdefgh ", min_size=1, max_size=20).map(lambda s: s.strip() or "x"),
+    min_size=2,
+    max_size=30,
+    unique=True,
+)
+CORPUS = [
+    ["The big house stood on a quiet street.", "A small garden grew behind it."],
+    ["Good news arrived early.", "The market rose quickly and the bank was happy."],
+    ["Elections were held in the large city.", "Voters chose a new mayor."],
+]
+
+
+def context(documents=CORPUS, max_length: int = 256, **hp) -> PairContext:
+    return PairContext(Hyperparameters(**hp), max_length, lambda text: len(text.split()), documents)
+
+
+def test_every_recipe_is_registered():
+    assert recipes() == ["deca", "docsplit", "laser", "simcse"]
+
+
+# --- docsplit ---------------------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(sentences, st.floats(0.05, 0.95), st.integers(0, 10_000))
+def test_views_are_disjoint_ordered_nonempty_and_use_every_sentence_once(doc, p, seed):
+    view_a, view_b = split_views(doc, p, random.Random(seed))
+    assert view_a and view_b
+    assert not set(view_a) & set(view_b)
+    assert sorted(view_a + view_b) == sorted(doc)
+    for view in (view_a, view_b):  # order kept: a subsequence of the document
+        positions = [doc.index(s) for s in view]
+        assert positions == sorted(positions)
+
+
+def test_split_probability_sets_the_share_of_view_a():
+    doc = [f"sentence {i}" for i in range(200)]
+    for p in (0.2, 0.5, 0.8):
+        shares = [len(split_views(doc, p, random.Random(seed))[0]) / len(doc) for seed in range(50)]
+        assert abs(sum(shares) / len(shares) - p) < 0.03
+
+
+def test_single_sentence_falls_back_to_a_word_span_split():
+    view_a, view_b = split_views(["one two three four"], 0.5, random.Random(0))
+    assert view_a and view_b
+    assert " ".join(view_a + view_b) == "one two three four"
+
+
+def test_documents_too_short_for_a_pair_give_none():
+    assert split_views(["single"], 0.5, random.Random(0)) is None
+    assert split_views([], 0.5, random.Random(0)) is None
+
+
+def test_same_seed_same_pair_and_the_sampled_p_reaches_the_builder():
+    doc = [f"s{i}" for i in range(40)]
+    low = build_pairs(context(split_probability=0.1))
+    high = build_pairs(context(split_probability=0.9))
+    assert low(doc, random.Random(3)) == low(doc, random.Random(3))
+    assert len(low(doc, random.Random(3))[0]) < len(high(doc, random.Random(3))[0])
+
+
+def test_docsplit_with_elongation_repeats_view_a_within_the_budget():
+    doc = ["one two three.", "four five six.", "seven eight nine.", "ten eleven twelve."]
+    build = build_pairs(context(max_length=20, elongate=True, elongation_min=2, elongation_max=50))
+    for seed in range(20):
+        view_a, view_b = build(doc, random.Random(seed))
+        words = view_a.split()
+        assert len(words) <= 20 - 2 and not set(view_b.split()) & set(words)
+        unit = len(words) // next(m for m in range(2, 50) if words[: len(words) // m] * m == words)
+        assert words == words[:unit] * (len(words) // unit)
+
+
+# --- simcse -----------------------------------------------------------------------------------
+
+
+def test_simcse_pairs_a_text_with_itself():
+    view_a, view_b = build_pairs(context(recipe="simcse"))(CORPUS[0], random.Random(0))
+    assert view_a == view_b == " ".join(CORPUS[0])
+
+
+# --- laser ------------------------------------------------------------------------------------
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 30), st.integers(1, 30), st.integers(8, 300), st.integers(0, 1000))
+def test_laser_m_is_within_the_range_and_fits_max_length(m_min, m_max, max_length, seed):
+    doc = ["alpha beta gamma delta epsilon.", "zeta eta theta."]
+    build = build_pairs(
+        context(recipe="laser", anchor="first", elongation_min=m_min, elongation_max=m_max, max_length=max_length)
+    )
+    anchor, elongated = build(doc, random.Random(seed))
+    m = len(elongated.split()) // len(anchor.split())
+    assert elongated == " ".join([anchor] * m)
+    low, high = min(m_min, m_max), max(m_min, m_max)
+    cap = elongation_cap(5, max_length)
+    assert min(low, cap) <= m <= min(high, cap)
+    assert m * 5 <= max(5, max_length - 2)
+
+
+def test_laser_paper_example_a_ten_token_sentence_at_256_gives_m_up_to_25():
+    assert elongation_cap(10, 256) == 25
+
+
+def test_laser_intra_reference_pairs_the_elongated_anchor_with_the_rest():
+    doc = ["first sentence here.", "second one.", "third one."]
+    build = build_pairs(context(recipe="laser", laser_mode="intra", anchor="first", elongation_min=3, elongation_max=3))
+    elongated, rest = build(doc, random.Random(0))
+    assert elongated == " ".join(["first sentence here."] * 3)
+    assert rest == "second one. third one."
+
+
+def test_laser_random_anchor_varies_and_the_range_reaches_the_builder():
+    doc = [f"sentence number {i}." for i in range(10)]
+    build = build_pairs(context(recipe="laser", anchor="random", elongation_min=1, elongation_max=4))
+    anchors = {build(doc, random.Random(seed))[0] for seed in range(40)}
+    assert len(anchors) > 3
+    wide = build_pairs(context(recipe="laser", elongation_min=8, elongation_max=8))
+    assert len(wide(doc, random.Random(0))[1].split()) == 8 * 3
+
+
+# --- deca -------------------------------------------------------------------------------------
+
+LONG_DOC = [("The big house and the good road near the large old bank were quiet. " * 20).strip()]
+
+
+def changed_share(original: str, augmented: str) -> float:
+    a, b = original.split(), augmented.split()
+    return sum(x != y for x, y in zip(a, b)) / len(a)
+
+
+@pytest.mark.parametrize("p", [0.1, 0.3])
+def test_deca_synonym_replaces_about_aug_p_of_eligible_words_from_the_vocabulary(p):
+    from trainers.augment.wordnet import wordnet
+
+    vocabulary = {w.strip(".").lower() for d in [*CORPUS, LONG_DOC] for s in d for w in s.split()} | {
+        "great",
+        "road",
+        "street",
+        "adult",
+        "full",
+        "near",
+        "right",
+        "dear",
+        "sound",
+        "beneficial",
+    }
+    documents = [*CORPUS, LONG_DOC, [" ".join(sorted(vocabulary))]]
+    build = build_pairs(context(documents, recipe="deca", augmentation="synonym", aug_p=p, max_length=10_000))
+    original, augmented = build(LONG_DOC, random.Random(1))
+    eligible = [w for w in original.split() if any(s in vocabulary for s in wordnet().synonyms(w.strip(".")))]
+    changed = [(x, y) for x, y in zip(original.split(), augmented.split()) if x != y]
+    assert abs(len(changed) / len(eligible) - p) < 0.1
+    assert all(y.strip(".").lower() in vocabulary for _, y in changed)
+
+
+def test_deca_without_the_dictionary_constraint_draws_outside_the_corpus():
+    build = build_pairs(
+        context(recipe="deca", augmentation="synonym", aug_p=1.0, dictionary_constraint=False, max_length=10_000)
+    )
+    _, augmented = build(LONG_DOC, random.Random(0))
+    vocabulary = {w.strip(".").lower() for d in CORPUS for s in d for w in s.split()}
+    assert any(w.strip(".").lower() not in vocabulary for w in augmented.split())
+
+
+def test_deca_antonym_becomes_not_antonym():
+    documents = [["big small good bad large little"]]
+    build = build_pairs(context(documents, recipe="deca", augmentation="antonym", aug_p=1.0))
+    _original, augmented = build(["a big house and a good dog"], random.Random(0))
+    assert "not small" in augmented or "not little" in augmented
+    assert "not bad" in augmented and "house" in augmented
+
+
+def test_deca_uninformative_replacement_spares_informative_words():
+    documents = [[f"the a of and to word{i}"] for i in range(15)]  # five uninformative words, drawn as replacements
+    build = build_pairs(context(documents, recipe="deca", augmentation="uninformative", aug_p=0.3))
+    kept = Counter()
+    for seed in range(200):
+        original, augmented = build(["the zebra ate the grass"], random.Random(seed))
+        kept.update(x for x, y in zip(original.split(), augmented.split()) if x == y)
+    # rare words survive more often than frequent ones ("the" occurs twice per document)
+    assert kept["zebra"] / 200 > 0.9 and kept["the"] / 400 < 0.7
+
+
+@pytest.mark.parametrize(
+    ("augmentation", "check"),
+    [
+        ("deletion", lambda a, b: len(b.split()) < len(a.split())),
+        ("swap", lambda a, b: sorted(a.split()) == sorted(b.split()) and a != b),
+    ],
+)
+def test_deca_deletion_and_swap(augmentation, check):
+    build = build_pairs(context(recipe="deca", augmentation=augmentation, aug_p=0.2))
+    original, augmented = build(LONG_DOC, random.Random(0))
+    assert check(original, augmented)
+    assert build(LONG_DOC, random.Random(0)) == (original, augmented)  # deterministic under a seed
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [("ppdb", "PPDB database"), ("back_translation", "machine-translation"), ("thesaurus", "unknown augmentation")],
+)
+def test_unavailable_augmentations_say_what_is_missing(name, message):
+    with pytest.raises(AugmentationUnavailable, match=message):
+        check_augmentation(name)

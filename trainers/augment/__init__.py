@@ -1,0 +1,1 @@
+"""Word-level text augmentations (DECA) and the lexical data they need."""

@@ -1,0 +1,132 @@
+"""DECA's word-level augmentations of a document.
+
+Every augmentation takes a list of whitespace tokens and returns a new list; the rate ``p``
+(``aug_p``) is the probability that an eligible token is changed:
+
+- ``synonym``: a token with a WordNet synonym is replaced by one (drawn uniformly).
+- ``antonym``: a token with a WordNet antonym becomes "not <antonym>" ("big" -> "not small").
+- ``uninformative``: UDA's TF-IDF rule: token *i* is replaced with probability
+  ``min(1, p * (C - s_i) / mean_j(C - s_j))``, where ``s`` is the token's TF-IDF in the document
+  and ``C`` its maximum there, so informative words survive; the replacement is drawn from the
+  vocabulary with probability proportional to ``max_idf - idf(w)`` (uninformative words).
+- ``deletion``: each token is deleted with probability ``p`` (at least one token is kept).
+- ``swap``: ``max(1, round(p * n))`` swaps of two random positions (EDA's random swap).
+
+Dictionary constraint (DECA): with a corpus vocabulary given, synonym and antonym replacements
+are taken only from words of that vocabulary. Punctuation around a token and a leading
+capital are kept. Replacements are base forms: inflection is not re-applied.
+
+DECA: "DECA: Document Embedding with Contrastive Augmentation"; UDA: Xie et al., "Unsupervised
+Data Augmentation for Consistency Training" (NeurIPS 2020), Appendix B; EDA: Wei & Zou (2019).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+AUGMENTATIONS = ("synonym", "antonym", "uninformative", "deletion", "swap")
+UNAVAILABLE = {
+    "ppdb": "PPDB paraphrase replacement needs the PPDB database, which no package ships; "
+    "use synonym, antonym, uninformative, deletion or swap",
+    "back_translation": "back-translation needs two machine-translation models; name local MT model "
+    "directories for it, or use synonym, antonym, uninformative, deletion or swap",
+}
+_CORE = re.compile(r"^(\W*)(.*?)(\W*)$", re.S)
+
+
+class AugmentationUnavailable(ValueError):
+    pass
+
+
+def _split(token: str) -> tuple[str, str, str]:
+    lead, core, trail = _CORE.match(token).groups()
+    return lead, core, trail
+
+
+def _dress(token: str, replacement: str) -> str:
+    lead, core, trail = _split(token)
+    if core[:1].isupper():
+        replacement = replacement[:1].upper() + replacement[1:]
+    return f"{lead}{replacement}{trail}"
+
+
+class IdfTable:
+    """Inverse document frequencies over a corpus (lower-cased word cores)."""
+
+    def __init__(self, documents: Sequence[Sequence[str]]) -> None:
+        frequency = Counter()
+        for tokens in documents:
+            frequency.update({_split(t)[1].lower() for t in tokens} - {""})
+        n = max(1, len(documents))
+        self.idf = {w: math.log(n / df) for w, df in frequency.items()}
+        self.default = math.log(n)
+        top = max(self.idf.values(), default=0.0)
+        self.words = sorted(self.idf)
+        self.cumulative: list[float] = []
+        total = 0.0
+        for w in self.words:
+            total += top - self.idf[w] + 1e-6
+            self.cumulative.append(total)
+
+    def draw_uninformative(self, rng: random.Random) -> str:
+        import bisect
+
+        return self.words[bisect.bisect_left(self.cumulative, rng.random() * self.cumulative[-1])]
+
+
+def replace_lexical(
+    tokens: list[str],
+    p: float,
+    rng: random.Random,
+    candidates: Callable[[str], list[str]],
+    vocabulary: set[str] | None,
+    dress: Callable[[str], str] = lambda w: w,
+) -> list[str]:
+    out = []
+    for token in tokens:
+        core = _split(token)[1]
+        options = [w for w in candidates(core) if vocabulary is None or all(x in vocabulary for x in w.split())]
+        if core and options and rng.random() < p:
+            out.append(_dress(token, dress(rng.choice(options))))
+        else:
+            out.append(token)
+    return out
+
+
+def uninformative(tokens: list[str], p: float, rng: random.Random, idf: IdfTable) -> list[str]:
+    cores = [_split(t)[1].lower() for t in tokens]
+    counts = Counter(cores)
+    scores = [counts[c] / len(tokens) * idf.idf.get(c, idf.default) for c in cores]
+    top = max(scores, default=0.0)
+    mean_gap = sum(top - s for s in scores) / max(1, len(scores))
+    out = []
+    for token, score in zip(tokens, scores):
+        chance = min(1.0, p * (top - score) / mean_gap) if mean_gap > 0 else p
+        out.append(_dress(token, idf.draw_uninformative(rng)) if rng.random() < chance else token)
+    return out
+
+
+def deletion(tokens: list[str], p: float, rng: random.Random) -> list[str]:
+    kept = [t for t in tokens if rng.random() >= p]
+    return kept or [rng.choice(tokens)]
+
+
+def swap(tokens: list[str], p: float, rng: random.Random) -> list[str]:
+    out = list(tokens)
+    if len(out) < 2:
+        return out
+    for _ in range(max(1, round(p * len(out)))):
+        i, j = rng.sample(range(len(out)), 2)
+        out[i], out[j] = out[j], out[i]
+    return out
+
+
+def check_augmentation(name: str) -> None:
+    if name in UNAVAILABLE:
+        raise AugmentationUnavailable(f"augmentation {name!r}: {UNAVAILABLE[name]}")
+    if name not in AUGMENTATIONS:
+        raise AugmentationUnavailable(f"unknown augmentation {name!r}; known: {', '.join(AUGMENTATIONS)}")

@@ -1,0 +1,63 @@
+"""Self-contrastive Bregman divergence: K sub-networks define a convex function whose Bregman
+divergence measures dissimilarity.
+
+``BregmanHead(dim, k)``: K sub-networks ``f_k`` on the L2-normalised embedding, each
+``Linear(dim, HIDDEN) -> ReLU -> Dropout -> Linear(HIDDEN, 1)`` (the vision paper's public code),
+computed together; output ``(N, K)``.
+
+``bregman_loss(scores_a, scores_b, sigma, temperature)``: the sub-network outputs of the two views,
+``(N, K)`` each (gathered across ranks for global negatives). With phi(z) = max_k f_k(z) and
+k*(z) = argmax_k f_k(z), the divergence of row i from row j is
+
+    D_ij = f_{k*(i)}(z_i) - f_{k*(j)}(z_i)           (>= 0; 0 when both pick the same f_k)
+    S_ij = exp(-D_ij / (2 sigma^2))
+    L = NT-Xent over the 2N rows with logits S_ij / temperature (diagonal masked)
+
+With K = 1 every D is 0. ``active_subnetworks`` counts the distinct argmax winners in a batch, so a
+collapse onto one sub-network is visible. The training total is lambda_b * L + lambda_c *
+contrastive (+ MLM). Sheikh et al., "Self-supervised Contrastive Learning via Bregman
+Divergence" and its document-embedding follow-up; sigma, temperature and lambda from their code.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from trainers.losses.nt_xent import similarity_logits_2n
+
+HIDDEN = 64
+DROPOUT = 0.1
+
+
+class BregmanHead(nn.Module):
+    def __init__(self, dim: int, k: int) -> None:
+        super().__init__()
+        self.hidden = nn.Linear(dim, k * HIDDEN)
+        self.dropout = nn.Dropout(DROPOUT)
+        self.out_weight = nn.Parameter(torch.randn(k, HIDDEN) / HIDDEN**0.5)
+        self.out_bias = nn.Parameter(torch.zeros(k))
+        self.k = k
+
+    def forward(self, embeddings: torch.Tensor) -> torch.Tensor:
+        z = F.normalize(embeddings.float(), dim=-1)
+        hidden = self.dropout(F.relu(self.hidden(z))).view(z.shape[0], self.k, HIDDEN)
+        return torch.einsum("nkh,kh->nk", hidden, self.out_weight) + self.out_bias
+
+
+def bregman_divergence(scores: torch.Tensor) -> torch.Tensor:
+    """(M, K) sub-network outputs -> (M, M) divergences D_ij = max_k F_ik - F_{i, argmax_k F_jk}."""
+    winners = scores.argmax(dim=1)  # k*(j)
+    return scores.max(dim=1).values.unsqueeze(1) - scores[:, winners]
+
+
+def bregman_loss(scores_a: torch.Tensor, scores_b: torch.Tensor, sigma: float, temperature: float) -> torch.Tensor:
+    divergence = bregman_divergence(torch.cat([scores_a, scores_b]))
+    similarity = torch.exp(-divergence / (2 * sigma**2))
+    logits, positives = similarity_logits_2n(similarity / temperature)
+    return F.cross_entropy(logits, positives)
+
+
+def active_subnetworks(scores: torch.Tensor) -> int:
+    return int(scores.argmax(dim=1).unique().numel())

@@ -1,0 +1,44 @@
+"""SimSiam: a predictor MLP and a stop-gradient instead of negatives.
+
+``SimSiamPredictor(dim)``: ``h = Linear(dim, dim // 4) -> BatchNorm1d -> ReLU -> Linear(dim // 4,
+dim)``, the paper's bottleneck predictor (2048 -> 512 -> 2048, here scaled to the embedding size).
+
+``simsiam_loss(p_a, p_b, z_a, z_b)``: all ``(N, d)``; ``p = h(z)`` are the predictions, ``z`` the
+pooled embeddings of the two views.
+
+    D(p, z) = -mean_i cos(p_i, stopgrad(z_i))
+    L = D(p_a, z_b) / 2 + D(p_b, z_a) / 2
+
+No negatives, so nothing is gathered across ranks; DDP's gradient average over per-rank means is
+the global mean. Chen & He, "Exploring Simple Siamese Representation Learning" (CVPR 2021),
+Eq. 1-2 and Algorithm 1; DECA uses it beside SimCLR. Needs at least two examples per worker
+(batch norm).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from trainers.losses.precision import at_least_fp32
+
+BOTTLENECK = 4  # SimSiam's predictor: 2048 -> 512 -> 2048
+
+
+class SimSiamPredictor(nn.Module):
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        hidden = max(1, dim // BOTTLENECK)
+        self.net = nn.Sequential(nn.Linear(dim, hidden), nn.BatchNorm1d(hidden), nn.ReLU(), nn.Linear(hidden, dim))
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        return self.net(z)
+
+
+def negative_cosine(p: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    return -F.cosine_similarity(at_least_fp32(p), at_least_fp32(z.detach()), dim=-1).mean()
+
+
+def simsiam_loss(p_a: torch.Tensor, p_b: torch.Tensor, z_a: torch.Tensor, z_b: torch.Tensor) -> torch.Tensor:
+    return negative_cosine(p_a, z_b) / 2 + negative_cosine(p_b, z_a) / 2

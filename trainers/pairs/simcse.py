@@ -1,0 +1,20 @@
+"""SimCSE positive pairs: the same text twice; dropout in the encoder is the only noise.
+
+Gao et al., "SimCSE: Simple Contrastive Learning of Sentence Embeddings" (EMNLP 2021), Sec. 3.
+The Bregman method builds on these pairs too (Sheikh et al.).
+"""
+
+from __future__ import annotations
+
+import random
+
+from trainers.pairs import PairContext, register
+
+
+@register("simcse")
+def simcse_pairs(context: PairContext):
+    def build(sentences: list[str], rng: random.Random) -> tuple[str, str] | None:
+        text = " ".join(sentences)
+        return (text, text) if text.strip() else None
+
+    return build
