@@ -14,17 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
+from trainers.encoder import weights_digest
 
-def weights_digest(model_dir: str) -> str:
-    digest = hashlib.sha256()
-    files = sorted(Path(model_dir).glob("*.safetensors")) or sorted(Path(model_dir).glob("*.bin"))
-    if not files:
-        raise FileNotFoundError(f"{model_dir} holds no model weights (*.safetensors)")
-    for file in files:
-        with file.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 22), b""):
-                digest.update(block)
-    return digest.hexdigest()[:24]
+__all__ = ["EmbeddingCache", "text_digest", "weights_digest"]
 
 
 def text_digest(text: str) -> str:

@@ -92,6 +92,8 @@ def resolve(
         bf16=train.bf16,
         max_worker_failures=train.max_worker_failures,
         evaluation=eval_plan,
+        gradient_checkpointing=train.gradient_checkpointing,
+        chunk_size=train.chunk_size,
     )
     return ResolvedSearch(spec, spec_path, profile, run_dir, plan, spec.fixed_hyperparameters(), resources, corpus[1])
 

@@ -99,13 +99,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path) -> int:
     from platform import report, runner
-    from trainers.data import DataUnavailable, prepare_corpus
-    from trainers.encoder import ModelUnavailable, resolve_model
+    from trainers.data import DataUnavailable
+    from trainers.encoder import ModelUnavailable
 
     spec, _ = load_spec(str(spec_path), args.profile or "local")
     try:
-        model_dir = resolve_model(spec.base_model)
-        corpus = prepare_corpus(spec.corpus.source, spec.corpus.max_documents)
+        model_dir, corpus = _prepare_inputs(spec)
     except (ModelUnavailable, DataUnavailable) as err:
         print(f"doctune: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -120,8 +119,8 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path) -> int:
             why = "the cluster has GPUs" if profile == "full" else "the cluster has no GPU"
             print(f"doctune: profile {profile!r} ({why}; choose with --profile)")
             spec, _ = load_spec(str(spec_path), profile)
-            if profile == "full":  # the full profile may change the corpus size
-                corpus = prepare_corpus(spec.corpus.source, spec.corpus.max_documents)
+            if profile == "full":  # the full profile may change the corpus or the backbone
+                model_dir, corpus = _prepare_inputs(spec)
         resolved = runner.resolve(spec, spec_path, profile, run_dir, model_dir, corpus, cluster)
         summary = resolved.summary()
         if args.dry_run:
@@ -175,8 +174,28 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path) -> int:
         print(f"doctune: best trial {best.trial} (objective {best.objective:.4f}) exported to {target}")
         print(f"doctune: leaderboard in {run_dir}/leaderboard.csv; TensorBoard: tensorboard --logdir {run_dir}")
         return EXIT_OK
+    except (ModelUnavailable, DataUnavailable) as err:  # inputs of the auto-selected profile
+        print(f"doctune: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     finally:
         ray.shutdown()
+
+
+def _prepare_inputs(spec):
+    """The base model directory (converted to a Longformer if the spec asks) and the prepared corpus."""
+    from trainers.data import cache_dir, prepare_corpus
+    from trainers.encoder import resolve_model
+    from trainers.longformer import cached_longformer
+
+    model_dir = resolve_model(spec.base_model)
+    longformer = spec.backbone.longformer
+    if longformer is not None:
+        model_dir = str(cached_longformer(model_dir, longformer.max_length, longformer.attention_window, cache_dir()))
+        print(
+            f"doctune: Longformer backbone from {spec.base_model} ({longformer.max_length} positions, "
+            f"window {longformer.attention_window}): {model_dir}"
+        )
+    return model_dir, prepare_corpus(spec.corpus.source, spec.corpus.max_documents)
 
 
 def _write_atomic(path: Path, text: str) -> None:

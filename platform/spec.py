@@ -106,6 +106,22 @@ class CorpusSpec:
 
 
 @dataclass(frozen=True)
+class LongformerSpec:
+    max_length: int = field(default=4096, metadata=constraint("positions of the converted model", 16, 65536))
+    attention_window: int = field(default=256, metadata=constraint("sliding window (even), per layer", 2, 65536))
+
+
+@dataclass(frozen=True)
+class BackboneSpec:
+    longformer: LongformerSpec | None = field(
+        default=None,
+        metadata=constraint(
+            "convert base_model into a Longformer (position embeddings copied out, global Q/K/V from local)"
+        ),
+    )
+
+
+@dataclass(frozen=True)
 class ObjectiveSpec:
     tasks: dict[str, float] = field(metadata=constraint("task name -> weight; the objective is the weighted mean"))
 
@@ -144,6 +160,18 @@ class TrainSection:
     bf16: bool = field(default=True, metadata=constraint("bf16 autocast on GPU"))
     seed: int = field(default=0, metadata=constraint("training seed"))
     max_worker_failures: int = field(default=2, metadata=constraint("worker-group restarts per trial", 0))
+    gradient_checkpointing: bool = field(
+        default=False,
+        metadata=constraint("recompute activations in backward (less memory, about a third more compute)"),
+    )
+    chunk_size: int | None = field(
+        default=None,
+        metadata=constraint(
+            "cached contrastive loss (GradCache): encode at most this many sequences at once; exact gradients, "
+            "memory bounded by the chunk, not the batch",
+            1,
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -165,6 +193,7 @@ class SearchSpec:
     base_model: str = field(
         default="all-minilm-l6-v2", metadata=constraint("packaged alias, local model directory, or Hugging Face id")
     )
+    backbone: BackboneSpec = field(default_factory=BackboneSpec, metadata=constraint("encoder architecture changes"))
     corpus: CorpusSpec = field(default_factory=CorpusSpec, metadata=constraint("pretraining text"))
     recipe: str = field(default="docsplit", metadata=constraint("positive-pair recipe, unless searched"))
     hyperparameters: dict[str, Any] = field(
@@ -422,6 +451,16 @@ def _check_semantics(spec: SearchSpec) -> None:
                 )
         earlier[key] = dist
     _check_recipe_needs(spec)
+    longformer = spec.backbone.longformer
+    if longformer is not None:
+        if longformer.attention_window % 2:
+            raise SpecError(f"backbone.longformer.attention_window: must be even, got {longformer.attention_window}")
+        for key, value in (
+            ("train.max_length", spec.train.max_length),
+            ("evaluation.max_length", spec.evaluation.max_length),
+        ):
+            if value > longformer.max_length:
+                raise SpecError(f"{key} ({value}) exceeds backbone.longformer.max_length ({longformer.max_length})")
     if spec.train.eval_every > spec.train.steps:
         raise SpecError(
             f"train.eval_every ({spec.train.eval_every}) exceeds train.steps ({spec.train.steps}): "

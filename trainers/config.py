@@ -145,6 +145,8 @@ class TrainPlan:
     bf16: bool
     max_worker_failures: int
     evaluation: EvalPlan
+    gradient_checkpointing: bool = False
+    chunk_size: int | None = None  # GradCache chunk (sequences per forward); None: the whole batch at once
 
     @property
     def eval_rounds(self) -> int:

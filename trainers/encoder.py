@@ -6,6 +6,7 @@ evaluation exactly as it was during training.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -52,6 +53,19 @@ def resolve_model(name: str) -> str:
         ) from None
 
 
+def weights_digest(model_dir: str) -> str:
+    """A content hash of a model directory's weights (the same weights give the same digest)."""
+    digest = hashlib.sha256()
+    files = sorted(Path(model_dir).glob("*.safetensors")) or sorted(Path(model_dir).glob("*.bin"))
+    if not files:
+        raise FileNotFoundError(f"{model_dir} holds no model weights (*.safetensors)")
+    for file in files:
+        with file.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 22), b""):
+                digest.update(block)
+    return digest.hexdigest()[:24]
+
+
 def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
     """(N, L, d) token states and (N, L) mask -> (N, d) embeddings."""
     if pooling == "cls":
@@ -62,6 +76,15 @@ def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> to
     if pooling == "max":
         return hidden.masked_fill(mask == 0, torch.finfo(hidden.dtype).min).max(1).values
     raise ValueError(f"unknown pooling {pooling!r} (cls, mean, max)")
+
+
+def encode(model: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Token states (N, L, d); a Longformer also gets global attention on [CLS]."""
+    extra = {}
+    if getattr(model.config, "model_type", "") == "longformer":
+        extra["global_attention_mask"] = torch.zeros_like(attention_mask)
+        extra["global_attention_mask"][:, 0] = 1
+    return model(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
 
 
 def load_encoder(model_dir: str, with_mlm_head: bool = False) -> tuple[nn.Module, object]:
@@ -75,9 +98,21 @@ def load_encoder(model_dir: str, with_mlm_head: bool = False) -> tuple[nn.Module
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     if with_mlm_head:
         model = AutoModelForMaskedLM.from_pretrained(model_dir)
+        _initialise_unset(model)
     else:
         model = AutoModel.from_pretrained(model_dir, add_pooling_layer=False)
     return model, tokenizer
+
+
+@torch.no_grad()
+def _initialise_unset(model: nn.Module) -> None:
+    """A head the checkpoint lacks is created fresh, but some classes leave parts of it
+    uninitialised (LongformerForMaskedLM's ``lm_head.bias`` is NaN in transformers 5.23): give
+    such parameters BERT's initialisation (zero bias, normal(0, initializer_range) weights)."""
+    std = getattr(model.config, "initializer_range", 0.02)
+    for parameter in model.parameters():
+        if not torch.isfinite(parameter).all():
+            parameter.zero_() if parameter.dim() == 1 else parameter.normal_(0.0, std)
 
 
 def tokenize(tokenizer, texts: list[str], max_length: int) -> dict[str, torch.Tensor]:
@@ -112,7 +147,7 @@ def embed_texts(
         batch = tokenize(tokenizer, [texts[i] for i in idx], max_length)
         batch.pop("special_tokens_mask")
         batch = {k: v.to(device) for k, v in batch.items()}
-        hidden = model(**batch).last_hidden_state
+        hidden = encode(model, batch["input_ids"], batch["attention_mask"])
         vectors = F.normalize(pool(hidden, batch["attention_mask"], pooling).float(), dim=-1).cpu().numpy()
         for i, v in zip(idx, vectors):
             out[i] = v

@@ -18,7 +18,8 @@ from trainers.checkpoint import latest_checkpoint, load_training_state, save_che
 from trainers.config import Hyperparameters, TrainPlan
 from trainers.data.corpus import read_prepared
 from trainers.distributed import world_size
-from trainers.encoder import load_encoder, pool, tokenize
+from trainers.encoder import encode, load_encoder, pool, tokenize
+from trainers.grad_cache import all_reduce_gradients, cached_step
 from trainers.losses import mask_tokens
 from trainers.objective import LossHeads, training_loss
 from trainers.pairs import PairContext, build_pairs
@@ -42,21 +43,29 @@ class ContrastiveModel(nn.Module):
     def encoder(self) -> nn.Module:
         return self.model.base_model if self.with_mlm else self.model
 
+    def embed(self, input_ids, attention_mask):
+        return pool(encode(self.encoder, input_ids, attention_mask), attention_mask, self.pooling)
+
+    def mlm_loss(self, input_ids, attention_mask, labels):
+        return self.model(input_ids=input_ids, attention_mask=attention_mask, labels=labels).loss
+
     def forward(self, input_ids, attention_mask, mlm_input_ids=None, mlm_labels=None, mlm_attention_mask=None):
-        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        outputs = {"embeddings": pool(hidden, attention_mask, self.pooling)}
+        outputs = {"embeddings": self.embed(input_ids, attention_mask)}
         if self.heads is not None:
             outputs |= self.heads(outputs["embeddings"])
         if mlm_labels is not None:
-            mlm = self.model(input_ids=mlm_input_ids, attention_mask=mlm_attention_mask, labels=mlm_labels)
-            outputs["mlm_loss"] = mlm.loss
+            outputs["mlm_loss"] = self.mlm_loss(mlm_input_ids, mlm_attention_mask, mlm_labels)
         return outputs
 
 
-def build_module(model_dir: str, hp: Hyperparameters) -> tuple[ContrastiveModel, object]:
+def build_module(
+    model_dir: str, hp: Hyperparameters, gradient_checkpointing: bool = False
+) -> tuple[ContrastiveModel, object]:
     """The trainable module for one trial (encoder, loss heads, MLM head if used), in train mode."""
     with_mlm = hp.mlm_weight > 0
     model, tokenizer = load_encoder(model_dir, with_mlm_head=with_mlm)
+    if gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     encoder = model.base_model if with_mlm else model
     module = ContrastiveModel(model, hp.pooling, with_mlm, LossHeads(hp, encoder.config.hidden_size))
     module.train()  # from_pretrained returns eval mode: no dropout, which SimCSE-style views rely on
@@ -115,7 +124,7 @@ def train_loop_per_worker(config: dict) -> None:
     torch.manual_seed(plan.seed + rank)
     device = ray.train.torch.get_device()
 
-    module, tokenizer = build_module(plan.base_model, hp)
+    module, tokenizer = build_module(plan.base_model, hp, plan.gradient_checkpointing)
     with_mlm = module.with_mlm
     documents = read_prepared(plan.corpus_path, rank, context.get_world_size())
     pair_context = PairContext(
@@ -127,7 +136,10 @@ def train_loop_per_worker(config: dict) -> None:
     stream = PairStream(
         documents, build_pairs(pair_context), hp.batch_size // context.get_world_size(), plan.seed, rank
     )
-    wrapped = ray.train.torch.prepare_model(module)
+    # GradCache runs several forwards per step, which DDP's one-forward-one-backward contract does
+    # not allow: the module is then only moved to the device and gradients are averaged by hand.
+    cached = plan.chunk_size is not None
+    wrapped = ray.train.torch.prepare_model(module, parallel_strategy=None if cached else "ddp")
     optimizer = torch.optim.AdamW(module.parameters(), lr=hp.lr, weight_decay=hp.weight_decay)
 
     start_step, eval_round = 0, 0
@@ -167,13 +179,17 @@ def train_loop_per_worker(config: dict) -> None:
             tokens += int(batch["attention_mask"][:n].sum())
         for group in optimizer.param_groups:
             group["lr"] = hp.lr * _lr_factor(step, plan.steps, hp.warmup_ratio)
-        with autocast:
-            outputs = wrapped(**inputs)
-        loss, terms = training_loss(hp, outputs)
+        optimizer.zero_grad(set_to_none=True)
+        if cached:
+            loss, terms = cached_step(module, inputs, hp, plan.chunk_size, autocast)
+            all_reduce_gradients(module)
+        else:
+            with autocast:
+                outputs = wrapped(**inputs)
+            loss, terms = training_loss(hp, outputs)
+            loss.backward()
         if not torch.isfinite(loss):
             raise FloatingPointError(f"trial {trial_id}: loss became {loss.item()} at step {step}")
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
         torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)
         optimizer.step()
         for name, value in terms.items():

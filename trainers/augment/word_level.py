@@ -32,8 +32,8 @@ AUGMENTATIONS = ("synonym", "antonym", "uninformative", "deletion", "swap")
 UNAVAILABLE = {
     "ppdb": "PPDB paraphrase replacement needs the PPDB database, which no package ships; "
     "use synonym, antonym, uninformative, deletion or swap",
-    "back_translation": "back-translation needs two machine-translation models; name local MT model "
-    "directories for it, or use synonym, antonym, uninformative, deletion or swap",
+    "back_translation": "back-translation needs two machine-translation models, which no package ships "
+    "and this version cannot take yet; use synonym, antonym, uninformative, deletion or swap",
 }
 _CORE = re.compile(r"^(\W*)(.*?)(\W*)$", re.S)
 

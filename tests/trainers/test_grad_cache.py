@@ -1,0 +1,82 @@
+"""The cached contrastive loss gives the plain loss's gradients, with any chunk size."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from trainers.config import Hyperparameters
+from trainers.encoder import tokenize
+from trainers.grad_cache import cached_step
+from trainers.loop import build_module
+from trainers.losses import mask_tokens
+from trainers.objective import training_loss
+
+TEXTS = [
+    f"document number {i} talks about {topic}"
+    for i, topic in enumerate(["rain", "elections", "markets", "football", "music", "science", "trade", "health"])
+]
+
+
+def _inputs(tokenizer, with_mlm: bool) -> dict[str, torch.Tensor]:
+    batch = tokenize(tokenizer, TEXTS[:4] + TEXTS[4:], 32)
+    inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+    if with_mlm:
+        masked, labels = mask_tokens(
+            batch["input_ids"][:4],
+            batch["special_tokens_mask"][:4] | (1 - batch["attention_mask"][:4]),
+            tokenizer.mask_token_id,
+            len(tokenizer),
+            torch.Generator().manual_seed(0),
+        )
+        inputs |= {"mlm_input_ids": masked, "mlm_labels": labels, "mlm_attention_mask": batch["attention_mask"][:4]}
+    return inputs
+
+
+def _grads(module) -> dict[str, torch.Tensor]:
+    return {name: p.grad.clone() for name, p in module.named_parameters() if p.grad is not None}
+
+
+@pytest.mark.parametrize("chunk_size", [1, 3, 8])
+@pytest.mark.parametrize(
+    "hp",
+    [
+        Hyperparameters(mlm_weight=0.0, temperature=0.1),
+        Hyperparameters(mlm_weight=0.1, loss="ntxent", bregman_weight=1.0, bregman_k=4),
+    ],
+    ids=["infonce", "ntxent+mlm+bregman"],
+)
+def test_cached_gradients_equal_the_plain_ones(minilm_dir, hp, chunk_size):
+    module, tokenizer = build_module(minilm_dir, hp)
+    module.eval()  # no dropout: the plain single forward and the chunked forwards see the same network
+    inputs = _inputs(tokenizer, hp.mlm_weight > 0)
+    loss, _ = training_loss(hp, module(**inputs))
+    loss.backward()
+    plain = _grads(module)
+    module.zero_grad(set_to_none=True)
+    cached_loss, terms = cached_step(module, inputs, hp, chunk_size)
+    cached = _grads(module)
+    assert cached_loss.item() == pytest.approx(loss.item(), rel=1e-5)
+    assert terms["loss"] == pytest.approx(loss.item(), rel=1e-5)
+    assert plain.keys() == cached.keys() and len(plain) > 50
+    for name in plain:
+        torch.testing.assert_close(cached[name], plain[name], rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_dropout_is_replayed_so_the_gradients_are_exact_in_train_mode(minilm_dir):
+    hp = Hyperparameters(mlm_weight=0.0, recipe="simcse")
+    module, tokenizer = build_module(minilm_dir, hp)
+    inputs = _inputs(tokenizer, False)
+    chunk = 3
+    torch.manual_seed(123)  # reference: the same chunked forwards, all with a graph
+    pieces = [
+        module.embed(inputs["input_ids"][i : i + chunk], inputs["attention_mask"][i : i + chunk])
+        for i in range(0, 8, chunk)
+    ]
+    training_loss(hp, {"embeddings": torch.cat(pieces)})[0].backward()
+    reference = _grads(module)
+    module.zero_grad(set_to_none=True)
+    torch.manual_seed(123)
+    cached_step(module, inputs, hp, chunk)
+    for name, grad in _grads(module).items():
+        torch.testing.assert_close(grad, reference[name], rtol=1e-4, atol=1e-6, msg=name)
