@@ -73,8 +73,11 @@ def _ray_init(address: str | None) -> dict[str, float]:
             env_vars[passthrough] = os.environ[passthrough]
     address = address or os.environ.get("RAY_ADDRESS")
     runtime_env: dict = {"env_vars": env_vars}
-    if address and "RAY_JOB_ID" not in os.environ and not os.environ.get("DOCTUNE_NO_UPLOAD"):
-        # a remote cluster: ship the project (not the venv or runs) to every node
+    if "RAY_JOB_ID" in os.environ:
+        # inside `ray job submit --working-dir .`: the job's working directory reaches every node
+        env_vars.pop("PYTHONPATH")
+    elif address:
+        # a remote cluster from a laptop: ship the project (not the venv or runs) to every node
         env_vars.pop("PYTHONPATH")
         runtime_env["working_dir"] = str(ROOT)
         runtime_env["excludes"] = [".venv", "runs", ".git", "bench/out"]
