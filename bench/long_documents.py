@@ -95,6 +95,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--part", choices=("all", "length", "batch"), default="all")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -107,6 +108,13 @@ def main() -> None:
         f"machine: {os.cpu_count()} CPUs, torch {torch.__version__}, {args.threads} threads, "
         f"median of {args.repeats} steps; {time.strftime('%Y-%m-%d')}\n"
     )
+    if args.part in ("all", "length"):
+        length_table(base)
+    if args.part in ("all", "batch"):
+        batch_table(base)
+
+
+def length_table(base: dict) -> None:
     print("| model | tokens per sequence | step time (s) | step memory (MiB) |")
     print("|---|---|---|---|")
     for model, length in [
@@ -124,6 +132,9 @@ def main() -> None:
             f"{r['step_mib']:.0f} |",
             flush=True,
         )
+
+
+def batch_table(base: dict) -> None:
     print(
         "\n| pairs per step (256 tokens) | plain: time (s) | plain: memory (MiB) | cached, chunks of 8: time (s) "
         "| cached: memory (MiB) |"

@@ -7,11 +7,16 @@ Built-in tasks are listed in ``TASKS``; any BEIR-format directory is a task name
 from __future__ import annotations
 
 from evaluators.tasks.base import Task, TaskMetadata
-from evaluators.tasks.probe import R8FewShot
+from evaluators.tasks.clustering import R8Clustering
+from evaluators.tasks.length import LengthRobustness
+from evaluators.tasks.probe import R8FewShot, R52FewShot, TwentyNewsgroupsFewShot
 from evaluators.tasks.retrieval import BeirTask, NewsTitleRetrieval
 from trainers.config import EvalBudget
 
-TASKS: dict[str, type[Task]] = {cls.metadata.name: cls for cls in (NewsTitleRetrieval, R8FewShot)}
+TASKS: dict[str, type[Task]] = {
+    cls.metadata.name: cls
+    for cls in (NewsTitleRetrieval, R8FewShot, R52FewShot, TwentyNewsgroupsFewShot, R8Clustering, LengthRobustness)
+}
 
 
 class UnknownTask(KeyError):

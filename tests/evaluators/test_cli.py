@@ -1,0 +1,120 @@
+"""``python -m evaluators``: the standalone scorer, on the same code path as the actors."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import zlib
+
+import numpy as np
+import pytest
+
+from evaluators.tasks import make_task
+from evaluators.tasks.length import ELONGATIONS, elongate
+from tests.conftest import ROOT, shared_collection
+from trainers.config import EvalBudget
+
+
+def _cli(*args: str):
+    return subprocess.run(
+        [sys.executable, "-m", "evaluators", *args], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_cli_scores_a_model_on_every_kind_of_task(tmp_path):
+    out = tmp_path / "scores.json"
+    done = _cli(
+        "--model",
+        "all-minilm-l6-v2",
+        "--task",
+        "news-title-retrieval",
+        "--task",
+        "r8-fewshot",
+        "--task",
+        "r8-clustering",
+        "--task",
+        "length-robustness",
+        "--beir",
+        str(shared_collection("cisi")),
+        "--max-documents",
+        "60",
+        "--max-queries",
+        "30",
+        "--max-test",
+        "80",
+        "--fewshot-k",
+        "4",
+        "--repeats",
+        "2",
+        "--max-length",
+        "128",
+        "--json",
+        str(out),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    scores = json.loads(out.read_text())["scores"]
+    assert len(scores) == 5 and all(math.isfinite(v["main"]) for v in scores.values())
+    assert 0 < scores["r8-clustering"]["nmi"] <= 1
+    assert scores["length-robustness"]["main"] == -scores["length-robustness"]["mean_abs_shift"]
+    assert "news-title-retrieval" in done.stdout and "length-robustness" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--model", "all-minilm-l6-v2", "--task", "nope"), "unknown task 'nope'"),
+        (("--model", "/no/such/model", "--task", "r8-fewshot"), "does not exist"),
+        (("--task", "r8-fewshot"), "name a --model"),
+    ],
+)
+def test_cli_bad_input_exits_2_with_the_reason(args, message):
+    done = _cli(*args)
+    assert done.returncode == 2 and message in done.stderr
+
+
+def test_cli_lists_every_task():
+    done = _cli("--list")
+    assert done.returncode == 0
+    for name in (
+        "news-title-retrieval",
+        "r8-fewshot",
+        "r52-fewshot",
+        "20ng-fewshot",
+        "r8-clustering",
+        "length-robustness",
+        "beir:<directory>",
+    ):
+        assert name in done.stdout
+
+
+def test_length_robustness_measures_the_shift_of_an_elongation_sensitive_encoder():
+    task = make_task("length-robustness", EvalBudget(max_queries=20))
+    task.load()
+    assert len(task.texts) == 21 and len(set(task.texts)) == 21
+    assert all(len(t.split()) >= 8 for t in task.texts)  # no datelines
+
+    def length_sensitive(texts: list[str]) -> np.ndarray:
+        # a toy encoder: a text-specific random direction plus a shared axis that grows with length,
+        # so elongation raises the similarity of unrelated texts (the length attack)
+        def vector(text: str) -> np.ndarray:
+            own = np.random.default_rng(zlib.crc32(" ".join(text.split()[:5]).encode())).normal(size=8)
+            return np.concatenate([[len(text) / 500.0], own / np.linalg.norm(own)])
+
+        vectors = np.array([vector(t) for t in texts])
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    scores = task.evaluate(length_sensitive)
+    assert all(f"shift_m{m}" in scores for m in ELONGATIONS)
+    assert scores["shift_m8"] > scores["shift_m2"] > 0
+    assert elongate("ab", 3) == "ab ab ab"
+
+
+def test_clustering_nmi_is_one_for_an_encoder_that_separates_the_classes():
+    task = make_task("r8-clustering", EvalBudget(max_test=60))
+    task.load()
+    classes = sorted(set(task.labels))
+    by_text = dict(zip(task.texts, task.labels))
+    perfect = task.evaluate(lambda texts: np.eye(len(classes))[[classes.index(by_text[t]) for t in texts]])
+    assert perfect["nmi"] == pytest.approx(1.0)
