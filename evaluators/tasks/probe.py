@@ -27,12 +27,20 @@ def fewshot_indices(labels: list[str], k: int, seed: int) -> list[int]:
 
 
 def stratified_subsample(labels: list[str], size: int, seed: int = 0) -> list[int]:
+    """About ``size`` indices keeping each class's share (every class keeps at least one example,
+    so rare classes, such as R52's singletons, stay represented), in ascending order."""
     if size >= len(labels):
         return list(range(len(labels)))
-    from sklearn.model_selection import train_test_split
-
-    kept, _ = train_test_split(np.arange(len(labels)), train_size=size, stratify=labels, random_state=seed)
-    return sorted(kept.tolist())
+    rng = np.random.default_rng(seed)
+    by_class: dict[str, list[int]] = {}
+    for i, label in enumerate(labels):
+        by_class.setdefault(label, []).append(i)
+    chosen: list[int] = []
+    for label in sorted(by_class):
+        members = by_class[label]
+        quota = min(len(members), max(1, round(size * len(members) / len(labels))))
+        chosen.extend(rng.choice(members, size=quota, replace=False).tolist())
+    return sorted(chosen)
 
 
 class FewShotProbe(Task):

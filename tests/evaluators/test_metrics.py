@@ -41,3 +41,14 @@ def test_fewshot_draws_k_per_class_and_repeat_under_a_seed():
     assert counts == {"a": 4, "b": 4, "c": 2}
     assert draw == fewshot_indices(labels, 4, seed=1)
     assert draw != fewshot_indices(labels, 4, seed=2)
+
+
+def test_stratified_subsample_keeps_shares_and_rare_classes():
+    from evaluators.tasks.probe import stratified_subsample
+
+    labels = ["a"] * 80 + ["b"] * 18 + ["c"] * 1 + ["d"] * 1
+    kept = stratified_subsample(labels, 50, seed=0)
+    counts = {label: sum(labels[i] == label for i in kept) for label in "abcd"}
+    assert counts == {"a": 40, "b": 9, "c": 1, "d": 1}
+    assert kept == stratified_subsample(labels, 50, seed=0) and kept == sorted(kept)
+    assert stratified_subsample(labels, 500) == list(range(100))
