@@ -492,6 +492,13 @@ def _values(spec: SearchSpec, name: str) -> tuple:
 
 def _check_recipe_needs(spec: SearchSpec) -> None:
     """Combinations that cannot train, refused before anything starts."""
+    if "back_translation" in _values(spec, "augmentation"):
+        from trainers.augment.back_translation import parse_model_pair
+
+        try:
+            parse_model_pair(spec.fixed_hyperparameters().translation_models)
+        except ValueError as err:
+            raise SpecError(f"hyperparameters.translation_models: {err}") from None
     per_worker = [b // spec.train.workers for b in (_values(spec, "batch_size") or (spec.train.batch_size,))]
     if "simsiam" in _values(spec, "loss") and min(per_worker) < 2:
         raise SpecError(

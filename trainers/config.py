@@ -43,7 +43,11 @@ class Hyperparameters:
         ),
     )
     augmentation: str = field(
-        default="synonym", metadata=constraint("deca: synonym, antonym, uninformative, deletion or swap")
+        default="synonym",
+        metadata=constraint("deca: synonym, antonym, uninformative, deletion, swap or back_translation"),
+    )
+    translation_models: str = field(
+        default="", metadata=constraint("deca back_translation: 'FORWARD_DIR,BACKWARD_DIR', two local MT models")
     )
     aug_p: float = field(
         default=0.1, metadata=constraint("deca: probability that an eligible word is changed", 0.0, 1.0, low_open=True)

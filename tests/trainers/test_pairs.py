@@ -215,7 +215,7 @@ def test_deca_deletion_and_swap(augmentation, check):
 
 @pytest.mark.parametrize(
     ("name", "message"),
-    [("ppdb", "PPDB database"), ("back_translation", "machine-translation"), ("thesaurus", "unknown augmentation")],
+    [("ppdb", "PPDB database"), ("thesaurus", "unknown augmentation")],
 )
 def test_unavailable_augmentations_say_what_is_missing(name, message):
     with pytest.raises(AugmentationUnavailable, match=message):

@@ -11,6 +11,8 @@ Every augmentation takes a list of whitespace tokens and returns a new list; the
   vocabulary with probability proportional to ``max_idf - idf(w)`` (uninformative words).
 - ``deletion``: each token is deleted with probability ``p`` (at least one token is kept).
 - ``swap``: ``max(1, round(p * n))`` swaps of two random positions (EDA's random swap).
+- ``back_translation`` (sentence level, ``trainers.augment.back_translation``): needs two local
+  MT models named in ``translation_models``.
 
 Dictionary constraint (DECA): with a corpus vocabulary given, synonym and antonym replacements
 are taken only from words of that vocabulary. Punctuation around a token and a leading
@@ -28,12 +30,10 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-AUGMENTATIONS = ("synonym", "antonym", "uninformative", "deletion", "swap")
+AUGMENTATIONS = ("synonym", "antonym", "uninformative", "deletion", "swap", "back_translation")
 UNAVAILABLE = {
     "ppdb": "PPDB paraphrase replacement needs the PPDB database, which no package ships; "
-    "use synonym, antonym, uninformative, deletion or swap",
-    "back_translation": "back-translation needs two machine-translation models, which no package ships "
-    "and this version cannot take yet; use synonym, antonym, uninformative, deletion or swap",
+    "use synonym, antonym, uninformative, deletion, swap, or back_translation with your own MT models",
 }
 _CORE = re.compile(r"^(\W*)(.*?)(\W*)$", re.S)
 

@@ -48,9 +48,25 @@ def make_augmenter(name: str, p: float, documents: list[list[str]], dictionary_c
     return lambda tokens, rng: replace_lexical(tokens, p, rng, lexicon.antonyms, vocabulary, lambda w: f"not {w}")
 
 
+def back_translation_pairs(context: PairContext):
+    from trainers.augment.back_translation import BackTranslator, parse_model_pair
+
+    hp = context.hp
+    translator = BackTranslator(*parse_model_pair(hp.translation_models))
+
+    def build(sentences: list[str], rng: random.Random) -> tuple[str, str] | None:
+        if not sentences:
+            return None
+        return " ".join(sentences), " ".join(translator.augment(sentences, hp.aug_p, rng))
+
+    return build
+
+
 @register("deca")
 def deca_pairs(context: PairContext):
     hp = context.hp
+    if hp.augmentation == "back_translation":
+        return back_translation_pairs(context)
     augment = make_augmenter(hp.augmentation, hp.aug_p, context.documents, hp.dictionary_constraint)
 
     def build(sentences: list[str], rng: random.Random) -> tuple[str, str] | None:
