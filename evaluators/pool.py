@@ -35,9 +35,6 @@ class Evaluator:
     def ready(self) -> dict[str, int]:
         return {"tasks": len(self.tasks)}
 
-    def cache_stats(self) -> dict[str, int]:
-        return {"hits": self.cache.hits, "misses": self.cache.misses}
-
     def score(self, model_dir: str, pooling: str, task_names: list[str] | None = None) -> dict[str, dict[str, float]]:
         from evaluators.cache import weights_digest
         from trainers.encoder import embed_texts, load_encoder
