@@ -139,7 +139,9 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path) -> int:
         else:
             run_dir.mkdir(parents=True)
             _write_atomic(run_dir / "search.json", json.dumps(summary, indent=2, default=str))
-        print(f"doctune: search {spec.name!r}, profile {profile!r}, recipe {spec.recipe!r}, run dir {run_dir}")
+        searched = spec.search.space.get("recipe")
+        recipes = ", ".join(searched.values) if searched else spec.recipe
+        print(f"doctune: search {spec.name!r}, profile {profile!r}, recipe {recipes}, run dir {run_dir}")
         stats = resolved.corpus_stats
         print(
             f"doctune: corpus {spec.corpus.source!r}: {stats.documents} documents, {stats.sentences} sentences "
@@ -151,18 +153,16 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path) -> int:
         tasks = list(resolved.plan.evaluation.objective)
         rows = report.rows_from_results(results, resolved)
         scored = [r for r in rows if r.objective is not None]
-        extra = {}
-        if scored and resolved.plan.evaluation.report_tasks:
-            winner = max(scored, key=lambda r: r.objective)
+        if scored and resolved.plan.evaluation.report_tasks:  # report-only tasks: the winner too, not just the baseline
             from evaluators.pool import score_checkpoint
 
-            extra = score_checkpoint(
+            winner = max(scored, key=lambda r: r.objective)
+            winner.scores |= score_checkpoint(
                 resolved.plan.evaluation,
                 winner.checkpoint,
                 winner.hyperparameters["pooling"],
                 list(resolved.plan.evaluation.report_tasks),
             )
-            winner.scores |= extra
         rows = report.write_leaderboard(
             [report.baseline_row(baseline, resolved), *rows],
             run_dir,
