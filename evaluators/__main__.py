@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from evaluators.tasks import TASKS, UnknownTask, check_task_name
+from evaluators.tasks import PARAMETRISED, TASKS, UnknownTask, check_task_name
 from trainers.config import EvalBudget, EvalPlan
 
 
@@ -30,7 +30,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--max-documents", type=int, help="retrieval corpus limit")
     parser.add_argument("--max-queries", type=int, help="retrieval queries (and length-robustness pairs) limit")
-    parser.add_argument("--max-test", type=int, help="probe / clustering test examples limit")
+    parser.add_argument("--max-test", type=int, help="probe / clustering test examples (and test pairs) limit")
+    parser.add_argument("--max-train", type=int, help="full-probe training examples (and training pairs) limit")
+    parser.add_argument("--probe-head", choices=("logistic", "mlp"), default="logistic", help="probe classifier")
     parser.add_argument("--fewshot-k", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--cache-dir", type=Path, help="embedding cache (default: a temporary directory)")
@@ -51,10 +53,11 @@ def _pooling(model_dir: str, requested: str | None) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.list:
-        for name, cls in sorted(TASKS.items()):
-            meta = cls.metadata
-            print(f"{name:22s} {meta.type:10s} main: {meta.main_score:16s} {meta.description}")
-        print(f"{'beir:<directory>':22s} {'retrieval':10s} main: {'ndcg_at_10':16s} any BEIR-format collection")
+        rows = [(name, cls.metadata) for name, cls in sorted(TASKS.items())]
+        for name, meta in rows:
+            print(f"{name:24s} {meta.type:10s} main: {meta.main_score:16s} {meta.long_inputs:9s} {meta.description}")
+        for prefix, (cls, _) in PARAMETRISED.items():
+            print(f"{prefix + '<location>':24s} {(cls.__doc__ or '').strip().splitlines()[0]}")
         return 0
     tasks = [*args.task, *(f"beir:{d}" for d in args.beir)]
     try:
@@ -87,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
             max_test=args.max_test,
             fewshot_k=args.fewshot_k,
             repeats=args.repeats,
+            max_train=args.max_train,
+            probe_head=args.probe_head,
         ),
     )
     with tempfile.TemporaryDirectory() as scratch:

@@ -1,45 +1,39 @@
-"""Ranking metrics with BEIR / trec_eval conventions.
+"""Ranking metrics, computed by trec_eval (through ``pytrec_eval``) with BEIR's conventions.
 
-Runs are ``{query_id: {doc_id: score}}``, judgments ``{query_id: {doc_id: relevance}}``.
-Only queries with at least one judgment are evaluated; documents are ranked by descending
-score (ties broken by document id, descending, as trec_eval does); gains are linear in the
-relevance grade (trec_eval's ``ndcg_cut``).
+Runs are ``{query_id: {doc_id: score}}``, judgments ``{query_id: {doc_id: relevance}}``. As in
+BEIR: only queries with at least one relevant document are evaluated (a judged query missing
+from the run scores 0); nDCG@10 is trec_eval's ``ndcg_cut_10`` (linear gains), MAP@100 its
+``map_cut_100``, Recall@100 its ``recall_100``; MRR@10 is the reciprocal rank of the first
+relevant document in the top 10. trec_eval ranks by descending score and breaks ties by
+descending document id; the MRR cut-off uses the same order.
 """
 
 from __future__ import annotations
 
-import math
+MEASURES = {"ndcg_at_10": "ndcg_cut_10", "map_at_100": "map_cut_100", "recall_at_100": "recall_100"}
 
 
-def _ranked(run: dict[str, float]) -> list[str]:
-    # descending score; trec_eval breaks ties by document id, also descending
+def ranked(run: dict[str, float]) -> list[str]:
+    """Document ids in trec_eval's order: descending score, ties by descending id."""
     return [doc for doc, _ in sorted(run.items(), key=lambda item: (item[1], item[0]), reverse=True)]
 
 
-def ndcg_at_k(run: dict[str, float], judged: dict[str, int], k: int) -> float:
-    ranked = _ranked(run)[:k]
-    dcg = sum(judged.get(doc, 0) / math.log2(i + 2) for i, doc in enumerate(ranked) if judged.get(doc, 0) > 0)
-    ideal = sorted((r for r in judged.values() if r > 0), reverse=True)[:k]
-    idcg = sum(r / math.log2(i + 2) for i, r in enumerate(ideal))
-    return dcg / idcg if idcg > 0 else 0.0
+def ranking_scores(runs: dict[str, dict[str, float]], qrels: dict[str, dict[str, int]]) -> dict[str, float]:
+    """Mean nDCG@10, MAP@100, Recall@100 and MRR@10 over the judged queries."""
+    import pytrec_eval
 
-
-def recall_at_k(run: dict[str, float], judged: dict[str, int], k: int) -> float:
-    relevant = {d for d, r in judged.items() if r > 0}
-    if not relevant:
-        return 0.0
-    return len(relevant & set(_ranked(run)[:k])) / len(relevant)
-
-
-def mrr_at_k(run: dict[str, float], judged: dict[str, int], k: int) -> float:
-    for i, doc in enumerate(_ranked(run)[:k]):
-        if judged.get(doc, 0) > 0:
-            return 1.0 / (i + 1)
-    return 0.0
-
-
-def mean_over_queries(metric, runs: dict[str, dict[str, float]], qrels: dict[str, dict[str, int]], k: int) -> float:
-    judged_queries = [q for q in qrels if any(r > 0 for r in qrels[q].values())]
-    if not judged_queries:
+    judged = {q: {d: int(r) for d, r in rel.items()} for q, rel in qrels.items() if any(r > 0 for r in rel.values())}
+    if not judged:
         raise ValueError("no query has a relevant document")
-    return sum(metric(runs.get(q, {}), qrels[q], k) for q in judged_queries) / len(judged_queries)
+    # a query with an empty run would be dropped by trec_eval rather than scored 0
+    runs = {q: {d: float(s) for d, s in runs[q].items()} for q in judged if runs.get(q)}
+    per_query = pytrec_eval.RelevanceEvaluator(judged, {"ndcg_cut.10", "map_cut.100", "recall.100"}).evaluate(runs)
+    top10 = {q: {d: runs[q][d] for d in ranked(run)[:10]} for q, run in runs.items()}
+    reciprocal = pytrec_eval.RelevanceEvaluator(judged, {"recip_rank"}).evaluate(top10)
+
+    def mean(table: dict[str, dict[str, float]], measure: str) -> float:
+        return sum(table.get(q, {}).get(measure, 0.0) for q in judged) / len(judged)
+
+    scores = {name: mean(per_query, measure) for name, measure in MEASURES.items()}
+    scores["mrr_at_10"] = mean(reciprocal, "recip_rank")
+    return scores

@@ -16,6 +16,10 @@ from trainers.config import EvalPlan
 MAX_ATTEMPTS = 3
 
 
+class CheckpointMissing(FileNotFoundError):
+    """The checkpoint to score was deleted before its turn came."""
+
+
 class Evaluator:
     """Holds every task of a search; scores a model directory on any of them."""
 
@@ -31,37 +35,48 @@ class Evaluator:
         self.tasks = {name: make_task(name, plan.budget) for name in (*plan.tasks, *plan.report_tasks)}
         for task in self.tasks.values():
             task.load()
+        self._over_length: dict[str, float] = {}  # task -> share of its texts over max_length
 
     def ready(self) -> dict[str, int]:
         return {"tasks": len(self.tasks)}
 
     def score(self, model_dir: str, pooling: str, task_names: list[str] | None = None) -> dict[str, dict[str, float]]:
+        """Each task's scores for the encoder in ``model_dir``. A task's scores also say which share
+        of its texts exceeded ``max_length`` (``truncated`` or ``chunked``, per the task's
+        ``long_inputs``)."""
         from evaluators.cache import weights_digest
-        from trainers.encoder import embed_texts, load_encoder
+        from trainers.encoder import embed_texts, load_encoder, over_length_share
 
         if not Path(model_dir).is_dir():
-            raise FileNotFoundError(f"checkpoint {model_dir} no longer exists; it cannot be scored")
-        key = f"{weights_digest(model_dir)}-{pooling}-{self.plan.max_length}"
-        loaded: list = []
+            raise CheckpointMissing(f"checkpoint {model_dir} no longer exists; it cannot be scored")
+        digest = weights_digest(model_dir)
+        loaded: list = []  # (model, tokenizer), loaded on the first cache miss only
 
-        def embed_missing(texts: list[str]):
+        def embed_missing(texts: list[str], long_inputs: str):
             if not loaded:
                 loaded.extend(load_encoder(model_dir))
-            model, tokenizer = loaded
-            return embed_texts(
-                model,
-                tokenizer,
-                texts,
-                pooling=pooling,
-                max_length=self.plan.max_length,
-                batch_size=self.plan.batch_size,
-            )
+            settings = {"max_length": self.plan.max_length, "batch_size": self.plan.batch_size}
+            return embed_texts(*loaded, texts, pooling=pooling, long_inputs=long_inputs, **settings)
 
-        names = task_names or list(self.plan.tasks)
-        scores = {
-            name: self.tasks[name].evaluate(lambda texts: self.cache.embed(key, texts, embed_missing)) for name in names
-        }
-        self.cache.save(key)
+        scores = {}
+        for name in task_names or list(self.plan.tasks):
+            task = self.tasks[name]
+            policy = task.metadata.long_inputs
+            key = f"{digest}-{pooling}-{self.plan.max_length}" + ("-chunk" if policy == "chunk" else "")
+            seen: dict[str, None] = {}
+
+            def embed(texts: list[str], key=key, policy=policy, seen=seen):
+                seen.update(dict.fromkeys(texts))
+                return self.cache.embed(key, texts, lambda missing: embed_missing(missing, policy))
+
+            scores[name] = task.evaluate(embed)
+            self.cache.save(key)
+            if name not in self._over_length:  # a task embeds the same texts for every checkpoint
+                from transformers import AutoTokenizer
+
+                tokenizer = AutoTokenizer.from_pretrained(model_dir)
+                self._over_length[name] = over_length_share(tokenizer, list(seen), self.plan.max_length)
+            scores[name]["chunked" if policy == "chunk" else "truncated"] = self._over_length[name]
         return scores
 
 

@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path) -> int:
-    from platform import report, runner
+    from platform import export, report, runner
     from trainers.data import DataUnavailable
     from trainers.encoder import ModelUnavailable
 
@@ -154,15 +154,18 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path) -> int:
         rows = report.rows_from_results(results, resolved)
         scored = [r for r in rows if r.objective is not None]
         if scored and resolved.plan.evaluation.report_tasks:  # report-only tasks: the winner too, not just the baseline
-            from evaluators.pool import score_checkpoint
+            from evaluators.pool import CheckpointMissing, score_checkpoint
 
             winner = max(scored, key=lambda r: r.objective)
-            winner.scores |= score_checkpoint(
-                resolved.plan.evaluation,
-                winner.checkpoint,
-                winner.hyperparameters["pooling"],
-                list(resolved.plan.evaluation.report_tasks),
-            )
+            try:
+                winner.scores |= score_checkpoint(
+                    resolved.plan.evaluation,
+                    winner.checkpoint,
+                    winner.hyperparameters["pooling"],
+                    list(resolved.plan.evaluation.report_tasks),
+                )
+            except CheckpointMissing as err:
+                winner.status += f"; report-only tasks not scored: {err}"
         rows = report.write_leaderboard(
             [report.baseline_row(baseline, resolved), *rows],
             run_dir,
@@ -172,9 +175,11 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path) -> int:
         if not scored:
             print("doctune: no trial produced a score; see the statuses above", file=sys.stderr)
             return EXIT_FAILURE
-        best = next(r for r in rows if r.trial != report.BASELINE_ID and r.objective is not None)
-        target = report.export_best(best, run_dir, resolved)
-        print(f"doctune: best trial {best.trial} (objective {best.objective:.4f}) exported to {target}")
+        best = report.winner(rows)
+        exported = export.export_best(best, run_dir)
+        print(f"doctune: best trial {best.trial} (objective {best.objective:.4f}) exported to {exported.path}")
+        if exported.sentence_transformers_gap:
+            print(f"doctune: {exported.path} has no sentence-transformers files: {exported.sentence_transformers_gap}")
         print(f"doctune: leaderboard in {run_dir}/leaderboard.csv; TensorBoard: tensorboard --logdir {run_dir}")
         return EXIT_OK
     except (ModelUnavailable, DataUnavailable) as err:  # inputs of the auto-selected profile

@@ -13,6 +13,7 @@ Pooling = Literal["cls", "mean", "max"]
 ContrastiveLoss = Literal["infonce", "ntxent", "simsiam"]
 LaserMode = Literal["self", "intra"]
 Anchor = Literal["first", "random"]
+ProbeHead = Literal["logistic", "mlp"]
 
 
 def constraint(
@@ -94,7 +95,8 @@ class Hyperparameters:
 
 @dataclass(frozen=True)
 class EvalBudget:
-    """How much of each task's data an evaluation uses (the smoke and local profiles shrink it)."""
+    """How much of each task's data an evaluation uses (the smoke and local profiles shrink it), and
+    the probe tasks' classifier."""
 
     max_documents: int | None = field(
         default=None,
@@ -104,6 +106,13 @@ class EvalBudget:
     max_test: int | None = field(default=None, metadata=constraint("probe test examples (stratified subsample)", 1))
     fewshot_k: int = field(default=8, metadata=constraint("probe training examples per class", 1))
     repeats: int = field(default=5, metadata=constraint("few-shot draws, each with its own seed", 1))
+    max_train: int | None = field(
+        default=None, metadata=constraint("full-probe training examples (stratified subsample)", 1)
+    )
+    probe_head: ProbeHead = field(
+        default="logistic",
+        metadata=constraint("probe classifier on frozen embeddings: logistic (linear) or mlp (one hidden layer)"),
+    )
 
 
 @dataclass(frozen=True)

@@ -126,6 +126,34 @@ def tokenize(tokenizer, texts: list[str], max_length: int) -> dict[str, torch.Te
     )
 
 
+LONG_INPUTS = ("truncate", "chunk")
+
+
+def special_token_frame(tokenizer) -> tuple[list[int], list[int]]:
+    """The ids a tokenizer puts before and after a single text's tokens ([CLS] / [SEP], <s> / </s>)."""
+    bare = tokenizer("hello", add_special_tokens=False)["input_ids"]
+    framed = tokenizer("hello")["input_ids"]
+    start = next(i for i in range(len(framed)) if framed[i : i + len(bare)] == bare)
+    return framed[:start], framed[start + len(bare) :]
+
+
+def token_windows(tokenizer, texts: list[str], max_length: int, long_inputs: str) -> tuple[list[list[int]], list[int]]:
+    """Model inputs for ``texts``: one window per text truncated to ``max_length`` tokens, or, with
+    ``long_inputs="chunk"``, consecutive windows covering the whole text. Returns the windows and,
+    for each, the index of its text."""
+    if long_inputs not in LONG_INPUTS:
+        raise ValueError(f"unknown long_inputs {long_inputs!r} ({', '.join(LONG_INPUTS)})")
+    head, tail = special_token_frame(tokenizer)
+    room = max_length - len(head) - len(tail)
+    windows, owners = [], []
+    for index, ids in enumerate(tokenizer(texts, add_special_tokens=False)["input_ids"]):
+        starts = range(0, max(len(ids), 1), room) if long_inputs == "chunk" else (0,)
+        for start in starts:
+            windows.append(head + ids[start : start + room] + tail)
+            owners.append(index)
+    return windows, owners
+
+
 @torch.inference_mode()
 def embed_texts(
     model: nn.Module,
@@ -136,19 +164,37 @@ def embed_texts(
     max_length: int,
     batch_size: int = 32,
     device: str = "cpu",
+    long_inputs: str = "truncate",
 ) -> np.ndarray:
-    """L2-normalised float32 embeddings, shape (len(texts), d). Texts are sorted by length so
-    batches pad little; the output keeps the input order."""
+    """L2-normalised float32 embeddings, shape (len(texts), d).
+
+    A text longer than ``max_length`` tokens is truncated, or with ``long_inputs="chunk"`` cut
+    into consecutive windows whose pooled vectors are averaged, weighted by their token counts.
+    Windows are sorted by length so batches pad little; the output keeps the input order.
+    """
     model.eval()
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    out: list[np.ndarray] = [None] * len(texts)  # type: ignore[list-item]
+    windows, owners = token_windows(tokenizer, texts, max_length, long_inputs)
+    pooled: list[torch.Tensor] = [None] * len(windows)  # type: ignore[list-item]
+    order = sorted(range(len(windows)), key=lambda i: len(windows[i]))
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
-        batch = tokenize(tokenizer, [texts[i] for i in idx], max_length)
-        batch.pop("special_tokens_mask")
-        batch = {k: v.to(device) for k, v in batch.items()}
-        hidden = encode(model, batch["input_ids"], batch["attention_mask"])
-        vectors = F.normalize(pool(hidden, batch["attention_mask"], pooling).float(), dim=-1).cpu().numpy()
-        for i, v in zip(idx, vectors):
-            out[i] = v
-    return np.stack(out) if out else np.zeros((0, 0), dtype=np.float32)
+        batch = tokenizer.pad({"input_ids": [windows[i] for i in idx]}, return_tensors="pt")
+        mask = batch["attention_mask"].to(device)
+        hidden = encode(model, batch["input_ids"].to(device), mask)
+        for i, vector in zip(idx, pool(hidden, mask, pooling).float().cpu()):
+            pooled[i] = vector
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32)
+    sums = torch.zeros(len(texts), pooled[0].shape[-1])
+    weights = torch.tensor([float(len(w)) for w in windows]).unsqueeze(-1)
+    sums.index_add_(0, torch.tensor(owners), torch.stack(pooled) * weights)
+    return F.normalize(sums, dim=-1).numpy()
+
+
+def over_length_share(tokenizer, texts: list[str], max_length: int) -> float:
+    """The share of ``texts`` longer than ``max_length`` tokens (special tokens included)."""
+    if not texts:
+        return 0.0
+    head, tail = special_token_frame(tokenizer)
+    lengths = [len(ids) + len(head) + len(tail) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+    return sum(n > max_length for n in lengths) / len(texts)

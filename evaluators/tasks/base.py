@@ -17,12 +17,15 @@ Embedder = Callable[[list[str]], np.ndarray]  # texts -> (n, d) L2-normalised em
 @dataclass(frozen=True)
 class TaskMetadata:
     name: str
-    type: Literal["retrieval", "probe", "clustering", "length"]
+    type: Literal["retrieval", "probe", "clustering", "pairs", "length"]
     description: str
     source: str
     split: str
     main_score: str
     license: str = "see source"
+    # texts longer than the evaluation's max_length: truncated, or cut into windows whose pooled
+    # vectors are averaged (trainers.encoder.embed_texts); the share affected is reported
+    long_inputs: Literal["truncate", "chunk"] = "truncate"
 
 
 class Task(ABC):

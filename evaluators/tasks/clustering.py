@@ -42,4 +42,5 @@ class R8Clustering(OrangeClustering):
         source=ORANGE_SOURCE,
         split="published test (2,189)",
         main_score="nmi",
+        long_inputs="chunk",
     )

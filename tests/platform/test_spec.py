@@ -56,7 +56,7 @@ BAD = [
     (_with("search.space.batch_size", {"choice": [4, 7]}), "multiple of train.workers"),
     (_with("search.objective.tasks", {}), "name at least one task"),
     (_with("search.objective.tasks", {"no-such-task": 1.0}), "unknown task 'no-such-task'"),
-    (_with("search.objective.tasks", {"beir:/nonexistent": 1.0}), "is not a BEIR directory"),
+    (_with("search.objective.tasks", {"beir:/nonexistent": 1.0}), "lacks corpus.jsonl"),
     (_with("search.objective.tasks", {"news-title-retrieval": 0.0}), "weight must be > 0"),
     (_with("search.sampler", "grid"), "search.sampler: 'grid' is not one of 'tpe', 'random'"),
     (_with("recipe", "nope"), "recipe: unknown recipe 'nope'"),

@@ -1,0 +1,61 @@
+"""The evaluator actor pool on a real local Ray: restart after a kill, missing checkpoints."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import threading
+import time
+
+import pytest
+
+from evaluators.pool import CheckpointMissing, score_checkpoint, start_pool
+from trainers.config import EvalBudget, EvalPlan
+
+PLAN = EvalPlan(
+    objective={"r8-clustering": 1.0},
+    actor_names=("pool-test-0",),
+    namespace="doctune-pool-test",
+    budget=EvalBudget(max_test=300),
+    max_length=128,
+    batch_size=16,
+    threads=1,
+)
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory):
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        yield start_pool(PLAN, str(tmp_path_factory.mktemp("run")), cpus_per_actor=1)
+    finally:
+        ray.shutdown()
+
+
+def _actor_pid(actor) -> int:
+    import ray
+
+    return ray.get(actor.__ray_call__.remote(lambda self: os.getpid()))
+
+
+def test_a_killed_evaluator_restarts_and_the_score_still_arrives(pool, minilm_dir, tmp_path):
+    checkpoint = shutil.copytree(minilm_dir, tmp_path / "checkpoint")
+    before = _actor_pid(pool[0])
+    result: dict = {}
+    call = threading.Thread(target=lambda: result.update(score_checkpoint(PLAN, str(checkpoint), "mean")))
+    call.start()
+    time.sleep(3.0)  # the model is loaded and embedding has begun
+    assert call.is_alive(), "the scoring call finished before the kill; make the task larger"
+    os.kill(before, signal.SIGKILL)
+    call.join(timeout=300)
+    assert 0 < result["r8-clustering"]["nmi"] <= 1
+    assert _actor_pid(pool[0]) != before  # a restarted actor answered
+
+
+def test_a_deleted_checkpoint_is_reported_not_retried(pool, tmp_path):
+    began = time.perf_counter()
+    with pytest.raises(CheckpointMissing, match="no longer exists"):
+        score_checkpoint(PLAN, str(tmp_path / "gone"), "mean")
+    assert time.perf_counter() - began < 30

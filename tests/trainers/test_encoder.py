@@ -1,0 +1,64 @@
+"""Embedding texts: truncation and chunk-and-pool of long inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from trainers.encoder import embed_texts, encode, load_encoder, over_length_share, pool, token_windows, tokenize
+
+SHORT = "The committee approved the budget after a long debate."
+LONG = " ".join(f"Sentence {i} reports what the council decided about road number {i}." for i in range(40))
+
+
+@pytest.fixture(scope="module")
+def minilm(minilm_dir):
+    return load_encoder(minilm_dir)
+
+
+def _reference(model, tokenizer, texts: list[str], max_length: int, pooling: str) -> np.ndarray:
+    """The plain path: the tokenizer truncates, one forward pass."""
+    batch = tokenize(tokenizer, texts, max_length)
+    with torch.no_grad():
+        hidden = encode(model, batch["input_ids"], batch["attention_mask"])
+    return F.normalize(pool(hidden, batch["attention_mask"], pooling), dim=-1).numpy()
+
+
+@pytest.mark.parametrize("pooling", ["mean", "cls", "max"])
+def test_truncation_matches_the_tokenizers_own(minilm, pooling):
+    got = embed_texts(*minilm, [LONG, SHORT, ""], pooling=pooling, max_length=48, batch_size=2)
+    np.testing.assert_allclose(got, _reference(*minilm, [LONG, SHORT, ""], 48, pooling), atol=1e-5)
+
+
+def test_chunking_averages_the_windows_weighted_by_their_tokens(minilm):
+    model, tokenizer = minilm
+    windows, owners = token_windows(tokenizer, [SHORT, LONG], 64, "chunk")
+    assert owners[0] == 0 and set(owners[1:]) == {1} and len(windows) > 3
+    assert all(len(w) <= 64 and w[0] == tokenizer.cls_token_id and w[-1] == tokenizer.sep_token_id for w in windows)
+    body = [t for w in windows[1:] for t in w[1:-1]]
+    assert body == tokenizer(LONG, add_special_tokens=False)["input_ids"]  # every token, once, in order
+
+    chunked = embed_texts(model, tokenizer, [SHORT, LONG], pooling="mean", max_length=64, long_inputs="chunk")
+    truncated = embed_texts(model, tokenizer, [SHORT, LONG], pooling="mean", max_length=64)
+    np.testing.assert_allclose(chunked[0], truncated[0], atol=1e-6)  # a short text is one window
+    with torch.no_grad():
+        vectors = []
+        for window in windows[1:]:
+            ids = torch.tensor([window])
+            mask = torch.ones_like(ids)
+            vectors.append(pool(encode(model, ids, mask), mask, "mean")[0] * len(window))
+    expected = F.normalize(torch.stack(vectors).sum(0), dim=-1).numpy()
+    np.testing.assert_allclose(chunked[1], expected, atol=1e-5)
+    assert not np.allclose(chunked[1], truncated[1], atol=1e-3)
+
+
+def test_over_length_share_counts_special_tokens(minilm):
+    _, tokenizer = minilm
+    tokens = len(tokenizer(SHORT)["input_ids"])
+    assert over_length_share(tokenizer, [SHORT, LONG], tokens) == 0.5
+    assert over_length_share(tokenizer, [SHORT, LONG], tokens - 1) == 1.0
+    assert over_length_share(tokenizer, [], 8) == 0.0
+    with pytest.raises(ValueError, match="unknown long_inputs"):
+        token_windows(tokenizer, [SHORT], 8, "summarise")
