@@ -1,11 +1,13 @@
-"""The end of a search: the leaderboard (terminal, CSV, JSON) and the winner exported to best/."""
+"""The end of a search: the leaderboard (terminal, CSV, JSON) and its winner.
+
+Exporting the winner to ``best/`` (and any trial elsewhere) is ``platform.export``.
+"""
 
 from __future__ import annotations
 
 import csv
 import json
 import math
-import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -129,24 +131,6 @@ def format_table(rows: list[Row], tasks: list[str]) -> str:
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in lines)
 
 
-def export_best(row: Row, run_dir: Path, resolved, extra_scores: dict | None = None) -> Path:
-    """Copy the winner's encoder to ``run_dir/best`` with a doctune.json describing it."""
-    target = run_dir / "best"
-    partial = run_dir / "best.partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    shutil.copytree(row.checkpoint, partial, ignore=shutil.ignore_patterns("training_state"))
-    record = json.loads((partial / "doctune.json").read_text())
-    record |= {
-        "trial_id": row.trial,
-        "objective": row.objective,
-        "scores": {**row.scores, **(extra_scores or {})},
-        "base_model": resolved.spec.base_model,
-        "corpus": resolved.spec.corpus.source,
-        "spec": str(resolved.spec_path),
-        "profile": resolved.profile,
-        "objective_weights": resolved.plan.evaluation.objective,
-    }
-    (partial / "doctune.json").write_text(json.dumps(record, indent=2, sort_keys=True))
-    shutil.rmtree(target, ignore_errors=True)
-    partial.rename(target)
-    return target
+def winner(rows: list[Row]) -> Row | None:
+    """The best scored trial of a ranked leaderboard (the baseline may rank above it, but is no trial)."""
+    return next((r for r in rows if r.trial != BASELINE_ID and r.objective is not None), None)

@@ -1,0 +1,295 @@
+"""Exporting a trial: transformers and sentence-transformers load it and embed exactly as doctune
+does, the model card says what it is, and bad input is refused with nothing written.
+
+The run directory is built without a search: real checkpoints of the embedded MiniLM (and of a
+Longformer made from it) saved by the trainers' own checkpoint code, a leaderboard written by the
+report's own writer, and the smoke spec's search.json.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import get_args
+
+import numpy as np
+import pytest
+import torch
+
+from platform import export
+from platform.report import BASELINE_ID, Row, write_leaderboard
+from platform.spec import load_spec
+from tests.conftest import ROOT
+from trainers.checkpoint import save_checkpoint, trial_checkpoint_dir
+from trainers.config import Hyperparameters, Pooling
+from trainers.encoder import embed_texts, load_encoder
+from trainers.longformer import convert_to_longformer
+from trainers.loop import _record
+
+# Ranked as in a real leaderboard; the baseline scores above every trial here on purpose.
+TRIALS = {"mean": "7f3a0001", "cls": "7f3a0002", "max": "7f3a0003", "longformer": "7f3a0004"}
+ERRORED = "deadbeef"
+TASKS = ["news-title-retrieval", "r8-fewshot"]
+SENTENCES = [
+    "The central bank raised interest rates by a quarter point on Tuesday.",
+    "Heavy rain flooded several villages in the north of the country overnight.",
+    "Shares in the carmaker fell after it cut its profit forecast for the year.",
+    # longer than the smoke spec's 128 evaluation tokens: truncation must match too
+    "The government said on Monday that it would present a new budget to parliament next month, after "
+    "weeks of talks with unions and employers over pensions, public sector pay and the cost of energy. "
+    "The finance minister told reporters that the plan would cut the deficit by half within three years "
+    "while protecting spending on schools and hospitals, but opposition leaders said the figures did not "
+    "add up and accused the coalition of hiding tax rises that would fall on families. Economists were "
+    "divided: some welcomed the promise of restraint, others warned that cutting too fast could push the "
+    "economy back into recession at a time when exports are already weak and unemployment is rising in "
+    "the industrial regions of the south and east, where several large factories have closed this year.",
+]
+
+
+def _scores(main: float) -> dict[str, dict[str, float]]:
+    return {
+        "news-title-retrieval": {"main": main, "ndcg_at_10": main, "recall_at_100": 1.0, "queries": 30.0},
+        "r8-fewshot": {"main": main - 0.1, "macro_f1": main - 0.1, "accuracy": 0.9},
+    }
+
+
+def _save_trial(run_dir: Path, trial_id: str, model_dir: str, pooling: str) -> Path:
+    """A real checkpoint, written as a trial writes it."""
+    model, tokenizer = load_encoder(model_dir)
+    hp = Hyperparameters(pooling=pooling)
+    plan = SimpleNamespace(base_model_name="all-minilm-l6-v2", corpus_name="news-articles", max_length=64)
+    return save_checkpoint(
+        trial_checkpoint_dir(str(run_dir), trial_id) / "step_000002",
+        encoder=model,
+        full_model=model,
+        tokenizer=tokenizer,
+        optimizer=torch.optim.AdamW(model.parameters()),
+        record=_record(plan, hp, trial_id, 2),
+        state={"step": 2, "eval_round": 1},
+    )
+
+
+@pytest.fixture(scope="module")
+def run_dir(minilm_dir, tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("export")
+    run = root / "smoke"
+    spec, spec_path = load_spec("smoke", "smoke")
+    summary = {"spec": str(spec_path), "profile": "smoke", "resolved_spec": dataclasses.asdict(spec)}
+    run.mkdir()
+    (run / "search.json").write_text(json.dumps(summary, indent=2, default=str))
+    # a window of 16 tokens: longer texts need [CLS]'s global attention to embed as doctune does
+    longformer = str(convert_to_longformer(minilm_dir, str(root / "longformer"), 512, 16))
+    rows = [Row(BASELINE_ID, "base model, untouched", 0.95, 0, minilm_dir, {"pooling": "mean"}, _scores(1.0))]
+    for rank, (pooling, trial) in enumerate(TRIALS.items()):
+        model_dir = longformer if pooling == "longformer" else minilm_dir
+        checkpoint = _save_trial(run, trial, model_dir, "mean" if pooling == "longformer" else pooling)
+        hp = dataclasses.asdict(Hyperparameters(pooling="mean" if pooling == "longformer" else pooling))
+        rows.append(Row(trial, "completed", 0.8 - rank / 100, 2, str(checkpoint), hp, _scores(0.85 - rank / 100)))
+    rows.append(Row(ERRORED, "error: RuntimeError: out of memory", None, None, None, {"pooling": "mean"}))
+    write_leaderboard(rows, run, TASKS)
+    return run
+
+
+@pytest.fixture(scope="module")
+def exports(run_dir, tmp_path_factory) -> dict[str, Path]:
+    """Every trial exported once through the CLI's entry point."""
+    root = tmp_path_factory.mktemp("exported")
+    done = {}
+    for name, trial in TRIALS.items():
+        assert export.main([str(run_dir), "--trial", trial, "--to", str(root / name)]) == 0
+        done[name] = root / name
+    return done
+
+
+def _snippets(card: str) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", card, flags=re.DOTALL)
+
+
+def _doctune_embeddings(model_dir: Path, pooling: str, texts: list[str]) -> np.ndarray:
+    model, tokenizer = load_encoder(str(model_dir))
+    return embed_texts(model, tokenizer, texts, pooling=pooling, max_length=128)
+
+
+def test_every_pooling_doctune_offers_has_a_sentence_transformers_equivalent():
+    assert set(export.POOLINGS) == set(get_args(Pooling))
+
+
+@pytest.mark.parametrize("pooling", ["mean", "cls", "max"])
+def test_sentence_transformers_embeds_exactly_as_doctune(exports, pooling):
+    from sentence_transformers import SentenceTransformer
+
+    directory = exports[pooling]
+    config = json.loads((directory / "1_Pooling" / "config.json").read_text())
+    assert [k for k, v in config.items() if v is True and k.startswith("pooling_mode")] == [
+        export.POOLINGS[pooling].st_flag
+    ]
+    assert json.loads((directory / "sentence_bert_config.json").read_text())["max_seq_length"] == 128
+    model = SentenceTransformer(str(directory), device="cpu")
+    got = model.encode(SENTENCES, convert_to_numpy=True)
+    expected = _doctune_embeddings(directory, pooling, SENTENCES)
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["mean", "cls", "max", "longformer"])
+def test_the_model_cards_snippets_give_doctunes_embeddings(exports, name):
+    directory = exports[name]
+    pooling = "mean" if name == "longformer" else name
+    snippets = _snippets((directory / "README.md").read_text())
+    assert len(snippets) == (1 if name == "longformer" else 2)  # sentence-transformers, transformers
+    expected = _doctune_embeddings(directory, pooling, SENTENCES)
+    for snippet in snippets:
+        namespace: dict = {}
+        exec(snippet.replace(json.dumps(export.USAGE_TEXTS), json.dumps(SENTENCES)), namespace)
+        embeddings = namespace["embeddings"]
+        embeddings = embeddings.numpy() if isinstance(embeddings, torch.Tensor) else embeddings
+        np.testing.assert_allclose(embeddings, expected, atol=1e-5)
+
+
+def test_the_model_card_says_what_the_encoder_is_and_how_to_rerun_its_search(exports):
+    directory = exports["cls"]
+    card = (directory / "README.md").read_text()
+    assert card.startswith(f"# smoke: trial {TRIALS['cls']}")
+    for fact in (
+        "`docsplit` recipe",
+        "`all-minilm-l6-v2`",
+        "`news-articles` corpus",
+        "profile `smoke`",
+        "cls pooling",
+        "truncated to 128 tokens",
+        "(1 × news-title-retrieval + 1 × r8-fewshot) / 2 = 0.7900",
+        "| news-title-retrieval | ndcg_at_10 | 0.8400 | 1.0 |",
+        "| r8-fewshot | macro_f1 | 0.7400 | 1.0 |",
+        "| split_probability | 0.5 | yes |",
+        "| temperature | 0.05 | yes |",
+        "| pooling | cls |  |",
+        "python -m platform.search smoke --profile smoke\n",
+    ):
+        assert fact in card
+    record = json.loads((directory / "doctune.json").read_text())
+    assert record["trial_id"] == TRIALS["cls"] and record["pooling"] == "cls" and record["profile"] == "smoke"
+    assert record["scores"]["r8-fewshot"]["main"] == pytest.approx(0.74) and record["objective"] == pytest.approx(0.79)
+    assert not (directory / "training_state").exists()
+
+
+def test_a_longformer_gets_no_sentence_transformers_files_and_the_card_says_why(run_dir, tmp_path, capsys):
+    target = tmp_path / "lf"
+    assert export.main([str(run_dir), "--trial", TRIALS["longformer"], "--to", str(target)]) == 0
+    assert "no sentence-transformers files" in capsys.readouterr().out
+    assert not (target / "modules.json").exists() and not (target / "1_Pooling").exists()
+    card = (target / "README.md").read_text()
+    assert "No sentence-transformers files" in card and "global attention" in card
+    assert 'batch["global_attention_mask"][:, 0] = 1' in card
+
+
+def test_by_default_the_best_trial_is_exported_even_when_the_baseline_ranks_first(run_dir, tmp_path):
+    from transformers import AutoModel
+
+    target = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-m", "platform.export", str(run_dir), "--to", str(target)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads((run_dir / "leaderboard.json").read_text())[0]["trial"] == BASELINE_ID
+    assert f"trial {TRIALS['mean']} (objective 0.8000) exported to {target}" in done.stdout
+    assert json.loads((target / "doctune.json").read_text())["trial_id"] == TRIALS["mean"]
+    assert not target.with_name("out.partial").exists()
+    assert AutoModel.from_pretrained(target).config.hidden_size == 384
+
+
+def test_export_best_replaces_the_run_directorys_best(run_dir):
+    best = run_dir / "best"
+    best.mkdir()
+    (best / "stale.txt").write_text("from an earlier export")
+    rows = [Row(**r) for r in json.loads((run_dir / "leaderboard.json").read_text())]
+    exported = export.export_best(next(r for r in rows if r.trial == TRIALS["max"]), run_dir)
+    assert exported.path == best and exported.sentence_transformers_gap is None
+    assert json.loads((best / "doctune.json").read_text())["trial_id"] == TRIALS["max"]
+    assert not (best / "stale.txt").exists() and not (run_dir / "best.partial").exists()
+    assert (best / "modules.json").exists() and (best / "README.md").exists()
+
+
+def test_a_moved_run_directory_exports_from_its_own_trials(run_dir, tmp_path):
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    shutil.copy(run_dir / "search.json", moved)
+    (moved / "trials").symlink_to(run_dir / "trials")
+    records = json.loads((run_dir / "leaderboard.json").read_text())
+    for record in records:  # the leaderboard keeps the paths of where the search ran
+        if record["trial"] in TRIALS.values():
+            record["checkpoint"] = record["checkpoint"].replace(str(run_dir), "/gone/smoke")
+    (moved / "leaderboard.json").write_text(json.dumps(records))
+    assert export.main([str(moved), "--trial", TRIALS["cls"], "--to", str(tmp_path / "out")]) == 0
+    assert json.loads((tmp_path / "out" / "doctune.json").read_text())["trial_id"] == TRIALS["cls"]
+
+
+def _without_leaderboard(run_dir: Path, tmp_path: Path) -> list[str]:
+    (tmp_path / "unfinished").mkdir()
+    shutil.copy(run_dir / "search.json", tmp_path / "unfinished")
+    return [str(tmp_path / "unfinished")]
+
+
+def _checkpoint_gone(run_dir: Path, tmp_path: Path) -> list[str]:
+    (tmp_path / "gone").mkdir()
+    shutil.copy(run_dir / "search.json", tmp_path / "gone")
+    records = json.loads((run_dir / "leaderboard.json").read_text())
+    for record in records:
+        if record["checkpoint"] and record["trial"] != BASELINE_ID:
+            record["checkpoint"] = str(tmp_path / "gone" / "elsewhere" / "step_000002")
+    (tmp_path / "gone" / "leaderboard.json").write_text(json.dumps(records))
+    return [str(tmp_path / "gone")]
+
+
+def _target_not_empty(run_dir: Path, tmp_path: Path) -> list[str]:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "keep.txt").write_text("mine")
+    return [str(run_dir)]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (lambda run, tmp: [str(tmp / "nowhere")], "does not exist"),
+        (_without_leaderboard, "holds no leaderboard.json: its search has not finished"),
+        (
+            lambda run, tmp: [str(run), "--trial", "nope"],
+            f"no trial 'nope' in {{run}}/leaderboard.json; known: {', '.join([*TRIALS.values(), ERRORED])}",
+        ),
+        (lambda run, tmp: [str(run), "--trial", BASELINE_ID], "is the untouched base model"),
+        (lambda run, tmp: [str(run), "--trial", ERRORED], "has no checkpoint (error: RuntimeError: out of memory)"),
+        (_checkpoint_gone, "no longer exists"),
+        (_target_not_empty, "exists and is not an empty directory"),
+    ],
+    ids=["no-run-dir", "no-leaderboard", "unknown-trial", "baseline", "errored-trial", "checkpoint-gone", "to-taken"],
+)
+def test_bad_input_is_refused_with_one_message_and_nothing_written(run_dir, tmp_path, capsys, arguments, message):
+    argv = arguments(run_dir, tmp_path)
+    target = tmp_path / "out"
+    before = sorted(p.name for p in target.iterdir()) if target.exists() else None
+    assert export.main([*argv, "--to", str(target)]) == export.EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.startswith("doctune: error: ") and err.count("\n") == 1
+    assert message.format(run=run_dir) in err
+    assert (sorted(p.name for p in target.iterdir()) if target.exists() else None) == before
+    assert not target.with_name("out.partial").exists()
+
+
+def test_the_command_line_exits_2_on_bad_input(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "platform.export", str(tmp_path / "nowhere"), "--to", str(tmp_path / "out")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and "does not exist" in done.stderr and not (tmp_path / "out").exists()
