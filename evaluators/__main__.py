@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     from evaluators.pool import Evaluator
 
     plan = EvalPlan(
-        objective=dict.fromkeys(tasks, 1.0),
+        objectives={"objective": dict.fromkeys(tasks, 1.0)},
         actor_names=(),
         namespace="",
         max_length=args.max_length,

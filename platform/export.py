@@ -69,7 +69,7 @@ class SearchRecord:
     profile: str
     base_model: str  # as the spec names it
     corpus: str
-    objective_weights: dict[str, float]
+    objectives: dict[str, dict[str, float]]  # objective name -> (task -> weight); the first ranks
     searched: tuple[str, ...]  # the hyperparameters the search varied
     max_length: int  # tokens per text when the trials were scored (evaluation.max_length)
 
@@ -83,7 +83,8 @@ class SearchRecord:
             profile=summary["profile"],
             base_model=spec["base_model"],
             corpus=spec["corpus"]["source"],
-            objective_weights=dict(spec["search"]["objective"]["tasks"]),
+            objectives=dict(spec["search"]["objective"].get("objectives") or {})
+            or {"objective": dict(spec["search"]["objective"]["tasks"])},
             searched=tuple(spec["search"]["space"]),
             max_length=int(spec["evaluation"]["max_length"]),
         )
@@ -130,7 +131,7 @@ def export_trial(row: Row, search: SearchRecord, target: Path, checkpoint: Path 
             "corpus": search.corpus,
             "spec": search.spec,
             "profile": search.profile,
-            "objective_weights": search.objective_weights,
+            "objectives": search.objectives,
         }
         (partial / "doctune.json").write_text(json.dumps(record, indent=2, sort_keys=True))
         config = json.loads((partial / "config.json").read_text())
@@ -204,8 +205,13 @@ def _value(value: object) -> str:
 def model_card(row: Row, record: dict, search: SearchRecord, model_type: str, path: Path, gap: str | None) -> str:
     """README.md of an exported encoder: what it is, how it scored, how to run its search again, how to use it."""
     pooling = record["pooling"]
-    weights = search.objective_weights
-    objective = " + ".join(f"{w:g} × {task}" for task, w in weights.items())
+    weights = {task: w for tasks in search.objectives.values() for task, w in tasks.items()}
+    objective_lines = [
+        f"{'Objective' if name == 'objective' else f'Objective `{name}`'}: "
+        f"({' + '.join(f'{w:g} × {task}' for task, w in tasks.items())}) / {sum(tasks.values()):g} = "
+        f"{row.objectives.get(name, row.objective):.4f}"
+        for name, tasks in search.objectives.items()
+    ]
     score_rows = [
         f"| {task} | {_main_metric(task, scores)} | {scores['main']:.4f} | {weights.get(task, 'report only')} |"
         for task, scores in row.scores.items()
@@ -230,8 +236,10 @@ def model_card(row: Row, record: dict, search: SearchRecord, model_type: str, pa
         "",
         "## Scores",
         "",
-        f"Objective: ({objective}) / {sum(weights.values()):g} = {row.objective:.4f}, the weighted mean of the "
-        "objective tasks' main scores.",
+        *(f"{line}." for line in objective_lines),
+        "",
+        "Each objective is the weighted mean of its tasks' main scores"
+        + (" (several: the first ranks the leaderboard)." if len(objective_lines) > 1 else "."),
         "",
         "| task | main score | value | weight in objective |",
         "|---|---|---|---|",

@@ -1,13 +1,17 @@
 """The end of a search: the leaderboard (terminal, CSV, JSON) and its winner.
 
-Exporting the winner to ``best/`` (and any trial elsewhere) is ``platform.export``.
+Exporting the winner to ``best/`` (and any trial elsewhere) is ``platform.export``; the plots and
+``report.html`` are ``platform.html_report``, which ``python -m platform.report RUN_DIR`` runs on
+any finished run directory (exit codes: 0 written, 2 bad input, with one message, 1 any other failure).
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import math
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -23,6 +27,9 @@ class Row:
     checkpoint: str | None
     hyperparameters: dict
     scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    # each named objective's value (a single-objective search has one, equal to ``objective``)
+    objectives: dict[str, float] = field(default_factory=dict)
+    pareto: bool = False  # on the Pareto front of the trials (multi-objective searches)
 
     def flat(self, tasks: list[str]) -> dict:
         out = {
@@ -32,6 +39,9 @@ class Row:
             "step": self.step,
             "checkpoint": self.checkpoint,
         }
+        if len(self.objectives) > 1:
+            out |= {f"objective.{name}": value for name, value in self.objectives.items()}
+            out["pareto"] = self.pareto
         out |= {f"hp.{k}": v for k, v in sorted(self.hyperparameters.items())}
         out |= {task: self.scores.get(task, {}).get("main") for task in tasks}
         return out
@@ -61,7 +71,10 @@ def rows_from_results(results, resolved) -> list[Row]:
             reason = str(result.error).strip().splitlines()[-1][:300] if result.error else "no evaluation reported"
             rows.append(Row(trial_id, f"error: {reason}", None, None, None, hp))
             continue
-        best = frame.loc[frame["objective"].idxmax()].to_dict()
+        evaluation = resolved.plan.evaluation
+        # several objectives: the last round, the one NSGA-II was told; one: the best round
+        chosen = frame["eval_round"].idxmax() if evaluation.multi_objective else frame["objective"].idxmax()
+        best = frame.loc[chosen].to_dict()
         rounds = int(frame["eval_round"].max())
         if result.error:
             status = f"error after round {rounds}: {str(result.error).strip().splitlines()[-1][:200]}"
@@ -77,23 +90,40 @@ def rows_from_results(results, resolved) -> list[Row]:
                 int(best["step"]),
                 best.get("checkpoint"),
                 hp,
-                _scores_from_metrics(best, resolved.plan.evaluation.tasks),
+                _scores_from_metrics(best, evaluation.tasks),
+                {n: float(best[m]) for n, m in zip(evaluation.objectives, evaluation.objective_metrics)},
             )
         )
+    if resolved.plan.evaluation.multi_objective:
+        mark_pareto_front(rows)
     return rows
 
 
+def mark_pareto_front(rows: list[Row]) -> None:
+    """Set ``pareto`` on every row no other row dominates (at least as good on every objective,
+    better on one; all objectives are maximised). Rows without objectives are never on it."""
+    scored = [r for r in rows if r.objectives and all(math.isfinite(v) for v in r.objectives.values())]
+    for row in rows:
+        mine = list(row.objectives.values())
+        row.pareto = row in scored and not any(
+            all(o >= m for o, m in zip(other.objectives.values(), mine))
+            and any(o > m for o, m in zip(other.objectives.values(), mine))
+            for other in scored
+        )
+
+
 def baseline_row(baseline: dict, resolved) -> Row:
-    main = {task: values["main"] for task, values in baseline.items() if task in resolved.plan.evaluation.objective}
-    objective = resolved.plan.evaluation.objective_of(main)
+    evaluation = resolved.plan.evaluation
+    objectives = evaluation.objective_values({task: baseline[task]["main"] for task in evaluation.tasks})
     return Row(
         BASELINE_ID,
         "base model, untouched",
-        objective,
+        next(iter(objectives.values())),
         0,
         resolved.plan.base_model,
         {"pooling": resolved.fixed.pooling},
         baseline,
+        objectives,
     )
 
 
@@ -114,15 +144,22 @@ def write_leaderboard(rows: list[Row], run_dir: Path, tasks: list[str]) -> list[
 
 
 def format_table(rows: list[Row], tasks: list[str]) -> str:
-    header = ["rank", "trial", "objective", *tasks, "status"]
+    """The leaderboard for a terminal; with several objectives, one column each and ``*`` marking
+    the Pareto front."""
+    names = list(dict.fromkeys(n for row in rows if len(row.objectives) > 1 for n in row.objectives))
+    header = ["rank", "trial", *(names or ["objective"]), *tasks, "status"]
+    if names:
+        header.insert(2, "front")
     lines = [header]
     for rank, row in enumerate(rows, start=1):
         score = lambda v: f"{v:.4f}" if isinstance(v, float) else "-"  # noqa: E731
+        objectives = [score(row.objectives.get(n)) for n in names] if names else [score(row.objective)]
         lines.append(
             [
                 str(rank),
                 row.trial,
-                score(row.objective),
+                *(["*" if row.pareto else ""] if names else []),
+                *objectives,
                 *(score(row.scores.get(t, {}).get("main")) for t in tasks),
                 row.status,
             ]
@@ -134,3 +171,26 @@ def format_table(rows: list[Row], tasks: list[str]) -> str:
 def winner(rows: list[Row]) -> Row | None:
     """The best scored trial of a ranked leaderboard (the baseline may rank above it, but is no trial)."""
     return next((r for r in rows if r.trial != BASELINE_ID and r.objective is not None), None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m platform.report RUN_DIR``: (re)write a finished run's plots and report.html."""
+    from platform.html_report import ReportError, write_reports
+    from platform.search import EXIT_BAD_INPUT, EXIT_OK
+
+    parser = argparse.ArgumentParser(
+        prog="python -m platform.report", description="Write a finished search's plots/ and report.html."
+    )
+    parser.add_argument("run_dir", type=Path, help="a finished search's run directory (runs/<spec name> by default)")
+    args = parser.parse_args(argv)
+    try:
+        written = write_reports(args.run_dir)
+    except ReportError as err:
+        print(f"doctune: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(f"doctune: report in {written[-1]} ({len(written) - 1} plots in {args.run_dir / 'plots'})")
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -65,14 +65,16 @@ def resolve(
     resources = plan_resources(train, evaluation, spec.search.samples, spec.search.max_concurrent, cluster)
     namespace = f"doctune-{spec.name}"
     eval_plan = EvalPlan(
-        objective=dict(spec.search.objective.tasks),
+        objectives=spec.search.objective.named(),
         actor_names=tuple(f"{ACTOR_PREFIX}-{i}" for i in range(evaluation.evaluators)),
         namespace=namespace,
         budget=evaluation.limits,
         max_length=evaluation.max_length,
         batch_size=evaluation.batch_size,
         threads=evaluation.threads,
-        report_tasks=tuple(t for t in evaluation.report_tasks if t not in spec.search.objective.tasks),
+        report_tasks=tuple(
+            t for t in evaluation.report_tasks if not any(t in w for w in spec.search.objective.named().values())
+        ),
     )
     plan = TrainPlan(
         run_dir=str(run_dir.resolve()),
@@ -137,17 +139,27 @@ def _tuner(resolved: ResolvedSearch, resume: bool):
         return tune.Tuner.restore(
             str(experiment.resolve()), trainable=trainable, resume_unfinished=True, resume_errored=True
         )
+    evaluation = resolved.plan.evaluation
+    metrics = list(evaluation.objective_metrics)
     search_alg = None
     if spec.search.space:
-        sampler = (
-            optuna.samplers.TPESampler(seed=spec.search.seed)
-            if spec.search.sampler == "tpe"
-            else optuna.samplers.RandomSampler(seed=spec.search.seed)
-        )
+        if evaluation.multi_objective:
+            sampler = optuna.samplers.NSGAIISampler(seed=spec.search.seed)
+        elif spec.search.sampler == "tpe":
+            sampler = optuna.samplers.TPESampler(seed=spec.search.seed)
+        else:
+            sampler = optuna.samplers.RandomSampler(seed=spec.search.seed)
         search_alg = OptunaSearch(
-            space=ConditionalSpace(spec.search.space), metric="objective", mode="max", sampler=sampler
+            space=ConditionalSpace(spec.search.space),
+            metric=metrics if evaluation.multi_objective else metrics[0],
+            mode=["max"] * len(metrics) if evaluation.multi_objective else "max",
+            sampler=sampler,
+            points_to_evaluate=[dict(point) for point in spec.search.warm_start] or None,
+            study_name=spec.name,
+            storage=study_storage(resolved.run_dir),
         )
     asha = spec.search.scheduler.asha
+    # ASHA stops on one scalar; with several objectives a trial behind on the first may be on the front
     scheduler = (
         ASHAScheduler(
             time_attr="eval_round",
@@ -157,7 +169,7 @@ def _tuner(resolved: ResolvedSearch, resume: bool):
             grace_period=asha.grace_period,
             reduction_factor=asha.reduction_factor,
         )
-        if asha is not None and resolved.plan.eval_rounds > 1
+        if asha is not None and resolved.plan.eval_rounds > 1 and not evaluation.multi_objective
         else FIFOScheduler()
     )
     return tune.Tuner(
@@ -174,6 +186,17 @@ def _tuner(resolved: ResolvedSearch, resume: bool):
             failure_config=tune.FailureConfig(max_failures=0),
         ),
     )
+
+
+STUDY_FILE = "optuna.journal"
+
+
+def study_storage(run_dir: Path):
+    """The Optuna study's storage: a journal file in the run dir (``optuna-dashboard RUN_DIR/optuna.journal``)."""
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    return JournalStorage(JournalFileBackend(str((run_dir / STUDY_FILE).resolve())))
 
 
 def score_baseline(resolved: ResolvedSearch) -> dict[str, dict[str, float]]:

@@ -150,7 +150,7 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path) -> int:
         )
         evaluators = runner.start_evaluators(resolved)  # noqa: F841 - held so the actors live
         baseline, results = runner.run_search(resolved, args.resume)
-        tasks = list(resolved.plan.evaluation.objective)
+        tasks = list(resolved.plan.evaluation.tasks)
         rows = report.rows_from_results(results, resolved)
         scored = [r for r in rows if r.objective is not None]
         if scored and resolved.plan.evaluation.report_tasks:  # report-only tasks: the winner too, not just the baseline
@@ -181,6 +181,12 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path) -> int:
         if exported.sentence_transformers_gap:
             print(f"doctune: {exported.path} has no sentence-transformers files: {exported.sentence_transformers_gap}")
         print(f"doctune: leaderboard in {run_dir}/leaderboard.csv; TensorBoard: tensorboard --logdir {run_dir}")
+        try:  # the leaderboard and best/ are written: a report that fails loses nothing and fails no search
+            from platform.html_report import write_reports
+
+            print(f"doctune: report in {write_reports(run_dir)[-1]}")
+        except Exception as err:
+            print(f"doctune: report not written: {type(err).__name__}: {err}", file=sys.stderr)
         return EXIT_OK
     except (ModelUnavailable, DataUnavailable) as err:  # inputs of the auto-selected profile
         print(f"doctune: error: {err}", file=sys.stderr)

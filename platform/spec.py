@@ -123,7 +123,21 @@ class BackboneSpec:
 
 @dataclass(frozen=True)
 class ObjectiveSpec:
-    tasks: dict[str, float] = field(metadata=constraint("task name -> weight; the objective is the weighted mean"))
+    tasks: dict[str, float] = field(
+        default_factory=dict,
+        metadata=constraint("task name -> weight: one objective, the weighted mean of the tasks' main scores"),
+    )
+    objectives: dict[str, dict[str, float]] = field(
+        default_factory=dict,
+        metadata=constraint(
+            "instead of tasks: several named objectives (each task name -> weight), searched with NSGA-II "
+            "for their Pareto front; the first ranks the leaderboard and picks best/"
+        ),
+    )
+
+    def named(self) -> dict[str, dict[str, float]]:
+        """Every objective by name (a single one is called ``objective``)."""
+        return {name: dict(tasks) for name, tasks in self.objectives.items()} or {"objective": dict(self.tasks)}
 
 
 @dataclass(frozen=True)
@@ -146,6 +160,10 @@ class SearchSection:
     scheduler: SchedulerSpec = field(default_factory=SchedulerSpec, metadata=constraint("early stopping"))
     space: dict[str, Distribution] = field(default_factory=dict, metadata=constraint("searched hyperparameters"))
     max_concurrent: int | None = field(default=None, metadata=constraint("cap on trials at once", 1))
+    warm_start: list[dict[str, Any]] = field(
+        default_factory=list,
+        metadata=constraint("configurations the first trials run (searched name -> value), e.g. papers' defaults"),
+    )
 
 
 @dataclass(frozen=True)
@@ -471,16 +489,57 @@ def _check_semantics(spec: SearchSpec) -> None:
             f"train.batch_size ({spec.train.batch_size}) must be a multiple of train.workers "
             f"({spec.train.workers}): each worker takes an equal share"
         )
-    tasks = spec.search.objective.tasks
-    if not tasks:
-        raise SpecError("search.objective.tasks: name at least one task, e.g. {news-title-retrieval: 1.0}")
-    for task, weight in {**tasks, **dict.fromkeys(spec.evaluation.report_tasks, 1.0)}.items():
-        if weight <= 0:
-            raise SpecError(f"search.objective.tasks.{task}: weight must be > 0, got {weight}")
-        try:
-            check_task_name(task)
-        except UnknownTask as err:
-            raise SpecError(f"search.objective.tasks: {err.args[0]}") from None
+    objective = spec.search.objective
+    if bool(objective.tasks) == bool(objective.objectives):
+        raise SpecError(
+            "search.objective: give either tasks (one objective, e.g. {news-title-retrieval: 1.0}) or objectives "
+            "(several named ones, e.g. {quality: {r8-fewshot: 1.0}, robustness: {length-robustness: 1.0}})"
+        )
+    if len(objective.objectives) == 1:
+        raise SpecError("search.objective.objectives: name two or more objectives, or use tasks for one")
+    groups = {f"search.objective.objectives.{n}": t for n, t in objective.objectives.items()} or {
+        "search.objective.tasks": objective.tasks
+    }
+    for key, tasks in groups.items():
+        if not tasks:
+            raise SpecError(f"{key}: name at least one task")
+    groups["evaluation.report_tasks"] = dict.fromkeys(spec.evaluation.report_tasks, 1.0)
+    for key, tasks in groups.items():
+        for task, weight in tasks.items():
+            if weight <= 0:
+                raise SpecError(f"{key}.{task}: weight must be > 0, got {weight}")
+            try:
+                check_task_name(task)
+            except UnknownTask as err:
+                raise SpecError(f"{key}: {err.args[0]}") from None
+    _check_warm_start(spec.search)
+
+
+def _check_warm_start(search: SearchSection) -> None:
+    """Each warm-start point names only searched hyperparameters, with values their distributions
+    can draw, and only ones whose ``when`` condition the point itself satisfies."""
+    for i, point in enumerate(search.warm_start):
+        where = f"search.warm_start[{i}]"
+        for name, value in point.items():
+            if name not in search.space:
+                raise SpecError(
+                    f"{where}.{name}: not a searched hyperparameter (searched: {', '.join(search.space) or 'none'}); "
+                    "fixed values go in hyperparameters"
+                )
+            dist = search.space[name]
+            if dist.kind == "choice":
+                if value not in dist.values:
+                    raise SpecError(f"{where}.{name}: {value!r} is not one of the choices {list(dist.values)}")
+            elif (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not (dist.values[0] <= value <= dist.values[1])
+            ):
+                raise SpecError(f"{where}.{name}: {value!r} is outside the searched range {list(dist.values)}")
+            elif dist.kind == "int" and not isinstance(value, int):
+                raise SpecError(f"{where}.{name}: expected an integer, got {value!r}")
+            if not dist.applies(point):
+                raise SpecError(f"{where}.{name}: its condition {dict(dist.when)} does not hold in this point")
 
 
 def _values(spec: SearchSpec, name: str) -> tuple:

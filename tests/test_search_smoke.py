@@ -88,6 +88,16 @@ def test_tensorboard_shows_every_trial(smoke_run):
         assert "_hparams_/session_start_info" in events.PluginTagToContent("hparams")
 
 
+def test_every_report_file_is_written(smoke_run):
+    run_dir, stdout = smoke_run
+    for name in ("leaderboard.csv", "leaderboard.json", "report.html", "optuna.journal", "search.json"):
+        assert (run_dir / name).stat().st_size > 0, name
+    plots = sorted(p.name for p in (run_dir / "plots").glob("*.png"))
+    assert plots == ["objective_over_time.png", "param_importance.png", "task_scores.png"]
+    assert all((run_dir / "plots" / p).stat().st_size > 10_000 for p in plots)
+    assert "report in" in stdout
+
+
 def test_resume_of_a_finished_search_reruns_nothing(smoke_run):
     run_dir, _ = smoke_run
     before = {p: p.stat().st_mtime_ns for p in run_dir.glob("trials/*/checkpoints/step_*/model.safetensors")}
@@ -144,3 +154,39 @@ def test_every_gpu_sized_spec_runs_real_trials_under_the_smoke_profile(tmp_path,
         assert math.isfinite(result["loss"]) and result["tokens_per_s"] > 0
         if result["config"].get("bregman_k") or spec == "bregman_longformer":
             assert math.isfinite(result["bregman_loss"]) and result["active_subnetworks"] >= 1
+
+
+def test_two_objectives_give_a_pareto_front_from_warm_started_trials(tmp_path):
+    import optuna
+
+    from platform.runner import study_storage
+
+    run_dir = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, "-m", "platform.search", "quality_vs_length", "--profile", "smoke", "--run-dir", str(run_dir)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    rows = json.loads((run_dir / "leaderboard.json").read_text())
+    trials = [r for r in rows if r["trial"] != "baseline"]
+    assert len(trials) == 2 and all(set(r["objectives"]) == {"quality", "robustness"} for r in rows)
+    for row in trials:  # on the front exactly when no other trial dominates it
+        others = [o["objectives"] for o in trials if o is not row]
+        mine = row["objectives"]
+        dominated = any(all(o[k] >= mine[k] for k in mine) and any(o[k] > mine[k] for k in mine) for o in others)
+        assert row["pareto"] == (not dominated)
+    assert any(r["pareto"] for r in trials) and "front" in done.stdout
+    # the warm-start points (each paper's defaults) ran first, as written in the spec
+    assert sorted(r["hyperparameters"]["recipe"] for r in trials) == ["docsplit", "laser"]
+    laser = next(r for r in trials if r["hyperparameters"]["recipe"] == "laser")["hyperparameters"]
+    assert (laser["laser_mode"], laser["elongation_max"], laser["lr"]) == ("self", 25, 3e-5)
+    # the Optuna study is in the run dir, for optuna-dashboard, with both objectives told
+    study = optuna.load_study(study_name="quality_vs_length", storage=study_storage(run_dir))
+    assert len(study.directions) == 2 and len(study.trials) == 2
+    assert sorted(t.values for t in study.trials) == sorted(
+        [[r["objectives"]["quality"], r["objectives"]["robustness"]] for r in trials]
+    )
+    assert (run_dir / "plots" / "pareto_front.png").stat().st_size > 10_000

@@ -119,7 +119,9 @@ class EvalBudget:
 class EvalPlan:
     """Which tasks score a checkpoint, how they combine, and where the evaluator actors live."""
 
-    objective: dict[str, float]  # task name -> weight; the objective is the weighted mean
+    # objective name -> (task name -> weight); each objective is the weighted mean of its tasks'
+    # main scores. A single-objective search has one, named "objective"; the first one ranks.
+    objectives: dict[str, dict[str, float]]
     actor_names: tuple[str, ...]
     namespace: str
     budget: EvalBudget
@@ -130,11 +132,34 @@ class EvalPlan:
 
     @property
     def tasks(self) -> tuple[str, ...]:
-        return tuple(self.objective)
+        """Every task some objective uses, in spec order."""
+        return tuple(dict.fromkeys(task for weights in self.objectives.values() for task in weights))
+
+    @property
+    def multi_objective(self) -> bool:
+        return len(self.objectives) > 1
+
+    def objective_values(self, main_scores: dict[str, float]) -> dict[str, float]:
+        return {
+            name: sum(w * main_scores[task] for task, w in weights.items()) / sum(weights.values())
+            for name, weights in self.objectives.items()
+        }
 
     def objective_of(self, main_scores: dict[str, float]) -> float:
-        total = sum(self.objective.values())
-        return sum(w * main_scores[name] for name, w in self.objective.items()) / total
+        """The first (ranking) objective."""
+        return next(iter(self.objective_values(main_scores).values()))
+
+    @property
+    def objective_metrics(self) -> tuple[str, ...]:
+        """The reported metric of each objective: ``objective`` for the only one, else ``objective/<name>``."""
+        if not self.multi_objective:
+            return ("objective",)
+        return tuple(f"objective/{name}" for name in self.objectives)
+
+    def reported_objectives(self, main_scores: dict[str, float]) -> dict[str, float]:
+        """``objective`` (the first) and, for several, each as ``objective/<name>``: what a trial reports."""
+        values = self.objective_values(main_scores)
+        return {"objective": next(iter(values.values())), **dict(zip(self.objective_metrics, values.values()))}
 
 
 @dataclass(frozen=True)

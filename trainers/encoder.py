@@ -146,7 +146,8 @@ def token_windows(tokenizer, texts: list[str], max_length: int, long_inputs: str
     head, tail = special_token_frame(tokenizer)
     room = max_length - len(head) - len(tail)
     windows, owners = [], []
-    for index, ids in enumerate(tokenizer(texts, add_special_tokens=False)["input_ids"]):
+    # verbose=False: the full length is wanted here, windows come next (no "longer than the maximum" warning)
+    for index, ids in enumerate(tokenizer(texts, add_special_tokens=False, verbose=False)["input_ids"]):
         starts = range(0, max(len(ids), 1), room) if long_inputs == "chunk" else (0,)
         for start in starts:
             windows.append(head + ids[start : start + room] + tail)
@@ -196,5 +197,6 @@ def over_length_share(tokenizer, texts: list[str], max_length: int) -> float:
     if not texts:
         return 0.0
     head, tail = special_token_frame(tokenizer)
-    lengths = [len(ids) + len(head) + len(tail) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+    ids = tokenizer(texts, add_special_tokens=False, verbose=False)["input_ids"]
+    lengths = [len(i) + len(head) + len(tail) for i in ids]
     return sum(n > max_length for n in lengths) / len(texts)

@@ -250,11 +250,12 @@ def _score_and_report(plan, hp, trial_id: str, rank: int, checkpoint: Path, trai
 
             scores = score_checkpoint(plan.evaluation, str(checkpoint), hp.pooling)
             scores_file.write_text(json.dumps(scores, indent=2))
-        objective = plan.evaluation.objective_of({task: values["main"] for task, values in scores.items()})
-        if not math.isfinite(objective):
-            raise FloatingPointError(f"trial {trial_id}: objective {objective} at step {metrics['step']}")
+        objectives = plan.evaluation.reported_objectives({task: values["main"] for task, values in scores.items()})
+        objective = objectives["objective"]
+        if not all(math.isfinite(v) for v in objectives.values()):
+            raise FloatingPointError(f"trial {trial_id}: objectives {objectives} at step {metrics['step']}")
         metrics |= {f"{task}/{name}": value for task, values in scores.items() for name, value in values.items()}
-        metrics |= {"objective": objective, "checkpoint": str(checkpoint.resolve())}
+        metrics |= {**objectives, "checkpoint": str(checkpoint.resolve())}
         print(
             f"[{trial_id}] step {metrics['step']}/{plan.steps} loss {metrics['loss']:.4f} "
             f"objective {objective:.4f} ({metrics['tokens_per_s']:.0f} tokens/s)"

@@ -15,6 +15,7 @@ binary problem per label and report micro- and macro-F1 and exact-match (subset)
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -62,13 +63,17 @@ def _stratum(label: Label) -> str:
 
 def fit_head(head: str, features: np.ndarray, targets: np.ndarray, seed: int):
     """A fitted classifier; ``targets`` is a label vector or, for multi-label, a 0/1 indicator matrix."""
+    from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
     from sklearn.multiclass import OneVsRestClassifier
     from sklearn.neural_network import MLPClassifier
 
     if head == "mlp":
         classifier = MLPClassifier(hidden_layer_sizes=(MLP_HIDDEN,), max_iter=500, random_state=seed)
-    elif targets.ndim == 2:
+        with warnings.catch_warnings():  # an MLP stopped at max_iter is still the probe, as specified
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            return classifier.fit(features, targets)
+    if targets.ndim == 2:
         # each label is a rare positive among few-shot examples: unweighted, it would never be predicted
         classifier = OneVsRestClassifier(LogisticRegression(max_iter=2000, class_weight="balanced"))
     else:

@@ -14,7 +14,7 @@ from evaluators.pool import CheckpointMissing, score_checkpoint, start_pool
 from trainers.config import EvalBudget, EvalPlan
 
 PLAN = EvalPlan(
-    objective={"r8-clustering": 1.0},
+    objectives={"objective": {"r8-clustering": 1.0}},
     actor_names=("pool-test-0",),
     namespace="doctune-pool-test",
     budget=EvalBudget(max_test=300),

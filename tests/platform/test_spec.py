@@ -54,7 +54,21 @@ BAD = [
     (_with("search.space.pooling", {"choice": ["cls", "attention"]}), "'attention' is not one of"),
     (_with("search.space.lr_max", {"uniform": [0.1, 0.2]}), "search.space.lr_max: unknown hyperparameter"),
     (_with("search.space.batch_size", {"choice": [4, 7]}), "multiple of train.workers"),
-    (_with("search.objective.tasks", {}), "name at least one task"),
+    (_with("search.objective.tasks", {}), "search.objective: give either tasks"),
+    (_with("search.objective.objectives", {"a": {"r8-fewshot": 1.0}}), "give either tasks"),
+    (_with("search.objective", {"objectives": {"a": {"r8-fewshot": 1.0}}}), "name two or more objectives"),
+    (
+        _with("search.objective", {"objectives": {"a": {"r8-fewshot": 1.0}, "b": {}}}),
+        "search.objective.objectives.b: name at least one task",
+    ),
+    (
+        _with("search.objective", {"objectives": {"a": {"r8-fewshot": 1.0}, "b": {"nope": 1.0}}}),
+        "search.objective.objectives.b: unknown task 'nope'",
+    ),
+    (_with("search.warm_start", [{"lr": 1e-4}]), "search.warm_start[0].lr: not a searched hyperparameter"),
+    (_with("search.warm_start", [{"temperature": 0.5}]), "outside the searched range [0.02, 0.2]"),
+    (_with("search.warm_start", [{"pooling": "max"}]), "'max' is not one of the choices"),
+    (_with("search.warm_start", {"pooling": "cls"}), "search.warm_start: expected a list"),
     (_with("search.objective.tasks", {"no-such-task": 1.0}), "unknown task 'no-such-task'"),
     (_with("search.objective.tasks", {"beir:/nonexistent": 1.0}), "lacks corpus.jsonl"),
     (_with("search.objective.tasks", {"news-title-retrieval": 0.0}), "weight must be > 0"),
@@ -73,6 +87,17 @@ def test_bad_spec_is_refused_with_a_message_naming_the_key(raw, message):
     with pytest.raises(SpecError) as caught:
         parse_spec(raw, "local")
     assert message in str(caught.value)
+
+
+def test_several_objectives_and_warm_start_points_are_typed():
+    raw = _with(
+        "search.objective", {"objectives": {"quality": {"r8-fewshot": 1.0}, "length": {"length-robustness": 2}}}
+    )
+    raw["search"]["warm_start"] = [{"temperature": 0.05, "pooling": "mean"}]
+    spec = parse_spec(raw, "full")
+    assert spec.search.objective.named() == {"quality": {"r8-fewshot": 1.0}, "length": {"length-robustness": 2.0}}
+    assert spec.search.warm_start == [{"temperature": 0.05, "pooling": "mean"}]
+    assert parse_spec(GOOD, "full").search.objective.named() == {"objective": {"news-title-retrieval": 1.0}}
 
 
 def test_good_spec_becomes_typed_objects():
