@@ -96,6 +96,7 @@ def resolve(
         evaluation=eval_plan,
         gradient_checkpointing=train.gradient_checkpointing,
         chunk_size=train.chunk_size,
+        fault_nan_at_step=train.fault_nan_at_step,
     )
     return ResolvedSearch(spec, spec_path, profile, run_dir, plan, spec.fixed_hyperparameters(), resources, corpus[1])
 

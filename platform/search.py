@@ -49,8 +49,13 @@ def _check_run_dir(run_dir: Path, resume: bool) -> None:
     if resume and not (run_dir / "search.json").exists():
         raise UsageError(f"--resume: {run_dir} holds no search to resume (no search.json); drop --resume")
     probe_dir = run_dir if run_dir.exists() else next(p for p in run_dir.resolve().parents if p.exists())
-    if not os.access(probe_dir, os.W_OK):
-        raise UsageError(f"run directory {run_dir}: {probe_dir} is not writable; choose another --run-dir")
+    try:  # a real write: permission bits alone say nothing for root, read-only mounts or /proc
+        with tempfile.TemporaryFile(dir=probe_dir):
+            pass
+    except OSError as err:
+        raise UsageError(
+            f"run directory {run_dir}: cannot write in {probe_dir} ({err.strerror}); choose another --run-dir"
+        ) from None
     free = shutil.disk_usage(probe_dir).free
     if free < 1 << 30:
         raise UsageError(
@@ -209,7 +214,22 @@ def _prepare_inputs(spec):
             f"doctune: Longformer backbone from {spec.base_model} ({longformer.max_length} positions, "
             f"window {longformer.attention_window}): {model_dir}"
         )
-    return model_dir, prepare_corpus(spec.corpus.source, spec.corpus.max_documents)
+    corpus = prepare_corpus(spec.corpus.source, spec.corpus.max_documents)
+    _check_corpus_suits_recipes(spec, corpus[1])
+    return model_dir, corpus
+
+
+def _check_corpus_suits_recipes(spec, stats) -> None:
+    """DocSplit needs documents of two or more sentences; a corpus with none cannot train it."""
+    from trainers.data import DataUnavailable
+
+    searched = spec.search.space.get("recipe")
+    recipes = searched.values if searched else (spec.recipe,)
+    if "docsplit" in recipes and stats.single_sentence_documents == stats.documents:
+        raise DataUnavailable(
+            f"corpus {spec.corpus.source!r}: all {stats.documents} documents are a single sentence, and docsplit "
+            "splits a document's sentences into two views; use documents of several sentences, or another recipe"
+        )
 
 
 def _write_atomic(path: Path, text: str) -> None:

@@ -190,6 +190,10 @@ class TrainSection:
             1,
         ),
     )
+    fault_nan_at_step: int | None = field(
+        default=None,
+        metadata=constraint("fault injection for testing: the training loss becomes NaN at this step", 0),
+    )
 
 
 @dataclass(frozen=True)

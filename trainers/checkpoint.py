@@ -31,6 +31,25 @@ def trial_checkpoint_dir(run_dir: str, trial_id: str) -> Path:
     return Path(run_dir) / "trials" / trial_id / "checkpoints"
 
 
+DIVERGED_FILE = "diverged.json"
+
+
+def record_divergence(run_dir: str, trial_id: str, step: int, loss: float) -> None:
+    """Note that a trial's loss stopped being finite, so the trial ends (and stays ended on resume)."""
+    path = Path(run_dir) / "trials" / trial_id / DIVERGED_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"step": step, "loss": str(loss)}))
+
+
+def divergence(run_dir: str, trial_id: str) -> str | None:
+    """Why a trial diverged, if it did."""
+    path = Path(run_dir) / "trials" / trial_id / DIVERGED_FILE
+    if not path.exists():
+        return None
+    record = json.loads(path.read_text())
+    return f"loss became {record['loss']} at step {record['step']}"
+
+
 def latest_checkpoint(run_dir: str, trial_id: str) -> Path | None:
     root = trial_checkpoint_dir(run_dir, trial_id)
     done = sorted(p for p in root.glob(f"{STEP_PREFIX}*") if p.is_dir() and not p.name.endswith(".partial"))

@@ -185,6 +185,7 @@ class TrainPlan:
     evaluation: EvalPlan
     gradient_checkpointing: bool = False
     chunk_size: int | None = None  # GradCache chunk (sequences per forward); None: the whole batch at once
+    fault_nan_at_step: int | None = None  # testing: the loss is made NaN at this step
 
     @property
     def eval_rounds(self) -> int:

@@ -14,7 +14,13 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-from trainers.checkpoint import latest_checkpoint, load_training_state, save_checkpoint, trial_checkpoint_dir
+from trainers.checkpoint import (
+    latest_checkpoint,
+    load_training_state,
+    record_divergence,
+    save_checkpoint,
+    trial_checkpoint_dir,
+)
 from trainers.config import Hyperparameters, TrainPlan
 from trainers.data.corpus import read_prepared
 from trainers.distributed import world_size
@@ -188,8 +194,15 @@ def train_loop_per_worker(config: dict) -> None:
                 outputs = wrapped(**inputs)
             loss, terms = training_loss(hp, outputs)
             loss.backward()
-        if not torch.isfinite(loss):
-            raise FloatingPointError(f"trial {trial_id}: loss became {loss.item()} at step {step}")
+        if plan.fault_nan_at_step == step:
+            loss = loss * float("nan")
+        if not _finite_everywhere(loss):
+            # a diverged trial ends here, on every rank at once (a worker-group restart would only
+            # diverge again); run_trial turns the record into the trial's error
+            if rank == 0:
+                record_divergence(plan.run_dir, trial_id, step, loss.item())
+                print(f"[{trial_id}] loss became {loss.item()} at step {step}; the trial ends")
+            return
         torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)
         optimizer.step()
         for name, value in terms.items():
@@ -219,6 +232,14 @@ def train_loop_per_worker(config: dict) -> None:
                 )
             _score_and_report(plan, hp, trial_id, rank, target, train_metrics)
             window_terms, window_tokens, window_time = {}, 0, 0.0
+
+
+def _finite_everywhere(loss: torch.Tensor) -> bool:
+    """Whether the loss is finite on every rank (so that all ranks stop together)."""
+    flag = torch.isfinite(loss.detach()).to(torch.float32).reshape(1)
+    if dist.is_initialized():
+        dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+    return bool(flag.item())
 
 
 def _record(plan: TrainPlan, hp: Hyperparameters, trial_id: str, step: int) -> dict:

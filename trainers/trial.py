@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 
+from trainers.checkpoint import divergence
 from trainers.config import Hyperparameters, TrainPlan
+
+
+class TrialDiverged(FloatingPointError):
+    """The training loss stopped being finite: the trial ends as errored, with this reason."""
 
 
 def run_trial(config: dict, plan: TrainPlan, fixed: dict) -> None:
@@ -22,6 +27,8 @@ def run_trial(config: dict, plan: TrainPlan, fixed: dict) -> None:
     from trainers.loop import train_loop_per_worker
 
     trial_id = tune.get_context().get_trial_id()
+    if reason := divergence(plan.run_dir, trial_id):  # a resumed search does not retrain a diverged trial
+        raise TrialDiverged(f"trial {trial_id}: {reason}")
     known = {f.name for f in dataclasses.fields(Hyperparameters)}
     hp = Hyperparameters(**{**fixed, **{k: v for k, v in config.items() if k in known}})
     resources = {"CPU": plan.cpus_per_worker} | ({"GPU": plan.gpus_per_worker} if plan.use_gpu else {})
@@ -40,3 +47,5 @@ def run_trial(config: dict, plan: TrainPlan, fixed: dict) -> None:
         ),
     )
     trainer.fit()
+    if reason := divergence(plan.run_dir, trial_id):
+        raise TrialDiverged(f"trial {trial_id}: {reason}")
