@@ -182,11 +182,11 @@ class TrainSection:
         default=False,
         metadata=constraint("recompute activations in backward (less memory, about a third more compute)"),
     )
-    chunk_size: int | None = field(
+    chunk_size: int | Literal["auto"] | None = field(
         default=None,
         metadata=constraint(
             "cached contrastive loss (GradCache): encode at most this many sequences at once; exact gradients, "
-            "memory bounded by the chunk, not the batch",
+            "memory bounded by the chunk, not the batch; auto: each worker measures the largest chunk that fits",
             1,
         ),
     )
@@ -254,8 +254,19 @@ def _convert(value: Any, hint: Any, where: str) -> Any:
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None
-        (inner,) = [a for a in args if a is not type(None)]
-        return _convert(value, inner, where)
+        inner = [a for a in args if a is not type(None)]
+        if len(inner) == 1:
+            return _convert(value, inner[0], where)
+        for alternative in inner:  # e.g. int | Literal["auto"]: the first that accepts the value
+            try:
+                return _convert(value, alternative, where)
+            except SpecError:
+                continue
+        accepted = [
+            " or ".join(map(repr, typing.get_args(a))) if typing.get_origin(a) is Literal else a.__name__
+            for a in args
+        ]
+        raise SpecError(f"{where}: expected {' or '.join(accepted).replace('NoneType', 'null')}, got {_describe(value)}")
     if value is None:
         raise SpecError(f"{where}: a value is required, got null")
     if origin is Literal:

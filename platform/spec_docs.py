@@ -14,16 +14,16 @@ from platform.spec import BUILTIN_PROFILES, HP_FIELDS, Distribution, SearchSpec
 from trainers.config import Hyperparameters
 
 
-def _type_name(hint) -> str:
+def type_name(hint) -> str:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is typing.Literal:
         return " \\| ".join(repr(a) for a in args)
     if origin in (typing.Union, types.UnionType):
-        return " \\| ".join("null" if a is type(None) else _type_name(a) for a in args)
+        return " \\| ".join("null" if a is type(None) else type_name(a) for a in args)
     if origin is dict:
-        return f"mapping {_type_name(args[0])} → {_type_name(args[1])}"
+        return f"mapping {type_name(args[0])} → {type_name(args[1])}"
     if origin is list:
-        return f"list of {_type_name(args[0])}"
+        return f"list of {type_name(args[0])}"
     if hint is Distribution:
         return "distribution"
     if dataclasses.is_dataclass(hint):
@@ -60,7 +60,7 @@ def _section(cls, prefix: str, out: list[str]) -> None:
         hint = hints[field.name]
         key = f"{prefix}.{field.name}" if prefix else field.name
         meta = field.metadata or {}
-        out.append(f"| `{key}` | {_type_name(hint)} | {_default(field)} | {_range(meta)} | {meta.get('help', '')} |")
+        out.append(f"| `{key}` | {type_name(hint)} | {_default(field)} | {_range(meta)} | {meta.get('help', '')} |")
         inner = [a for a in (hint, *typing.get_args(hint)) if dataclasses.is_dataclass(a)]
         if inner:
             nested.append((key, inner[0]))
@@ -91,7 +91,7 @@ def render() -> str:
     hints = typing.get_type_hints(Hyperparameters)
     for name, field in HP_FIELDS.items():
         out.append(
-            f"| `{name}` | {_type_name(hints[name])} | `{field.default!r}` | {_range(field.metadata)} "
+            f"| `{name}` | {type_name(hints[name])} | `{field.default!r}` | {_range(field.metadata)} "
             f"| {field.metadata.get('help', '')} |"
         )
     out += [

@@ -150,6 +150,8 @@ def test_every_gpu_sized_spec_runs_real_trials_under_the_smoke_profile(tmp_path,
     trials = [r for r in rows if r["trial"] != "baseline"]
     assert {r["status"] for r in trials} == {"completed"}
     assert {r["hyperparameters"]["recipe"] for r in trials} <= recipes
+    if spec == "bregman_longformer":  # chunk_size: auto, measured by each worker
+        assert "chunk_size auto: " in done.stdout
     for result in _last_results(run_dir):
         assert math.isfinite(result["loss"]) and result["tokens_per_s"] > 0
         if result["config"].get("bregman_k") or spec == "bregman_longformer":

@@ -184,7 +184,8 @@ class TrainPlan:
     max_worker_failures: int
     evaluation: EvalPlan
     gradient_checkpointing: bool = False
-    chunk_size: int | None = None  # GradCache chunk (sequences per forward); None: the whole batch at once
+    # GradCache chunk (sequences per forward); "auto": measured per worker; None: the whole batch at once
+    chunk_size: int | str | None = None
     fault_nan_at_step: int | None = None  # testing: the loss is made NaN at this step
 
     @property

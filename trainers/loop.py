@@ -146,6 +146,10 @@ def train_loop_per_worker(config: dict) -> None:
     # not allow: the module is then only moved to the device and gradients are averaged by hand.
     cached = plan.chunk_size is not None
     wrapped = ray.train.torch.prepare_model(module, parallel_strategy=None if cached else "ddp")
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=plan.bf16 and device.type == "cuda")
+    chunk_size = plan.chunk_size
+    if chunk_size == "auto":
+        chunk_size = _probed_chunk_size(module, tokenizer, plan, hp, context, device, autocast, trial_id)
     optimizer = torch.optim.AdamW(module.parameters(), lr=hp.lr, weight_decay=hp.weight_decay)
 
     start_step, eval_round = 0, 0
@@ -160,7 +164,6 @@ def train_loop_per_worker(config: dict) -> None:
             _score_and_report(plan, hp, trial_id, rank, resume_from, state["train_metrics"])
 
     mask_rng = torch.Generator().manual_seed(plan.seed * 1000 + rank)
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=plan.bf16 and device.type == "cuda")
     window_terms, window_tokens, window_time = {}, 0, 0.0
     for step in range(start_step, plan.steps):
         began = time.perf_counter()
@@ -187,7 +190,7 @@ def train_loop_per_worker(config: dict) -> None:
             group["lr"] = hp.lr * _lr_factor(step, plan.steps, hp.warmup_ratio)
         optimizer.zero_grad(set_to_none=True)
         if cached:
-            loss, terms = cached_step(module, inputs, hp, plan.chunk_size, autocast)
+            loss, terms = cached_step(module, inputs, hp, chunk_size, autocast)
             all_reduce_gradients(module)
         else:
             with autocast:
@@ -232,6 +235,29 @@ def train_loop_per_worker(config: dict) -> None:
                 )
             _score_and_report(plan, hp, trial_id, rank, target, train_metrics)
             window_terms, window_tokens, window_time = {}, 0, 0.0
+
+
+def _probed_chunk_size(module, tokenizer, plan: TrainPlan, hp: Hyperparameters, context, device, autocast, trial_id):
+    """``chunk_size: auto``: the largest chunk that fits this worker (trainers.memory), the
+    smallest over all ranks, so every rank runs the same chunks."""
+    from trainers.memory import probe_chunk_size
+
+    sequences = 2 * (hp.batch_size // context.get_world_size())  # both views of each pair
+    probe = probe_chunk_size(
+        module,
+        len(tokenizer),
+        plan.max_length,
+        device,
+        limit=sequences,
+        workers_on_node=context.get_local_world_size(),
+        autocast=autocast,
+    )
+    chunk = torch.tensor([probe.chunk_size], device=device)
+    if dist.is_initialized():
+        dist.all_reduce(chunk, op=dist.ReduceOp.MIN)
+    if context.get_world_rank() == 0:
+        print(f"[{trial_id}] chunk_size auto: {int(chunk.item())} ({probe.describe()} on rank 0)")
+    return int(chunk.item())
 
 
 def _finite_everywhere(loss: torch.Tensor) -> bool:
