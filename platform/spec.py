@@ -263,10 +263,10 @@ def _convert(value: Any, hint: Any, where: str) -> Any:
             except SpecError:
                 continue
         accepted = [
-            " or ".join(map(repr, typing.get_args(a))) if typing.get_origin(a) is Literal else a.__name__
-            for a in args
+            " or ".join(map(repr, typing.get_args(a))) if typing.get_origin(a) is Literal else a.__name__ for a in args
         ]
-        raise SpecError(f"{where}: expected {' or '.join(accepted).replace('NoneType', 'null')}, got {_describe(value)}")
+        expected = " or ".join(accepted).replace("NoneType", "null")
+        raise SpecError(f"{where}: expected {expected}, got {_describe(value)}")
     if value is None:
         raise SpecError(f"{where}: a value is required, got null")
     if origin is Literal:
