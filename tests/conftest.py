@@ -25,3 +25,26 @@ def minilm_dir() -> str:
     from trainers.encoder import resolve_model
 
     return resolve_model("all-minilm-l6-v2")
+
+
+def spec_variant(name: str, directory: Path, **changes) -> str:
+    """The shipped spec ``name`` with ``changes`` ({"train.steps": 6, ...}) applied to it and to its
+    own smoke-profile overrides (so the built-in smoke profile does not undo them), written to
+    ``directory``; returns the file's path."""
+    import copy
+
+    import yaml
+
+    from platform.spec import find_spec_file, read_raw
+
+    raw = copy.deepcopy(read_raw(find_spec_file(name)))
+    smoke = raw.setdefault("profiles", {}).setdefault("smoke", {})
+    for path, value in changes.items():
+        *parents, last = path.split(".")
+        for node in (raw, smoke):
+            for key in parents:
+                node = node.setdefault(key, {})
+            node[last] = value
+    spec = directory / f"{name}.yaml"
+    spec.write_text(yaml.safe_dump(raw))
+    return str(spec)

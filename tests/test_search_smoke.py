@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, spec_variant
 
 
 @pytest.fixture(scope="module")
@@ -134,9 +134,11 @@ def _last_results(run_dir) -> list[dict]:
     ],
 )
 def test_every_gpu_sized_spec_runs_real_trials_under_the_smoke_profile(tmp_path, spec, recipes):
+    # one trial each (the smoke spec's own tests cover a search of several): the spec trains for real
+    variant = spec_variant(spec, tmp_path, **{"search.samples": 1})
     run_dir = tmp_path / "run"
     done = subprocess.run(
-        [sys.executable, "-m", "platform.search", spec, "--profile", "smoke", "--run-dir", str(run_dir)],
+        [sys.executable, "-m", "platform.search", variant, "--profile", "smoke", "--run-dir", str(run_dir)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -146,7 +148,7 @@ def test_every_gpu_sized_spec_runs_real_trials_under_the_smoke_profile(tmp_path,
     search = json.loads((run_dir / "search.json").read_text())
     assert search["profile"] == "smoke" and search["trial_plan"]["steps"] == 4
     rows = json.loads((run_dir / "leaderboard.json").read_text())
-    assert len(rows) == 3 and all(math.isfinite(r["objective"]) for r in rows)
+    assert len(rows) == 2 and all(math.isfinite(r["objective"]) for r in rows)
     trials = [r for r in rows if r["trial"] != "baseline"]
     assert {r["status"] for r in trials} == {"completed"}
     assert {r["hyperparameters"]["recipe"] for r in trials} <= recipes
@@ -181,6 +183,9 @@ def test_two_objectives_give_a_pareto_front_from_warm_started_trials(tmp_path):
         dominated = any(all(o[k] >= mine[k] for k in mine) and any(o[k] > mine[k] for k in mine) for o in others)
         assert row["pareto"] == (not dominated)
     assert any(r["pareto"] for r in trials) and "front" in done.stdout
+    # the report-only task scored the baseline and the top trials, and steered nothing
+    assert all(0 < r["scores"]["r8-clustering"]["nmi"] <= 1 for r in rows)
+    assert all(set(r["objectives"]) == {"quality", "robustness"} for r in rows)
     # the warm-start points (each paper's defaults) ran first, as written in the spec
     assert sorted(r["hyperparameters"]["recipe"] for r in trials) == ["docsplit", "laser"]
     laser = next(r for r in trials if r["hyperparameters"]["recipe"] == "laser")["hyperparameters"]

@@ -10,10 +10,8 @@ from tests.conftest import shared_collection
 from trainers.config import EvalBudget
 from trainers.encoder import embed_texts, load_encoder
 
-# all-MiniLM-L6-v2, mean pooling, 256 tokens, title + " " + text, on the whole of Cranfield: the
-# value trec_eval gives for the same embeddings (0.382), so the metric path agrees with trec_eval.
-CRANFIELD_NDCG10 = 0.3819
-# The same model at 128 tokens on the first 40 judged queries and 400 documents (recorded).
+# all-MiniLM-L6-v2, mean pooling, 128 tokens, title + " " + text, on the first 40 judged queries
+# of Cranfield and 400 documents (recorded; the whole collection's 0.3819 is in docs/baseline.md).
 CRANFIELD_SUBSET_NDCG10 = 0.5441
 
 
@@ -25,14 +23,6 @@ def minilm(minilm_dir):
 @pytest.fixture(scope="module")
 def minilm_embedder(minilm):
     return lambda texts: embed_texts(*minilm, texts, pooling="mean", max_length=128)
-
-
-def test_minilm_on_all_of_cranfield_agrees_with_trec_eval(minilm):
-    task = make_task(f"beir:{shared_collection('cranfield')}", EvalBudget())
-    task.load()
-    assert (len(task.queries), len(task.corpus)) == (225, 1400)
-    scores = task.evaluate(lambda texts: embed_texts(*minilm, texts, pooling="mean", max_length=256))
-    assert scores["ndcg_at_10"] == pytest.approx(CRANFIELD_NDCG10, abs=1e-3)
 
 
 def test_minilm_scores_a_cranfield_subset_as_recorded(minilm_embedder):

@@ -10,6 +10,7 @@ import sys
 import time
 
 import psutil
+import pytest
 
 from tests.conftest import ROOT
 
@@ -68,3 +69,12 @@ def test_sigkill_then_resume_loses_and_reruns_nothing(tmp_path):
     assert "resumed from step_" in done.stdout + done.stderr
     baseline_mtime = (run_dir / "baseline.json").stat().st_mtime_ns
     assert baseline_mtime < min(before.values())  # the baseline was not scored again
+    # the Optuna study's history is intact: each trial once, both told their final objective
+    import optuna
+
+    from platform.runner import study_storage
+
+    study = optuna.load_study(study_name="smoke", storage=study_storage(run_dir))
+    assert [t.state for t in study.trials] == [optuna.trial.TrialState.COMPLETE] * 2
+    params = sorted(t.params["temperature"] for t in study.trials)
+    assert params == pytest.approx(sorted(r["hyperparameters"]["temperature"] for r in trials))
