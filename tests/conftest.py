@@ -46,5 +46,5 @@ def spec_variant(name: str, directory: Path, **changes) -> str:
                 node = node.setdefault(key, {})
             node[last] = value
     spec = directory / f"{name}.yaml"
-    spec.write_text(yaml.safe_dump(raw))
+    spec.write_text(yaml.safe_dump(raw, sort_keys=False))  # search.space order carries meaning (when:)
     return str(spec)
