@@ -19,10 +19,11 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from child import run_child  # bench/child.py, beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -79,16 +80,7 @@ def measure(config: dict) -> dict:
 
 
 def run(config: dict) -> dict:
-    done = subprocess.run(
-        [sys.executable, __file__, "--child", json.dumps(config)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
-    if done.returncode != 0:
-        raise SystemExit(done.stderr[-2000:])
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_child(__file__, config)
 
 
 def main() -> None:

@@ -68,6 +68,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from child import run_child  # bench/child.py, beside this script
+
 ROOT = Path(__file__).resolve().parent.parent
 TEMPERATURE = 0.05  # SimCSE (Gao et al. 2021) Eq. 1; MNRL's scale 20 = 1 / 0.05
 GEMM_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
@@ -240,16 +242,7 @@ def measure_gemm(config: dict) -> dict:
 
 
 def run(config: dict) -> dict:
-    done = subprocess.run(
-        [sys.executable, __file__, "--child", json.dumps(config)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
-    if done.returncode != 0:
-        raise SystemExit(done.stderr[-3000:])
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_child(__file__, config)
 
 
 def model_flops(lengths: list[int], parameters: int, layers: int, hidden: int) -> float:

@@ -63,10 +63,11 @@ class Evaluator:
             task = self.tasks[name]
             policy = task.metadata.long_inputs
             key = f"{digest}-{pooling}-{self.plan.max_length}" + ("-chunk" if policy == "chunk" else "")
-            seen: dict[str, None] = {}
+            seen: dict[str, None] | None = {} if name not in self._over_length else None
 
             def embed(texts: list[str], key=key, policy=policy, seen=seen):
-                seen.update(dict.fromkeys(texts))
+                if seen is not None:  # only until the task's over-length share is known
+                    seen.update(dict.fromkeys(texts))
                 return self.cache.embed(key, texts, lambda missing: embed_missing(missing, policy))
 
             scores[name] = task.evaluate(embed)

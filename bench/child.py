@@ -1,0 +1,26 @@
+"""Running one benchmark configuration in a fresh process, so memory readings and warm caches do
+not leak between measurements. A script calls ``run_child(__file__, config)``; the child is the
+same script started with ``--child <config as JSON>`` and prints its result as the last line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_child(script: str, config: dict) -> dict:
+    done = subprocess.run(
+        [sys.executable, script, "--child", json.dumps(config)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    if done.returncode != 0:
+        raise SystemExit(done.stderr[-3000:])
+    return json.loads(done.stdout.strip().splitlines()[-1])
