@@ -78,9 +78,11 @@ def _ray_init(address: str | None) -> dict[str, float]:
             env_vars[passthrough] = os.environ[passthrough]
     address = address or os.environ.get("RAY_ADDRESS")
     runtime_env: dict = {"env_vars": env_vars}
-    if "RAY_JOB_ID" in os.environ:
-        # inside `ray job submit --working-dir .`: the job's working directory reaches every node
+    if "RAY_JOB_CONFIG_JSON_ENV_VAR" in os.environ:
+        # inside `ray job submit --working-dir .`: the job's working directory reaches every node,
+        # and these env_vars join the job's runtime env (Ray refuses a driver's that repeats a field)
         env_vars.pop("PYTHONPATH")
+        os.environ["RAY_OVERRIDE_JOB_RUNTIME_ENV"] = "1"
     elif address:
         # a remote cluster from a laptop: ship the project (not the venv or runs) to every node
         env_vars.pop("PYTHONPATH")

@@ -1,15 +1,27 @@
 #!/usr/bin/env bash
 # Install what is needed (first run only), then run the test suite. Arguments go to pytest.
+# Without arguments the on-prem cluster test follows in a step of its own: it brings a Ray
+# cluster up over SSH on 127.0.0.1 and `ray down` stops every Ray process on the host.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$root/scripts/setup.sh"
-# The report test opens report.html in Debian's headless Chromium; install it where apt-get can.
-if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1; then
+# Debian packages the tests use: headless Chromium opens report.html; sshd and rsync carry the
+# on-prem cluster test. Installed where apt-get can.
+missing=()
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+[ -x /usr/sbin/sshd ] || missing+=(openssh-server)
+command -v rsync >/dev/null 2>&1 || missing+=(rsync)
+if [ "${#missing[@]}" -gt 0 ] && command -v apt-get >/dev/null 2>&1; then
   as_root=()
   [ "$(id -u)" -eq 0 ] || as_root=(sudo -n)
   apt_get() { "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -y -qq "$@" >/dev/null 2>&1; }
-  apt_get install chromium || { apt_get update && apt_get install chromium; } ||
-    echo "test.sh: could not install chromium (apt-get install -y chromium); the report test will fail" >&2
+  apt_get install "${missing[@]}" || { apt_get update && apt_get install "${missing[@]}"; } ||
+    echo "test.sh: could not install ${missing[*]} (apt-get install -y ${missing[*]}); tests needing them will fail" >&2
 fi
 cd "$root"
-exec "$root/.venv/bin/python" -m pytest "$@"
+python="$root/.venv/bin/python"
+if [ "$#" -gt 0 ]; then
+  exec "$python" -m pytest "$@"
+fi
+"$python" -m pytest
+exec "$python" -m pytest -m onprem

@@ -1,0 +1,181 @@
+"""`cluster_onprem.yaml` brought up for real: `ray up`, a smoke search as a Ray job, `ray down`.
+
+The launcher's `local` provider reaches the "cluster" (this machine) over SSH: the test starts an
+sshd bound to 127.0.0.1 that admits root by a throwaway key only, and the cluster runs as root
+(the venv's interpreter may live where no other user can run it). `ray down` runs `ray stop`,
+which kills every Ray process on the host, and the head takes Ray's default ports, so this test
+runs alone, in its own CI step (`pytest -m onprem`, after the main suite); scripts/test.sh
+installs openssh-server and rsync where they are absent. What the cluster's setup writes into
+root's home (~/doctune, the PATH line in ~/.bashrc, the launcher's bootstrap files) is removed
+afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.onprem
+
+SSHD = Path("/usr/sbin/sshd")
+VENV = Path(sys.executable).parent.parent
+RAY = VENV / "bin" / "ray"
+HOME = Path.home()
+RAY_DAEMONS = ("gcs_server", "raylet", "dashboard.py", "log_monitor.py", "monitor.py", "ray::")
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _processes_naming(*words: str) -> list[str]:
+    found = []
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        command = " ".join(process.info["cmdline"] or [])
+        if any(word in command for word in words) and process.pid != os.getpid():
+            found.append(f"{process.pid} {command[:120]}")
+    return found
+
+
+def _ray_processes() -> list[str]:
+    return _processes_naming(*RAY_DAEMONS)
+
+
+def _check_prerequisites() -> None:
+    missing = [tool for tool in (str(SSHD), "rsync", "ssh", "ssh-keygen") if not shutil.which(tool)]
+    if missing:
+        pytest.fail(f"the on-prem cluster test needs {', '.join(missing)}: apt-get install openssh-server rsync")
+    if os.geteuid() != 0:
+        pytest.fail("the on-prem cluster test runs the cluster as root over SSH: run it as root")
+    for port in (22, 6379, 8265):
+        if _listening(port):
+            pytest.fail(f"127.0.0.1:{port} is taken; the on-prem cluster test needs it free (run it alone)")
+    if running := _ray_processes():
+        pytest.fail(f"Ray is running on this host and `ray down` would stop it; run this test alone: {running}")
+    if (HOME / "doctune").exists():
+        pytest.fail(f"{HOME / 'doctune'} exists; the cluster's file mount would overwrite it")
+
+
+@pytest.fixture
+def sshd(tmp_path_factory):
+    """An sshd on 127.0.0.1:22 that admits root by a throwaway key; root's home restored afterwards."""
+    _check_prerequisites()
+    keys = tmp_path_factory.mktemp("sshd")
+    key = keys / "id_ed25519"
+    for path in (key, keys / "host_key"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
+    config = keys / "sshd_config"
+    config.write_text(
+        "\n".join(
+            [
+                "ListenAddress 127.0.0.1",
+                "Port 22",
+                f"HostKey {keys / 'host_key'}",
+                f"PidFile {keys / 'sshd.pid'}",
+                f"AuthorizedKeysFile {key}.pub",
+                "StrictModes no",  # the key file sits in a temporary directory, not ~/.ssh
+                "AllowUsers root",
+                "PermitRootLogin prohibit-password",
+                "PasswordAuthentication no",
+                "KbdInteractiveAuthentication no",
+                "UsePAM no",
+                "",
+            ]
+        )
+    )
+    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation directory
+    bashrc = HOME / ".bashrc"
+    bashrc_before = bashrc.read_bytes() if bashrc.exists() else None
+    bootstrap = [HOME / "ray_bootstrap_config.yaml", HOME / "ray_bootstrap_key.pem"]
+    bootstrap_before = {path: path.exists() for path in bootstrap}
+    # The cluster's venv is this one: ~/doctune/.venv links to it, so setup.sh finds it current.
+    (HOME / "doctune").mkdir()
+    (HOME / "doctune" / ".venv").symlink_to(VENV)
+    daemon = subprocess.Popen([str(SSHD), "-D", "-f", str(config)])
+    try:
+        deadline = time.monotonic() + 10
+        while not _listening(22):
+            assert daemon.poll() is None and time.monotonic() < deadline, "sshd did not start"
+            time.sleep(0.1)
+        yield key
+    finally:
+        sessions = psutil.Process(daemon.pid).children(recursive=True)
+        daemon.terminate()
+        daemon.wait(timeout=10)
+        for session in sessions:  # a connection's sshd outlives the listener
+            with contextlib.suppress(psutil.NoSuchProcess):
+                session.kill()
+        shutil.rmtree(HOME / "doctune")
+        if bashrc_before is None:
+            bashrc.unlink(missing_ok=True)
+        else:
+            bashrc.write_bytes(bashrc_before)
+        for path, existed in bootstrap_before.items():
+            if not existed:
+                path.unlink(missing_ok=True)
+
+
+def _launcher(*args: str, config: Path, timeout: float) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PATH": f"{VENV / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(
+        [str(RAY), *args, str(config)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    assert done.returncode == 0, f"ray {args[0]} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+def test_ray_up_runs_a_smoke_search_job_and_ray_down_leaves_nothing(sshd, tmp_path):
+    config = yaml.safe_load((ROOT / "cluster_onprem.yaml").read_text())
+    config["provider"] |= {"head_ip": "127.0.0.1", "worker_ips": []}
+    config["auth"] = {"ssh_user": "root", "ssh_private_key": str(sshd)}
+    config["file_mounts"] = {"~/doctune": str(ROOT)}
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump(config, sort_keys=False))
+    run_dir = tmp_path / "runs" / "smoke"
+    try:
+        _launcher("up", "-y", "--disable-usage-stats", "--no-config-cache", config=cluster, timeout=300)
+        assert _listening(8265), "the head's dashboard / job API is not on 127.0.0.1:8265"
+
+        submit_to = ["--address", "http://127.0.0.1:8265", "--working-dir", str(ROOT), "--submission-id", "smoke"]
+        search = ["python", "-m", "platform.search", "smoke", "--profile", "smoke"]
+        # The head turned token auth on (Ray 2.60's default) and keeps its token in ~/.ray/auth_token,
+        # which a client on the same user and host reads once told to use token auth.
+        submit = subprocess.run(
+            [str(RAY), "job", "submit", *submit_to, "--", *search, "--run-dir", str(run_dir)],
+            env={**os.environ, "RAY_AUTH_MODE": "token"},
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert submit.returncode == 0, f"the job failed:\n{submit.stdout[-4000:]}\n{submit.stderr[-2000:]}"
+        assert "Job 'smoke' succeeded" in submit.stdout + submit.stderr
+
+        leaderboard = json.loads((run_dir / "leaderboard.json").read_text())
+        trials = [row for row in leaderboard if row["trial"] != "baseline"]
+        assert len(trials) == 2 and all(row["status"] == "completed" for row in trials)
+        assert all(row["objective"] is not None for row in trials)
+        assert (run_dir / "best" / "model.safetensors").exists()
+    finally:
+        _launcher("down", "-y", config=cluster, timeout=300)
+
+    # Ray's processes, and the launcher's SSH control connections once their 10 s linger is over
+    deadline = time.monotonic() + 30
+    while (left := _ray_processes() + _processes_naming(str(sshd))) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not left, f"processes left after `ray down`: {left}"
+    assert not _listening(8265) and not _listening(6379)
