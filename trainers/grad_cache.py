@@ -29,6 +29,7 @@ import torch
 import torch.distributed as dist
 
 from trainers.config import Hyperparameters
+from trainers.encoder import by_length, trimmed
 from trainers.objective import training_loss
 
 
@@ -59,14 +60,16 @@ def cached_step(module, inputs: dict[str, torch.Tensor], hp: Hyperparameters, ch
     autocast = autocast or nullcontext()
     ids, mask = inputs["input_ids"], inputs["attention_mask"]
     device = ids.device
-    chunks = _chunks(ids.shape[0], chunk_size)
+    # chunks of rows of similar length, each cut to its longest row: little padding is computed
+    order, ends = by_length(mask)
+    chunks = order.split(chunk_size)
     states, pieces = [], []
     with torch.no_grad():
         for rows in chunks:
             states.append(RandomState(device))
             with autocast:
-                pieces.append(module.embed(ids[rows], mask[rows]).float())
-    embeddings = torch.cat(pieces).requires_grad_()
+                pieces.append(module.embed(*trimmed(ids, mask, rows, ends)).float())
+    embeddings = torch.cat(pieces)[torch.argsort(order)].requires_grad_()
     outputs = {"embeddings": embeddings}
     if module.heads is not None:
         outputs |= module.heads(embeddings)
@@ -76,7 +79,7 @@ def cached_step(module, inputs: dict[str, torch.Tensor], hp: Hyperparameters, ch
     for rows, state in zip(chunks, states):
         state.restore()
         with autocast:
-            piece = module.embed(ids[rows], mask[rows]).float()
+            piece = module.embed(*trimmed(ids, mask, rows, ends)).float()
         (piece * cached[rows]).sum().backward()
     if "mlm_labels" in inputs:
         mlm = _chunked_mlm(module, inputs, chunk_size, hp.mlm_weight, autocast)

@@ -7,7 +7,16 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from trainers.encoder import embed_texts, encode, load_encoder, over_length_share, pool, token_windows, tokenize
+from trainers.encoder import (
+    embed_in_length_groups,
+    embed_texts,
+    encode,
+    load_encoder,
+    over_length_share,
+    pool,
+    token_windows,
+    tokenize,
+)
 
 SHORT = "The committee approved the budget after a long debate."
 LONG = " ".join(f"Sentence {i} reports what the council decided about road number {i}." for i in range(40))
@@ -62,3 +71,24 @@ def test_over_length_share_counts_special_tokens(minilm):
     assert over_length_share(tokenizer, [], 8) == 0.0
     with pytest.raises(ValueError, match="unknown long_inputs"):
         token_windows(tokenizer, [SHORT], 8, "summarise")
+
+
+@pytest.mark.parametrize("padding_side", ["right", "left"])
+def test_length_groups_give_one_forwards_embeddings_in_the_batchs_order(minilm_dir, padding_side):
+    model, tokenizer = load_encoder(minilm_dir)
+    tokenizer.padding_side = padding_side
+    words = LONG.split()
+    texts = [" ".join(words[: 3 + 7 * i]) for i in (5, 0, 9, 2, 7, 1, 4, 8, 3, 6)]  # lengths shuffled
+    batch = tokenize(tokenizer, texts, 96)
+    with torch.no_grad():
+        one = pool(encode(model, batch["input_ids"], batch["attention_mask"]), batch["attention_mask"], "mean")
+        grouped = embed_in_length_groups(model, batch["input_ids"], batch["attention_mask"], "mean", groups=3)
+    torch.testing.assert_close(grouped, one, atol=2e-5, rtol=1e-4)
+
+
+def test_length_groups_carry_gradients_to_every_row(minilm_dir):
+    model, tokenizer = load_encoder(minilm_dir)
+    batch = tokenize(tokenizer, [SHORT, LONG, SHORT + " Again.", LONG[:200]], 64)
+    grouped = embed_in_length_groups(model, batch["input_ids"], batch["attention_mask"], "cls", groups=2)
+    grouped.sum().backward()
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.encoder.parameters())
