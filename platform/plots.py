@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
 from platform.report import BASELINE_ID, Row
 
@@ -176,4 +177,37 @@ def pareto_front(rows: Sequence[Row]) -> Figure:
     axes.set_ylabel(f"{y_name} (higher is better)")
     axes.grid(alpha=0.3)
     axes.legend(fontsize="small")
+    return figure
+
+
+def study_bars(summary: Sequence[Mapping], columns: Sequence[str]) -> Figure:
+    """A recipe study's table as bars: one panel per column (its own scale), one bar per row at
+    its mean over seeds, the sample standard deviation as an error bar.
+
+    ``summary`` is ``study.json``'s list: ``{"row": name, "columns": {column: {"mean", "std", "n"}}}``.
+    """
+    import math
+
+    per_row = 4
+    grid_columns = min(per_row, len(columns))
+    grid_rows = math.ceil(len(columns) / grid_columns)
+    figure = Figure(figsize=(3.2 * grid_columns, 2.8 * grid_rows + 0.8), layout="constrained")
+    axes = figure.subplots(grid_rows, grid_columns, squeeze=False).ravel()
+    colors = [f"C{i % 10}" for i in range(len(summary))]
+    for ax, column in zip(axes, columns):
+        cells = [row["columns"].get(column) for row in summary]
+        means = [c["mean"] if c else math.nan for c in cells]
+        errors = [c["std"] if c else 0.0 for c in cells]
+        ax.bar(range(len(summary)), means, yerr=errors, color=colors, capsize=3)
+        ax.set_title(short(column, 32), fontsize=9)
+        ax.set_xticks([])
+        finite = [m for m in means if math.isfinite(m)]
+        if finite:  # zoom on the differences: the bars start near the smallest mean
+            low, high = min(finite), max(finite)
+            pad = max(high - low, 1e-3) * 0.6
+            ax.set_ylim(low - pad, high + pad)
+    for ax in axes[len(columns) :]:
+        ax.set_visible(False)
+    handles = [Patch(color=color) for color in colors]
+    figure.legend(handles, [row["row"] for row in summary], loc="outside lower center", ncols=min(4, len(summary)))
     return figure

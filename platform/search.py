@@ -109,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path) -> int:
     from platform import export, report, runner
+    from trainers.base import BaseStageFailed
     from trainers.data import DataUnavailable
     from trainers.encoder import ModelUnavailable
 
@@ -134,6 +135,9 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path) -> int:
         resolved = runner.resolve(spec, spec_path, profile, run_dir, model_dir, corpus, cluster)
         summary = resolved.summary()
         if args.dry_run:
+            if spec.base is not None:
+                state = "cached" if Path(model_dir).is_dir() else "not trained yet: a run trains it first"
+                print(f"doctune: base {spec.base.label} ({state}): {model_dir}")
             print(json.dumps(summary, indent=2, default=str))
             return EXIT_OK
         if args.resume:
@@ -146,6 +150,9 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path) -> int:
         else:
             run_dir.mkdir(parents=True)
             _write_atomic(run_dir / "search.json", json.dumps(summary, indent=2, default=str))
+        if spec.base is not None:  # trained (or taken from the cache) now that Ray runs and the run is recorded
+            model_dir, corpus = _prepare_inputs(spec, build_base_in=run_dir)
+            resolved = runner.resolve(spec, spec_path, profile, run_dir, model_dir, corpus, cluster)
         searched = spec.search.space.get("recipe")
         recipes = ", ".join(searched.values) if searched else spec.recipe
         print(f"doctune: search {spec.name!r}, profile {profile!r}, recipe {recipes}, run dir {run_dir}")
@@ -187,6 +194,9 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path) -> int:
     except (ModelUnavailable, DataUnavailable) as err:  # inputs of the auto-selected profile
         print(f"doctune: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BaseStageFailed as err:
+        print(f"doctune: error: {err}", file=sys.stderr)
+        return EXIT_FAILURE
     finally:
         ray.shutdown()
 
@@ -210,22 +220,44 @@ def _score_report_tasks(scored, resolved) -> None:
             row.status += f"; report-only tasks not scored: {err}"
 
 
-def _prepare_inputs(spec):
-    """The base model directory (converted to a Longformer if the spec asks) and the prepared corpus."""
+def _prepare_inputs(spec, build_base_in: Path | None = None):
+    """The base model directory (converted to a Longformer if the spec asks) and the prepared corpus.
+
+    With ``base:`` the base model is the vanilla base trained for this corpus and these settings:
+    trained (or taken from the cache) when ``build_base_in`` names the run directory, which needs
+    Ray and receives the stage's TensorBoard events; otherwise only its cache directory is named.
+    """
+    from trainers.base import base_entry, ensure_base
     from trainers.data import cache_dir, prepare_corpus
     from trainers.encoder import resolve_model
     from trainers.longformer import cached_longformer
 
-    model_dir = resolve_model(spec.base_model)
+    model_dir = resolve_model(spec.base_model) if spec.base is None else None
+    corpus = prepare_corpus(spec.corpus.source, spec.corpus.max_documents)
+    _check_corpus_suits_recipes(spec, corpus[1])
+    if spec.base is not None and build_base_in is None:
+        model_dir = str(base_entry(spec.base, corpus[0]))
+    elif spec.base is not None:
+        train = spec.train
+        built = ensure_base(
+            spec.base,
+            corpus[0],
+            spec.corpus.source,
+            workers=train.workers,
+            cpus_per_worker=train.cpus_per_worker,
+            gpus_per_worker=train.gpus_per_worker,
+            bf16=train.bf16,
+            max_worker_failures=train.max_worker_failures,
+            logs_to=build_base_in / "base",
+        )
+        model_dir = str(built.path)
     longformer = spec.backbone.longformer
-    if longformer is not None:
+    if longformer is not None and Path(model_dir).is_dir():  # a base not trained yet is converted once it is
         model_dir = str(cached_longformer(model_dir, longformer.max_length, longformer.attention_window, cache_dir()))
         print(
             f"doctune: Longformer backbone from {spec.base_model} ({longformer.max_length} positions, "
             f"window {longformer.attention_window}): {model_dir}"
         )
-    corpus = prepare_corpus(spec.corpus.source, spec.corpus.max_documents)
-    _check_corpus_suits_recipes(spec, corpus[1])
     return model_dir, corpus
 
 

@@ -20,13 +20,14 @@ from typing import Any, Literal
 
 import yaml
 
-from trainers.config import EvalBudget, Hyperparameters, constraint
+from trainers.config import BaseSettings, EvalBudget, Hyperparameters, constraint
 
 PROFILES = ("full", "local", "smoke")
 SPACES_DIR = Path(__file__).resolve().parent.parent / "search_spaces"
 
 # What --profile local and smoke change in every spec before the spec's own profile section.
-# local: about 15 minutes on 2 CPUs; smoke: a couple of minutes, for tests.
+# local: about 15 minutes on 2 CPUs; smoke: a couple of minutes, for tests. Their `base` entries
+# apply only to a spec that trains its base (has a base: section); they add none to another.
 BUILTIN_PROFILES: dict[str, dict] = {
     "full": {},
     "local": {
@@ -41,6 +42,17 @@ BUILTIN_PROFILES: dict[str, dict] = {
             "bf16": False,
         },
         "search": {"samples": 4},
+        # a BERT-Mini at 256 tokens (evaluation's length here): see docs/decisions.md, "Base stage"
+        "base": {
+            "layers": 4,
+            "hidden": 256,
+            "heads": 4,
+            "intermediate": 1024,
+            "vocab_size": 8000,
+            "max_length": 256,
+            "steps": 1000,
+            "batch_size": 16,
+        },
         "evaluation": {
             "evaluators": 1,
             "cpus_per_evaluator": 0.5,
@@ -63,6 +75,17 @@ BUILTIN_PROFILES: dict[str, dict] = {
             "bf16": False,
         },
         "search": {"samples": 2},
+        "base": {
+            "layers": 2,
+            "hidden": 64,
+            "heads": 2,
+            "intermediate": 256,
+            "vocab_size": 2000,
+            "max_length": 128,
+            "steps": 20,
+            "batch_size": 8,
+            "checkpoint_every": 20,
+        },
         "evaluation": {
             "evaluators": 1,
             "cpus_per_evaluator": 0.5,
@@ -209,11 +232,37 @@ class EvaluationSection:
 
 
 @dataclass(frozen=True)
+class StudySection:
+    """A recipe study (``python -m platform.study``): named rows of fixed hyperparameters, each
+    trained once per seed from the same base, scored on the table's tasks."""
+
+    rows: dict[str, dict[str, Any]] = field(
+        metadata=constraint("row name -> its recipe and hyperparameters (a paper's defaults)")
+    )
+    table: dict[str, list[str]] = field(metadata=constraint("the table's columns: task -> the metrics shown"))
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2], metadata=constraint("each row trains once per seed"))
+    tune_best: int = field(
+        default=2, metadata=constraint("how many of the best rows (by the objective) the search then tunes", 0)
+    )
+
+
+@dataclass(frozen=True)
 class SearchSpec:
     name: str = field(metadata=constraint("the search's name (run directory, Tune experiment)"))
     search: SearchSection = field(metadata=constraint("objective, sampler, scheduler and search space"))
     base_model: str = field(
-        default="all-minilm-l6-v2", metadata=constraint("packaged alias, local model directory, or Hugging Face id")
+        default="all-minilm-l6-v2",
+        metadata=constraint(
+            "packaged alias, local model directory, or Hugging Face id; with base: set, the trained base's label"
+        ),
+    )
+    base: BaseSettings | None = field(
+        default=None,
+        metadata=constraint(
+            "instead of base_model: train a vanilla (MLM-only) BERT and its WordPiece vocabulary from scratch on "
+            "the corpus before the search, cached by corpus content and settings; the local and smoke profiles "
+            "shrink it"
+        ),
     )
     backbone: BackboneSpec = field(default_factory=BackboneSpec, metadata=constraint("encoder architecture changes"))
     corpus: CorpusSpec = field(default_factory=CorpusSpec, metadata=constraint("pretraining text"))
@@ -224,6 +273,9 @@ class SearchSpec:
     train: TrainSection = field(default_factory=TrainSection, metadata=constraint("trial training"))
     evaluation: EvaluationSection = field(default_factory=EvaluationSection, metadata=constraint("scoring"))
     address: str | None = field(default=None, metadata=constraint("Ray address; default RAY_ADDRESS or local"))
+    study: StudySection | None = field(
+        default=None, metadata=constraint("rows, seeds and table of a recipe study (python -m platform.study)")
+    )
     profiles: dict[str, dict] = field(default_factory=dict, metadata=constraint("per-profile overrides"))
 
     def fixed_hyperparameters(self) -> Hyperparameters:
@@ -437,17 +489,66 @@ def parse_spec(raw: dict, profile: str) -> SearchSpec:
     if "profiles" in {k for o in overrides.values() for k in o}:
         raise SpecError("profiles: a profile cannot contain profiles")
     _build(SearchSpec, raw, "")  # errors in the spec itself are reported without a profile
+    _check_model_choice(raw, "")
     specs = {}
     for name in PROFILES:
-        merged = _deep_merge(_deep_merge(raw, BUILTIN_PROFILES[name]), overrides.get(name, {}))
+        builtin = BUILTIN_PROFILES[name]
+        if raw.get("base") is None:  # the built-in base sizes shrink a base the spec trains; they add none
+            builtin = {k: v for k, v in builtin.items() if k != "base"}
+        override = overrides.get(name, {})
+        merged = _deep_merge(_deep_merge(raw, builtin), override)
         try:
-            specs[name] = _build(SearchSpec, merged, "")
+            _check_model_choice(override, f"profiles.{name}.")
+            if merged.get("base") is not None and "base_model" in merged:
+                if "base_model" in override:
+                    raise SpecError(
+                        f"profiles.{name}.base_model: the spec trains its base (base:); add base: null to this "
+                        "profile to use base_model instead"
+                    )
+                del merged["base_model"]  # the profile's base: replaces the spec's base_model
+            spec = _build(SearchSpec, merged, "")
+            specs[name] = spec if spec.base is None else dataclasses.replace(spec, base_model=spec.base.label)
             _check_semantics(specs[name])
         except SpecError as err:
             if name == "full" and name not in overrides:
                 raise
             raise SpecError(f"{err} (in the overrides of profile {name!r})") from None
     return specs[profile]
+
+
+def _check_model_choice(layer: dict, where: str) -> None:
+    """One layer of a spec (the spec itself, or one profile's overrides) names one base encoder."""
+    if layer.get("base") is not None and "base_model" in layer:
+        raise SpecError(
+            f"{where}base_model: give either base_model (an existing encoder) or base: (one trained from scratch "
+            "here), not both"
+        )
+
+
+def _check_base(spec: SearchSpec) -> None:
+    """A trained base must fit the trials: heads that divide the hidden size, a batch the workers
+    share equally, and positions for every token the trials and evaluators feed it."""
+    base = spec.base
+    if base is None:
+        return
+    if base.hidden % base.heads:
+        raise SpecError(f"base.heads: base.hidden ({base.hidden}) must be a multiple of base.heads ({base.heads})")
+    if base.batch_size % spec.train.workers:
+        raise SpecError(
+            f"base.batch_size ({base.batch_size}) must be a multiple of train.workers ({spec.train.workers}): "
+            "the base trains on the trials' workers, each taking an equal share"
+        )
+    if spec.backbone.longformer is not None:  # the conversion copies the learned positions out
+        return
+    for key, value in (
+        ("train.max_length", spec.train.max_length),
+        ("evaluation.max_length", spec.evaluation.max_length),
+    ):
+        if value > base.max_length:
+            raise SpecError(
+                f"{key} ({value}) exceeds base.max_length ({base.max_length}), the positions the base learns; "
+                f"raise base.max_length or lower {key}"
+            )
 
 
 def _check_semantics(spec: SearchSpec) -> None:
@@ -484,6 +585,7 @@ def _check_semantics(spec: SearchSpec) -> None:
                 )
         earlier[key] = dist
     _check_recipe_needs(spec)
+    _check_base(spec)
     longformer = spec.backbone.longformer
     if longformer is not None:
         if longformer.attention_window % 2:
@@ -528,6 +630,36 @@ def _check_semantics(spec: SearchSpec) -> None:
             except UnknownTask as err:
                 raise SpecError(f"{key}: {err.args[0]}") from None
     _check_warm_start(spec.search)
+    if spec.study is not None:
+        _check_study(spec.study)
+
+
+def _check_study(study: StudySection) -> None:
+    from evaluators.tasks import UnknownTask, check_task_name
+
+    if not study.rows:
+        raise SpecError("study.rows: name at least one row (name: {recipe: ..., hyperparameter: value})")
+    for name, values in study.rows.items():
+        for key, value in values.items():
+            where = f"study.rows.{name}.{key}"
+            if key == "batch_size":
+                raise SpecError(f"{where}: every row trains with train.batch_size (the rows differ in recipe only)")
+            if key not in HP_FIELDS:
+                raise SpecError(f"{where}: unknown hyperparameter; known: {', '.join(HP_FIELDS)}")
+            _check_hyperparameter(key, value, where)
+    if not study.table:
+        raise SpecError("study.table: name at least one task and its metrics (e.g. {r8-fewshot: [macro_f1]})")
+    for task, metrics in study.table.items():
+        try:
+            check_task_name(task)
+        except UnknownTask as err:
+            raise SpecError(f"study.table: {err.args[0]}") from None
+        if not metrics:
+            raise SpecError(f"study.table.{task}: name the metrics to show (e.g. [main])")
+    if not study.seeds or len(set(study.seeds)) != len(study.seeds):
+        raise SpecError(f"study.seeds: give one or more distinct seeds, got {study.seeds}")
+    if study.tune_best > len(study.rows):
+        raise SpecError(f"study.tune_best ({study.tune_best}) exceeds the number of rows ({len(study.rows)})")
 
 
 def _check_warm_start(search: SearchSection) -> None:

@@ -51,7 +51,11 @@ def divergence(run_dir: str, trial_id: str) -> str | None:
 
 
 def latest_checkpoint(run_dir: str, trial_id: str) -> Path | None:
-    root = trial_checkpoint_dir(run_dir, trial_id)
+    return latest_step_dir(trial_checkpoint_dir(run_dir, trial_id))
+
+
+def latest_step_dir(root: Path) -> Path | None:
+    """The complete ``step_N`` checkpoint under ``root`` with the largest N, if any."""
     done = sorted(p for p in root.glob(f"{STEP_PREFIX}*") if p.is_dir() and not p.name.endswith(".partial"))
     return done[-1] if done else None
 

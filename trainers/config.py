@@ -94,6 +94,48 @@ class Hyperparameters:
 
 
 @dataclass(frozen=True)
+class BaseSettings:
+    """A vanilla base encoder made here (``trainers.base``): a WordPiece vocabulary and a BERT
+    trained from scratch on the search's corpus with the masked-LM objective only (Devlin et al.,
+    NAACL 2019, Sec. 3.1). The default size is BERT-Mini (Turc et al. 2019: 4 layers, hidden 256,
+    4 heads, feed-forward 1024). Every field but ``checkpoint_every`` is part of the cache key,
+    with the corpus content."""
+
+    layers: int = field(default=4, metadata=constraint("transformer layers", 1, 96))
+    hidden: int = field(default=256, metadata=constraint("hidden size (a multiple of heads)", 8, 16384))
+    heads: int = field(default=4, metadata=constraint("attention heads per layer", 1, 256))
+    intermediate: int = field(default=1024, metadata=constraint("feed-forward size (BERT: 4 x hidden)", 8, 65536))
+    vocab_size: int = field(
+        default=8000, metadata=constraint("WordPiece vocabulary trained on the corpus (special tokens included)", 100)
+    )
+    lowercase: bool = field(default=True, metadata=constraint("lowercase and strip accents (an uncased model)"))
+    max_length: int = field(
+        default=512,
+        metadata=constraint(
+            "tokens per training sequence and the positions the model has; train.max_length and "
+            "evaluation.max_length may not exceed it",
+            16,
+            65536,
+        ),
+    )
+    steps: int = field(default=2000, metadata=constraint("MLM optimizer steps", 1))
+    lr: float = field(default=5e-4, metadata=constraint("AdamW peak learning rate", 0.0, 1.0, low_open=True))
+    batch_size: int = field(
+        default=32, metadata=constraint("sequences per step across all workers (a multiple of train.workers)", 1)
+    )
+    warmup_ratio: float = field(default=0.1, metadata=constraint("share of steps with linear warm-up", 0.0, 1.0))
+    seed: int = field(default=0, metadata=constraint("seed of the initial weights, batch order and masking"))
+    checkpoint_every: int = field(
+        default=500, metadata=constraint("steps between resumable checkpoints (not part of the cache key)", 1)
+    )
+
+    @property
+    def label(self) -> str:
+        """A short name for records and reports (the cache digest identifies the weights)."""
+        return f"vanilla-bert-L{self.layers}-H{self.hidden}-V{self.vocab_size}-{self.steps}steps"
+
+
+@dataclass(frozen=True)
 class EvalBudget:
     """How much of each task's data an evaluation uses (the smoke and local profiles shrink it), and
     the probe tasks' classifier."""

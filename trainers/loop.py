@@ -24,7 +24,7 @@ from trainers.checkpoint import (
 from trainers.config import Hyperparameters, TrainPlan
 from trainers.data.corpus import read_prepared
 from trainers.distributed import world_size
-from trainers.encoder import encode, load_encoder, pool, tokenize
+from trainers.encoder import embed_in_length_groups, load_encoder, tokenize
 from trainers.grad_cache import all_reduce_gradients, cached_step
 from trainers.losses import mask_tokens
 from trainers.objective import LossHeads, training_loss
@@ -50,7 +50,9 @@ class ContrastiveModel(nn.Module):
         return self.model.base_model if self.with_mlm else self.model
 
     def embed(self, input_ids, attention_mask):
-        return pool(encode(self.encoder, input_ids, attention_mask), attention_mask, self.pooling)
+        # rows of similar length share a forward (at least 8 rows each, at most 4 forwards)
+        groups = min(4, input_ids.shape[0] // 8)
+        return embed_in_length_groups(self.encoder, input_ids, attention_mask, self.pooling, groups)
 
     def mlm_loss(self, input_ids, attention_mask, labels):
         return self.model(input_ids=input_ids, attention_mask=attention_mask, labels=labels).loss
@@ -78,7 +80,7 @@ def build_module(
     return module, tokenizer
 
 
-def _lr_factor(step: int, total: int, warmup_ratio: float) -> float:
+def lr_factor(step: int, total: int, warmup_ratio: float) -> float:
     """Linear warm-up, then linear decay to zero."""
     warmup = max(1, int(total * warmup_ratio))
     if step < warmup:
@@ -187,7 +189,7 @@ def train_loop_per_worker(config: dict) -> None:
             }
             tokens += int(batch["attention_mask"][:n].sum())
         for group in optimizer.param_groups:
-            group["lr"] = hp.lr * _lr_factor(step, plan.steps, hp.warmup_ratio)
+            group["lr"] = hp.lr * lr_factor(step, plan.steps, hp.warmup_ratio)
         optimizer.zero_grad(set_to_none=True)
         if cached:
             loss, terms = cached_step(module, inputs, hp, chunk_size, autocast)
@@ -199,7 +201,7 @@ def train_loop_per_worker(config: dict) -> None:
             loss.backward()
         if plan.fault_nan_at_step == step:
             loss = loss * float("nan")
-        if not _finite_everywhere(loss):
+        if not finite_everywhere(loss):
             # a diverged trial ends here, on every rank at once (a worker-group restart would only
             # diverge again); run_trial turns the record into the trial's error
             if rank == 0:
@@ -220,6 +222,7 @@ def train_loop_per_worker(config: dict) -> None:
                 "eval_round": eval_round,
                 **{name: sum(values) / len(values) for name, values in window_terms.items()},
                 "tokens_per_s": window_tokens * world_size() / max(window_time, 1e-9),
+                "train_seconds": window_time,  # this round's training steps (rank 0's clock)
                 "skipped_documents": stream.skipped,
             }
             target = trial_checkpoint_dir(plan.run_dir, trial_id) / f"step_{step + 1:06d}"
@@ -260,7 +263,7 @@ def _probed_chunk_size(module, tokenizer, plan: TrainPlan, hp: Hyperparameters, 
     return int(chunk.item())
 
 
-def _finite_everywhere(loss: torch.Tensor) -> bool:
+def finite_everywhere(loss: torch.Tensor) -> bool:
     """Whether the loss is finite on every rank (so that all ranks stop together)."""
     flag = torch.isfinite(loss.detach()).to(torch.float32).reshape(1)
     if dist.is_initialized():
@@ -290,6 +293,7 @@ def _score_and_report(plan, hp, trial_id: str, rank: int, checkpoint: Path, trai
     metrics = dict(train_metrics)
     if rank == 0:
         scores_file = checkpoint / SCORES_FILE
+        began = time.perf_counter()
         if scores_file.exists():
             scores = json.loads(scores_file.read_text())
         else:
@@ -297,6 +301,7 @@ def _score_and_report(plan, hp, trial_id: str, rank: int, checkpoint: Path, trai
 
             scores = score_checkpoint(plan.evaluation, str(checkpoint), hp.pooling)
             scores_file.write_text(json.dumps(scores, indent=2))
+        metrics["eval_seconds"] = time.perf_counter() - began  # waiting for the evaluators' scores
         objectives = plan.evaluation.reported_objectives({task: values["main"] for task, values in scores.items()})
         objective = objectives["objective"]
         if not all(math.isfinite(v) for v in objectives.values()):

@@ -11,6 +11,7 @@ import yaml
 
 from platform.spec import PROFILES, SPACES_DIR, SpecError, find_spec_file, parse_spec, read_raw
 from tests.conftest import ROOT
+from trainers.config import BaseSettings
 
 GOOD = {
     "name": "t",
@@ -79,6 +80,25 @@ BAD = [
     (_with("profiles", {"huge": {}}), "profiles.huge: unknown profile"),
     (_with("profiles", {"smoke": {"train": {"steps": "x"}}}), "(in the overrides of profile 'smoke')"),
     (_with("profiles", {"local": {"train": {"wrokers": 1}}}), "train.wrokers: unknown key"),
+    (_with("base", "small"), "base: expected a mapping, got 'small'"),
+    (_with("base", {"layerz": 2}), "base.layerz: unknown key; allowed here: batch_size, checkpoint_every"),
+    (_with("base", {"layers": "four"}), "base.layers: expected an integer, got 'four'"),
+    (_with("base", {"layers": 0}), "base.layers: 0 is out of range; it must be >= 1"),
+    (_with("base", {"lr": 0.0}), "base.lr: 0.0 is out of range; it must be > 0.0"),
+    (_with("base", {"vocab_size": 50}), "base.vocab_size: 50 is out of range; it must be >= 100"),
+    (_with("base", {"lowercase": "yes"}), "base.lowercase: expected true or false"),
+    (_with("base", {"hidden": 100, "heads": 3}), "base.heads: base.hidden (100) must be a multiple of base.heads (3)"),
+    (_with("base", {"batch_size": 5}), "base.batch_size (5) must be a multiple of train.workers (2)"),
+    (_with("base", {"max_length": 256}), "train.max_length (512) exceeds base.max_length (256)"),
+    ({**GOOD, "base_model": "all-minilm-l6-v2", "base": {}}, "base_model: give either base_model"),
+    (
+        {**GOOD, "base": {}, "profiles": {"local": {"base_model": "all-minilm-l6-v2"}}},
+        "profiles.local.base_model: the spec trains its base (base:); add base: null",
+    ),
+    (
+        _with("profiles", {"smoke": {"base": {"steps": 0}}}),
+        "base.steps: 0 is out of range; it must be >= 1 (in the overrides of profile 'smoke')",
+    ),
 ]
 
 
@@ -113,6 +133,39 @@ def test_profiles_shrink_and_the_specs_own_overrides_win():
     assert (smoke.train.steps, smoke.train.eval_every, smoke.train.max_length) == (3, 1, 64)
     assert smoke.evaluation.limits.max_queries == 30
     assert parse_spec(raw, "full").train.steps == 10
+
+
+BASE = {"layers": 2, "hidden": 64, "heads": 2, "intermediate": 128, "vocab_size": 4000, "steps": 300}
+
+
+def test_a_base_section_becomes_settings_and_names_the_base_model():
+    spec = parse_spec(_with("base", BASE), "full")
+    assert spec.base == BaseSettings(**BASE)  # unset keys keep their defaults (max_length 512, lr 5e-4, ...)
+    assert spec.base_model == spec.base.label == "vanilla-bert-L2-H64-V4000-300steps"
+    assert parse_spec(GOOD, "full").base is None
+
+
+def test_builtin_profiles_shrink_a_base_and_the_specs_own_overrides_win():
+    raw = _with("base", BASE)
+    local, smoke = parse_spec(raw, "local").base, parse_spec(raw, "smoke").base
+    assert (local.max_length, smoke.max_length) == (256, 128)  # each profile's evaluation.max_length
+    assert smoke.steps <= 20 and smoke.layers <= 2 and smoke.hidden <= 64
+    raw["profiles"] = {"smoke": {"base": {"steps": 3, "vocab_size": 500}}}
+    smoke = parse_spec(raw, "smoke").base
+    assert (smoke.steps, smoke.vocab_size, smoke.hidden) == (3, 500, 64)
+    for profile in PROFILES:  # a spec without base: gets none from a profile
+        assert parse_spec(GOOD, profile).base is None
+
+
+def test_a_profile_chooses_between_base_model_and_base():
+    trains_in_smoke = {**GOOD, "base_model": "all-minilm-l6-v2", "profiles": {"smoke": {"base": BASE}}}
+    assert parse_spec(trains_in_smoke, "full").base_model == "all-minilm-l6-v2"
+    smoke = parse_spec(trains_in_smoke, "smoke")
+    assert smoke.base is not None and smoke.base_model == smoke.base.label
+    packaged_in_local = {**GOOD, "base": BASE, "profiles": {"local": {"base": None}}}
+    local = parse_spec(packaged_in_local, "local")
+    assert local.base is None and local.base_model == "all-minilm-l6-v2"
+    assert parse_spec(packaged_in_local, "full").base == BaseSettings(**BASE)
 
 
 @pytest.mark.parametrize("path", sorted(SPACES_DIR.glob("*.yaml")), ids=lambda p: p.stem)

@@ -1,0 +1,378 @@
+"""A recipe study: each paper's recipe trained from one base with its defaults, over several seeds,
+then the best recipes tuned by the normal search; one table in the papers' shape and its chart.
+
+    python -m platform.study SPEC [--profile local] [--run-dir DIR] [--task TASK ...]
+
+SPEC is a search spec with a ``study:`` section (``search_spaces/seed_study.yaml``): its rows
+(name -> the recipe and the hyperparameters the paper gives), its seeds, how many of the best rows
+get a tuned version, and the table's columns (task -> metrics). ``--task`` adds tasks to the table
+(e.g. ``beir:DIR`` collections that only exist on the machine at hand).
+
+Every row and seed is one trial of a search with nothing searched (same steps, batch and base for
+all), run in one Ray session with one evaluator pool; each trial's last checkpoint is scored on
+every table task. Rows are ranked by the spec's objective (mean over seeds); the best
+``tune_best`` rows are then searched over ``search.space`` with their own values as the starting
+point, and the winner's configuration is retrained with the remaining seeds. The base model
+itself (untouched) is the first row. The study directory holds one finished run per row and seed
+(``runs/ROW/seedN/result.json``): an interrupted study started again redoes only what had not
+finished. It ends with ``study.md`` (the table, mean ± std over seeds), ``study.csv``,
+``study.json`` and ``study.png``. Exit codes as the search's: 0 done, 2 bad input, 1 other failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import shutil
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from platform import runner
+from platform.resources import InfeasibleResources
+from platform.search import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILURE,
+    EXIT_OK,
+    ROOT,
+    UsageError,
+    _check_run_dir,
+    _prepare_inputs,
+    _ray_init,
+    _write_atomic,
+)
+from platform.spec import SearchSpec, SpecError, load_spec
+
+BASE_ROW = "base (MLM only)"
+RESULT_FILE = "result.json"
+MARKER = "study_spec.json"  # the resolved spec a study directory was started with
+
+
+@dataclass
+class RowResult:
+    """One row's scores: per seed, task -> metric -> value."""
+
+    name: str
+    hyperparameters: dict
+    seeds: dict[int, dict[str, dict[str, float]]]
+    failed: dict[int, str]
+
+    def values(self, task: str, metric: str) -> list[float]:
+        return [s[task][metric] for s in self.seeds.values() if metric in s.get(task, {})]
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m platform.study", description=__doc__.split("\n\n")[0])
+    parser.add_argument("spec", help="a spec with a study: section (name in search_spaces/, or a path)")
+    parser.add_argument("--profile", choices=("full", "local", "smoke"), default="local")
+    parser.add_argument("--run-dir", type=Path, help="default: runs/<spec name>")
+    parser.add_argument("--task", action="append", default=[], help="another table task (its main score)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        spec, spec_path = load_spec(args.spec, args.profile)
+        if spec.study is None:
+            raise UsageError(
+                f"{spec_path}: no study: section; a study needs its rows (see search_spaces/seed_study.yaml)"
+            )
+        _check_tasks(args.task)
+        columns = table_columns(spec, args.task)
+        spec = _with_tasks(spec, list(dict.fromkeys(task for task, _ in columns)))
+        run_dir = args.run_dir or ROOT / "runs" / spec.name
+        marker = json.dumps(
+            {"spec": str(spec_path), "profile": args.profile, "resolved_spec": dataclasses.asdict(spec)},
+            indent=2,
+            default=str,
+        )
+        _check_study_dir(run_dir, marker)
+        return _run(spec, spec_path, args.profile, columns, run_dir, marker)
+    except (SpecError, UsageError, InfeasibleResources) as err:
+        print(f"doctune: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def _check_tasks(names: list[str]) -> None:
+    from evaluators.tasks import UnknownTask, check_task_name
+
+    for name in names:
+        try:
+            check_task_name(name)
+        except UnknownTask as err:
+            raise UsageError(f"--task: {err}") from None
+
+
+def _check_study_dir(run_dir: Path, marker: str) -> None:
+    """A new directory, or one this same study started (it then goes on where it stopped)."""
+    if not run_dir.exists():
+        _check_run_dir(run_dir, resume=False)
+    elif not (run_dir / MARKER).exists():
+        raise UsageError(f"{run_dir} exists and holds no study ({MARKER}); choose another --run-dir")
+    elif (run_dir / MARKER).read_text() != marker:
+        raise UsageError(f"{run_dir} holds a study of another spec, profile or --task list; choose another --run-dir")
+
+
+def table_columns(spec: SearchSpec, extra_tasks: list[str]) -> list[tuple[str, str]]:
+    """(task, metric) pairs, in table order; an extra task shows its main score."""
+    columns = [(task, metric) for task, metrics in spec.study.table.items() for metric in metrics]
+    return columns + [(task, "main") for task in extra_tasks if task not in spec.study.table]
+
+
+def _with_tasks(spec: SearchSpec, tasks: list[str]) -> SearchSpec:
+    """Every table task loaded by the evaluators (the objective's tasks still rank the rows)."""
+    objective = set(spec.search.objective.tasks or {}) | {
+        t for w in (spec.search.objective.objectives or {}).values() for t in w
+    }
+    report = tuple(dict.fromkeys([*spec.evaluation.report_tasks, *(t for t in tasks if t not in objective)]))
+    return dataclasses.replace(spec, evaluation=dataclasses.replace(spec.evaluation, report_tasks=report))
+
+
+def fixed_run(spec: SearchSpec, row: dict, seed: int) -> SearchSpec:
+    """One trial of ``row``'s configuration with ``seed``: nothing searched."""
+    values = dict(row)
+    recipe = values.pop("recipe", spec.recipe)
+    return dataclasses.replace(
+        spec,
+        recipe=recipe,
+        hyperparameters={**spec.hyperparameters, **values},
+        search=dataclasses.replace(spec.search, space={}, samples=1, warm_start=()),
+        # only the last checkpoint is scored: nothing is chosen or stopped early
+        train=dataclasses.replace(spec.train, seed=seed, eval_every=spec.train.steps),
+    )
+
+
+def tuned_search(spec: SearchSpec, row: dict, seed: int) -> SearchSpec:
+    """The normal search over ``search.space`` for ``row``'s recipe, starting from the row's values."""
+    values = dict(row)
+    recipe = values.pop("recipe", spec.recipe)
+    space = {name: dist for name, dist in spec.search.space.items() if name != "recipe"}
+    start = {name: values[name] for name in space if name in values}
+    fixed = {name: value for name, value in values.items() if name not in space}
+    return dataclasses.replace(
+        spec,
+        recipe=recipe,
+        hyperparameters={**spec.hyperparameters, **fixed},
+        search=dataclasses.replace(spec.search, space=space, warm_start=(start,) if start else ()),
+        train=dataclasses.replace(spec.train, seed=seed),
+    )
+
+
+class Study:
+    """The study's runs, in one Ray session and one evaluator pool."""
+
+    def __init__(self, spec: SearchSpec, spec_path: Path, profile: str, run_dir: Path, inputs, cluster, tasks):
+        self.spec, self.spec_path, self.profile, self.run_dir = spec, spec_path, profile, run_dir
+        self.model_dir, self.corpus = inputs
+        self.cluster = cluster
+        self.tasks = tasks  # every table task
+
+    def resolve(self, spec: SearchSpec, run_dir: Path) -> runner.ResolvedSearch:
+        return runner.resolve(spec, self.spec_path, self.profile, run_dir, self.model_dir, self.corpus, self.cluster)
+
+    def score(self, resolved: runner.ResolvedSearch, checkpoint: str, have: dict) -> dict:
+        """``have`` completed with the table tasks it lacks, scored on ``checkpoint``."""
+        from evaluators.pool import score_checkpoint
+
+        missing = [t for t in self.tasks if t not in have]
+        if not missing:
+            return have
+        return have | score_checkpoint(resolved.plan.evaluation, checkpoint, resolved.fixed.pooling, missing)
+
+    def trial(self, spec: SearchSpec, directory: Path) -> dict:
+        """Run ``spec``'s search in ``directory`` (once: a finished one is read back); its best
+        trial's hyperparameters and table scores, or its failure."""
+        from platform import report
+
+        done = directory / RESULT_FILE
+        if done.exists():
+            return json.loads(done.read_text())
+        if directory.exists():  # an interrupted run: what it had not finished is redone
+            shutil.rmtree(directory)
+        directory.mkdir(parents=True)
+        resolved = self.resolve(spec, directory)
+        _, results = runner.run_search(resolved, resume=False)
+        rows = report.rows_from_results(results, resolved)
+        scored = [r for r in rows if r.objective is not None]
+        if not scored:
+            result = {"failed": "; ".join(r.status for r in rows) or "no trial ran"}
+        else:
+            best = max(scored, key=lambda r: r.objective)
+            result = {
+                "hyperparameters": best.hyperparameters,
+                "objective": best.objective,
+                "scores": self.score(resolved, best.checkpoint, best.scores),
+            }
+        _write_atomic(done, json.dumps(result, indent=2))
+        return result
+
+    def base_row(self, pool_plan: runner.ResolvedSearch) -> RowResult:
+        """The base model, untouched, on every table task (scored once)."""
+        from evaluators.pool import score_checkpoint
+
+        base_file = self.run_dir / "base.json"
+        if not base_file.exists():
+            print("doctune: study: scoring the base model", flush=True)
+            evaluation = pool_plan.plan.evaluation
+            scores = score_checkpoint(evaluation, self.model_dir, pool_plan.fixed.pooling, self.tasks)
+            _write_atomic(base_file, json.dumps(scores, indent=2))
+        return RowResult(BASE_ROW, {}, {self.spec.study.seeds[0]: json.loads(base_file.read_text())}, {})
+
+    def seeded(self, name: str, values: dict) -> RowResult:
+        """``values`` trained once per seed."""
+        runs = {}
+        for seed in self.spec.study.seeds:
+            print(f"doctune: study: {name}, seed {seed}", flush=True)
+            runs[seed] = self.trial(fixed_run(self.spec, values, seed), self.run_dir / "runs" / name / f"seed{seed}")
+        return self.row(name, runs)
+
+    def tuned(self, name: str) -> RowResult:
+        """Row ``name`` searched over ``search.space`` with the first seed; the winner's
+        configuration then trained with the other seeds."""
+        tuned_name = f"{name} (tuned)"
+        row = self.spec.study.rows[name]
+        first, *others = self.spec.study.seeds
+        print(f"doctune: study: tuning {name}", flush=True)
+        directory = self.run_dir / "runs" / tuned_name
+        runs = {first: self.trial(tuned_search(self.spec, row, first), directory / f"seed{first}")}
+        if "failed" not in runs[first]:
+            won = runs[first]["hyperparameters"]
+            chosen = row | {k: won[k] for k in self.spec.search.space if k in won}
+            for seed in others:
+                print(f"doctune: study: {tuned_name}, seed {seed}", flush=True)
+                runs[seed] = self.trial(fixed_run(self.spec, chosen, seed), directory / f"seed{seed}")
+        return self.row(tuned_name, runs)
+
+    def row(self, name: str, runs: dict[int, dict]) -> RowResult:
+        result = RowResult(name, {}, {}, {})
+        for seed, run in runs.items():
+            if "failed" in run:
+                result.failed[seed] = run["failed"]
+            else:
+                result.seeds[seed] = run["scores"]
+                result.hyperparameters = run["hyperparameters"]
+        return result
+
+
+def _run(spec: SearchSpec, spec_path: Path, profile: str, columns, run_dir: Path, marker: str) -> int:
+    import ray
+
+    from trainers.base import BaseStageFailed
+    from trainers.data import DataUnavailable
+    from trainers.encoder import ModelUnavailable
+
+    tasks = list(dict.fromkeys(task for task, _ in columns))
+    try:
+        inputs = _prepare_inputs(spec)
+    except (ModelUnavailable, DataUnavailable) as err:
+        print(f"doctune: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    cluster = _ray_init(spec.address)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        _write_atomic(run_dir / MARKER, marker)
+        if spec.base is not None:  # the vanilla base: trained once, then taken from the cache
+            inputs = _prepare_inputs(spec, build_base_in=run_dir)
+        study = Study(spec, spec_path, profile, run_dir, inputs, cluster, tasks)
+        pool_plan = study.resolve(spec, run_dir)
+        evaluators = runner.start_evaluators(pool_plan)  # noqa: F841 - held so the actors live
+        rows = [study.base_row(pool_plan)]
+        fixed = [study.seeded(name, values) for name, values in spec.study.rows.items()]
+        tuned = [study.tuned(name) for name in rank_rows(fixed, pool_plan.plan.evaluation)[: spec.study.tune_best]]
+        rows += fixed + tuned
+        write_table(rows, columns, run_dir, spec)
+        print((run_dir / "study.md").read_text())
+        print(f"doctune: study table in {run_dir}/study.md, chart in {run_dir}/study.png")
+        return EXIT_OK if all(r.seeds for r in rows) else EXIT_FAILURE
+    except BaseStageFailed as err:
+        print(f"doctune: error: {err}", file=sys.stderr)
+        return EXIT_FAILURE
+    finally:
+        ray.shutdown()
+
+
+def rank_rows(rows, evaluation) -> list[str]:
+    """Row names, best first, by the spec's objective averaged over seeds."""
+    means = {}
+    for row in rows:
+        values = [
+            evaluation.reported_objectives({task: scores[task]["main"] for task in evaluation.tasks})["objective"]
+            for scores in row.seeds.values()
+        ]
+        if values:
+            means[row.name] = statistics.fmean(values)
+    return sorted(means, key=means.get, reverse=True)
+
+
+def _label(task: str, metric: str) -> str:
+    shown = task.split(":", 1)[0] + ":" + Path(task.split(":", 1)[1]).name if ":" in task else task
+    return f"{shown} {metric}"
+
+
+def _stats(values: list[float]) -> dict:
+    return {
+        "mean": statistics.fmean(values),
+        "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+        "n": len(values),
+    }
+
+
+def _cell(values: list[float]) -> str:
+    if not values:
+        return "—"
+    if len(values) == 1:
+        return f"{values[0]:.4f}"
+    return f"{statistics.fmean(values):.4f} ± {statistics.stdev(values):.4f}"
+
+
+def write_table(rows: list[RowResult], columns: list[tuple[str, str]], run_dir: Path, spec: SearchSpec) -> None:
+    """study.md (mean ± sample std over seeds), study.csv, study.json and study.png."""
+    import csv
+
+    header = ["row", "seeds", *(_label(t, m) for t, m in columns)]
+    train = spec.train
+    lines = [
+        f"Study `{spec.name}`: base `{spec.base_model}`, corpus `{spec.corpus.source}`, {train.steps} steps of "
+        f"{train.batch_size} pairs at {train.max_length} tokens per row and seed; mean ± sample std over seeds.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
+    for row in rows:
+        seeds = str(len(row.seeds)) + (f" ({len(row.failed)} failed)" if row.failed else "")
+        lines.append("| " + " | ".join([row.name, seeds, *(_cell(row.values(t, m)) for t, m in columns)]) + " |")
+    _write_atomic(run_dir / "study.md", "\n".join(lines) + "\n")
+    with (run_dir / "study.csv").open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["row", "seed", *(_label(t, m) for t, m in columns)])
+        for row in rows:
+            for seed, scores in row.seeds.items():
+                writer.writerow([row.name, seed, *(scores.get(t, {}).get(m) for t, m in columns)])
+    summary = [
+        {
+            "row": row.name,
+            "hyperparameters": row.hyperparameters,
+            "failed": row.failed,
+            "columns": {
+                _label(t, m): {
+                    "mean": statistics.fmean(v),
+                    "std": statistics.stdev(v) if len(v) > 1 else 0.0,
+                    "n": len(v),
+                }
+                for t, m in columns
+                if (v := row.values(t, m))
+            },
+        }
+        for row in rows
+    ]
+    _write_atomic(run_dir / "study.json", json.dumps(summary, indent=2))
+    from platform.plots import save_png, study_bars
+
+    save_png(study_bars(summary, [_label(t, m) for t, m in columns]), run_dir / "study.png")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

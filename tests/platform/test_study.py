@@ -1,0 +1,78 @@
+"""The recipe study end to end at the smoke profile: a vanilla base trained here, every paper's row
+trained and scored, one row tuned, the table and its chart written; a second call redoes nothing."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from platform import study
+from platform.spec import load_spec
+from tests.conftest import spec_variant
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("study")
+    # two of the rows (every recipe trains elsewhere in the suite), two seeds so the table's spread
+    # is a real sample standard deviation, and one row tuned by a one-trial search
+    shipped = load_spec("seed_study", "smoke")[0].study.rows
+    rows = {name: shipped[name] for name in ("simcse", "docsplit")}
+    changes = {"study.rows": rows, "study.seeds": [0, 1], "study.tune_best": 1, "search.samples": 1}
+    spec = spec_variant("seed_study", directory, **changes)
+    run_dir = directory / "run"
+    code = study.main([spec, "--profile", "smoke", "--run-dir", str(run_dir)])
+    return spec, run_dir, code
+
+
+def test_every_row_and_column_is_filled_and_finite(finished):
+    spec_path, run_dir, code = finished
+    assert code == 0
+    spec, _ = load_spec(spec_path, "smoke")
+    summary = json.loads((run_dir / "study.json").read_text())
+    rows = [row["row"] for row in summary]
+    best = rows[len(spec.study.rows) + 1].removesuffix(" (tuned)")
+    assert rows == [study.BASE_ROW, *spec.study.rows, f"{best} (tuned)"] and best in spec.study.rows
+    columns = [f"{task} {metric}" for task, metrics in spec.study.table.items() for metric in metrics]
+    for row in summary:
+        assert set(row["columns"]) == set(columns), row["row"]
+        for cell in row["columns"].values():
+            assert math.isfinite(cell["mean"]) and math.isfinite(cell["std"])
+            assert cell["n"] == (1 if row["row"] == study.BASE_ROW else 2)
+    assert any(cell["std"] > 0 for row in summary[1:] for cell in row["columns"].values())
+    table = (run_dir / "study.md").read_text()
+    assert all(f"| {name} |" in table for name in rows) and "—" not in table
+    assert (run_dir / "study.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_rows_differ_from_the_base_and_from_each_other(finished):
+    _, run_dir, _ = finished
+    summary = json.loads((run_dir / "study.json").read_text())
+    key = "r8-fewshot macro_f1"
+    means = [row["columns"][key]["mean"] for row in summary]
+    assert len(set(means)) > len(means) // 2  # trained rows are not copies of the base or of one another
+
+
+def test_a_second_call_redoes_nothing(finished, capsys):
+    spec, run_dir, _ = finished
+    results = sorted(run_dir.glob("runs/*/seed*/result.json"))
+    before = {path: path.stat().st_mtime_ns for path in results}
+    assert study.main([spec, "--profile", "smoke", "--run-dir", str(run_dir)]) == 0
+    assert {path: path.stat().st_mtime_ns for path in results} == before
+    assert "trial(s)" not in capsys.readouterr().out  # no search was started
+
+
+def test_another_spec_in_the_same_directory_is_refused(finished, capsys):
+    spec, run_dir, _ = finished
+    assert study.main([spec, "--profile", "local", "--run-dir", str(run_dir)]) == 2
+    assert "another spec, profile or --task" in capsys.readouterr().err
+
+
+def test_a_spec_without_a_study_and_an_unknown_task_are_refused(tmp_path, capsys):
+    assert study.main(["smoke", "--run-dir", str(tmp_path / "a")]) == 2
+    assert "no study: section" in capsys.readouterr().err
+    assert study.main(["seed_study", "--task", "beir:/nonexistent", "--run-dir", str(tmp_path / "b")]) == 2
+    assert "--task" in capsys.readouterr().err
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
