@@ -15,6 +15,7 @@ from pathlib import Path
 
 from platform.resources import ResourcePlan, plan_resources
 from platform.spec import Distribution, SearchSpec
+from platform.timings import PhaseClock
 from trainers.config import EvalPlan, Hyperparameters, TrainPlan
 from trainers.data.corpus import CorpusStats
 
@@ -220,15 +221,18 @@ def start_evaluators(resolved: ResolvedSearch) -> list:
     )
 
 
-def run_search(resolved: ResolvedSearch, resume: bool):
+def run_search(resolved: ResolvedSearch, resume: bool, clock: PhaseClock | None = None):
     """Score the base model, then run the trials. Returns (baseline scores, Tune results)."""
+    clock = clock or PhaseClock()
     baseline_file = resolved.run_dir / "baseline.json"
     if baseline_file.exists():
         baseline = json.loads(baseline_file.read_text())
     else:
         print("doctune: scoring the base model (the leaderboard's baseline row)", flush=True)
-        baseline = score_baseline(resolved)
+        with clock.phase("baseline"):
+            baseline = score_baseline(resolved)
         baseline_file.write_text(json.dumps(baseline, indent=2))
     print(f"doctune: {resolved.spec.search.samples} trial(s), {resolved.resources.describe()}", flush=True)
-    results = _tuner(resolved, resume).fit()
+    with clock.phase("trials"):
+        results = _tuner(resolved, resume).fit()
     return baseline, results

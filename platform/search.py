@@ -16,6 +16,7 @@ from pathlib import Path
 
 from platform.resources import InfeasibleResources
 from platform.spec import PROFILES, SpecError, load_spec
+from platform.timings import PhaseClock
 
 ROOT = Path(__file__).resolve().parent.parent
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
@@ -93,12 +94,13 @@ def _ray_init(address: str | None) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    clock = PhaseClock()
     args = parse_args(argv)
     try:
         spec, spec_path = load_spec(args.spec, args.profile or "local")
         run_dir = args.run_dir or ROOT / "runs" / spec.name
         _check_run_dir(run_dir, args.resume)
-        return _run(args, spec_path, run_dir)
+        return _run(args, spec_path, run_dir, clock)
     except (SpecError, UsageError, InfeasibleResources) as err:
         print(f"doctune: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -107,22 +109,25 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILURE
 
 
-def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path) -> int:
+def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path, clock: PhaseClock) -> int:
     from platform import export, report, runner
+    from platform.timings import trial_seconds, write_timings
     from trainers.base import BaseStageFailed
     from trainers.data import DataUnavailable
     from trainers.encoder import ModelUnavailable
 
     spec, _ = load_spec(str(spec_path), args.profile or "local")
     try:
-        model_dir, corpus = _prepare_inputs(spec)
+        with clock.phase("inputs"):
+            model_dir, corpus = _prepare_inputs(spec)
     except (ModelUnavailable, DataUnavailable) as err:
         print(f"doctune: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
 
     import ray
 
-    cluster = _ray_init(spec.address)
+    with clock.phase("ray start"):
+        cluster = _ray_init(spec.address)
     try:
         profile = args.profile
         if profile is None:
@@ -151,7 +156,8 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path) -> int:
             run_dir.mkdir(parents=True)
             _write_atomic(run_dir / "search.json", json.dumps(summary, indent=2, default=str))
         if spec.base is not None:  # trained (or taken from the cache) now that Ray runs and the run is recorded
-            model_dir, corpus = _prepare_inputs(spec, build_base_in=run_dir)
+            with clock.phase("base stage"):
+                model_dir, corpus = _prepare_inputs(spec, build_base_in=run_dir)
             resolved = runner.resolve(spec, spec_path, profile, run_dir, model_dir, corpus, cluster)
         searched = spec.search.space.get("recipe")
         recipes = ", ".join(searched.values) if searched else spec.recipe
@@ -162,13 +168,15 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path) -> int:
             f"({stats.single_sentence_documents} single-sentence, {stats.dropped_empty} empty dropped, "
             f"{stats.truncated} truncated, {stats.replaced_invalid_utf8} with invalid UTF-8 replaced)"
         )
-        evaluators = runner.start_evaluators(resolved)  # noqa: F841 - held so the actors live
-        baseline, results = runner.run_search(resolved, args.resume)
+        with clock.phase("evaluators start"):
+            evaluators = runner.start_evaluators(resolved)  # noqa: F841 - held so the actors live
+        baseline, results = runner.run_search(resolved, args.resume, clock)
         tasks = list(resolved.plan.evaluation.tasks)
         rows = report.rows_from_results(results, resolved)
         scored = [r for r in rows if r.objective is not None]
         if scored and resolved.plan.evaluation.report_tasks:
-            _score_report_tasks(scored, resolved)
+            with clock.phase("report-only tasks"):
+                _score_report_tasks(scored, resolved)
         rows = report.write_leaderboard(
             [report.baseline_row(baseline, resolved), *rows],
             run_dir,
@@ -190,6 +198,7 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path) -> int:
             print(f"doctune: report in {write_reports(run_dir)[-1]}")
         except Exception as err:
             print(f"doctune: report not written: {type(err).__name__}: {err}", file=sys.stderr)
+        print(f"doctune: {write_timings(run_dir, clock.summary(*trial_seconds(results)))}")
         return EXIT_OK
     except (ModelUnavailable, DataUnavailable) as err:  # inputs of the auto-selected profile
         print(f"doctune: error: {err}", file=sys.stderr)
