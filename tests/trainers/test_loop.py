@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+
 import torch
 
 from trainers.config import Hyperparameters
-from trainers.loop import PairStream, build_module
+from trainers.loop import PairStream, Prefetched, build_module
 from trainers.pairs import PairContext, build_pairs
 
 
@@ -33,3 +35,16 @@ def test_pair_stream_is_deterministic_per_step_and_skips_unusable_documents():
     assert again.batch(5) == stream.batch(5)  # what a resumed worker sees
     other_rank = PairStream(documents, build_pairs(context), batch_size=3, seed=7, rank=1)
     assert any(other_rank.batch(s) != stream.batch(s) for s in range(5))
+
+
+def test_prefetched_batches_are_the_inline_ones_built_on_another_thread():
+    builders: list[str] = []
+
+    def build(step: int) -> int:
+        builders.append(threading.current_thread().name)
+        return step * step
+
+    batches = Prefetched(build, stop=5)
+    assert [batches(step) for step in range(2, 5)] == [4, 9, 16]  # a resumed loop starts mid-way
+    batches.close()
+    assert len(builders) == 3 and all(name.startswith("doctune-batches") for name in builders)
