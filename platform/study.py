@@ -47,6 +47,7 @@ from platform.spec import SearchSpec, SpecError, load_spec
 
 BASE_ROW = "base (MLM only)"
 RESULT_FILE = "result.json"
+BASE_FILE = "base.json"  # the base model's scores on every table task
 MARKER = "study_spec.json"  # the resolved spec a study directory was started with
 
 
@@ -194,6 +195,8 @@ class Study:
             shutil.rmtree(directory)
         directory.mkdir(parents=True)
         resolved = self.resolve(spec, directory)
+        # every run shares the study's base, scored once on every table task (base_row)
+        shutil.copyfile(self.run_dir / BASE_FILE, directory / "baseline.json")
         _, results = runner.run_search(resolved, resume=False)
         rows = report.rows_from_results(results, resolved)
         scored = [r for r in rows if r.objective is not None]
@@ -213,7 +216,7 @@ class Study:
         """The base model, untouched, on every table task (scored once)."""
         from evaluators.pool import score_checkpoint
 
-        base_file = self.run_dir / "base.json"
+        base_file = self.run_dir / BASE_FILE
         if not base_file.exists():
             print("doctune: study: scoring the base model", flush=True)
             evaluation = pool_plan.plan.evaluation
