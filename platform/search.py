@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import shutil
+import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -65,6 +66,30 @@ def _check_run_dir(run_dir: Path, resume: bool) -> None:
         )
 
 
+def _recorded_address_if_alive(temp_dir: str | None = None) -> str | None:
+    """``"local"`` when the Ray this node last started (``ray start`` records its address in
+    ``<ray temp dir>/ray_current_cluster``) no longer answers, else None (Ray's own lookup, which
+    joins that cluster). ``ray stop`` deletes the record; a Ray killed any other way (a reboot, an
+    OOM kill, a killed session) leaves it, and ``ray.init()`` would then wait on a GCS that is gone
+    instead of starting its own."""
+    from ray._private.utils import get_ray_address_file, read_ray_address
+
+    recorded = read_ray_address(temp_dir)
+    if not recorded:
+        return None
+    host, _, port = recorded.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=2):
+            return None
+    except (OSError, ValueError):
+        print(
+            f"doctune: note: no Ray answers at {recorded}, the address {get_ray_address_file(temp_dir)} "
+            "records (a Ray stopped without `ray stop`); starting a local Ray instead",
+            file=sys.stderr,
+        )
+        return "local"
+
+
 def _ray_init(address: str | None) -> dict[str, float]:
     import ray
 
@@ -84,7 +109,9 @@ def _ray_init(address: str | None) -> dict[str, float]:
         # and these env_vars join the job's runtime env (Ray refuses a driver's that repeats a field)
         env_vars.pop("PYTHONPATH")
         os.environ["RAY_OVERRIDE_JOB_RUNTIME_ENV"] = "1"
-    elif address:
+    elif not address:
+        address = _recorded_address_if_alive()
+    elif address not in ("local", "auto"):  # "local" starts a Ray here, "auto" joins this node's
         # a remote cluster from a laptop: ship the project (not the venv or runs) to every node
         env_vars.pop("PYTHONPATH")
         runtime_env["working_dir"] = str(ROOT)

@@ -7,6 +7,9 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # no test may reach a model hub
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Every Ray a test starts is its own: never a cluster this node runs or once ran (`ray start`
+# records its address, and a record left by a killed Ray would make ray.init() wait forever).
+os.environ["RAY_ADDRESS"] = "local"
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_IR = ROOT.parent / "shared" / "data" / "ir"

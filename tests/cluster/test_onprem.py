@@ -25,6 +25,7 @@ from pathlib import Path
 import psutil
 import pytest
 import yaml
+from ray._private.utils import get_ray_address_file
 
 from tests.conftest import ROOT
 
@@ -182,3 +183,4 @@ def test_ray_up_runs_a_smoke_search_job_and_ray_down_leaves_nothing(sshd, tmp_pa
         time.sleep(0.5)
     assert not left, f"processes left after `ray down`: {left}"
     assert not _listening(8265) and not _listening(6379)
+    assert not Path(get_ray_address_file(None)).exists(), "`ray down` left the head's address record"

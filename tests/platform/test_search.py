@@ -1,0 +1,54 @@
+"""How the search driver finds its Ray: a record of a Ray that is gone must not make it wait."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from platform.search import _recorded_address_if_alive
+from tests.conftest import ROOT
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _record(temp_dir: Path, address: str) -> None:
+    temp_dir.mkdir(parents=True, exist_ok=True)
+    (temp_dir / "ray_current_cluster").write_text(address)
+
+
+def test_no_record_and_a_live_record_leave_the_lookup_to_ray(tmp_path):
+    assert _recorded_address_if_alive(str(tmp_path)) is None
+    with socket.socket() as gcs:
+        gcs.bind(("127.0.0.1", 0))
+        gcs.listen()
+        _record(tmp_path, f"127.0.0.1:{gcs.getsockname()[1]}")
+        assert _recorded_address_if_alive(str(tmp_path)) is None
+
+
+def test_a_record_nothing_answers_at_starts_a_local_ray_and_says_why(tmp_path, capsys):
+    _record(tmp_path, f"127.0.0.1:{_closed_port()}")
+    assert _recorded_address_if_alive(str(tmp_path)) == "local"
+    note = capsys.readouterr().err
+    assert "no Ray answers at 127.0.0.1:" in note and str(tmp_path / "ray_current_cluster") in note
+
+
+def test_the_driver_starts_its_own_ray_beside_a_stale_record():
+    # Ray's temp dir follows TMPDIR; a short one keeps its socket paths under the 107-byte limit
+    with tempfile.TemporaryDirectory(dir="/tmp", prefix="r") as short:
+        _record(Path(short) / "ray", f"127.0.0.1:{_closed_port()}")
+        env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"} | {"TMPDIR": short}
+        probe = "from platform.search import _ray_init; import ray; print(_ray_init(None)['CPU']); ray.shutdown()"
+        done = subprocess.run(
+            [sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+        )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert float(done.stdout.split()[-1]) > 0
+    assert "starting a local Ray instead" in done.stderr
