@@ -71,7 +71,8 @@ def _recorded_address_if_alive(temp_dir: str | None = None) -> str | None:
     ``<ray temp dir>/ray_current_cluster``) no longer answers, else None (Ray's own lookup, which
     joins that cluster). ``ray stop`` deletes the record; a Ray killed any other way (a reboot, an
     OOM kill, a killed session) leaves it, and ``ray.init()`` would then wait on a GCS that is gone
-    instead of starting its own."""
+    instead of starting its own. The stale record is removed, as ``ray stop`` would have: Ray's
+    own processes read it too (Ray Train's placement-group cleaner waits 12 s per trial on it)."""
     from ray._private.utils import get_ray_address_file, read_ray_address
 
     recorded = read_ray_address(temp_dir)
@@ -82,9 +83,11 @@ def _recorded_address_if_alive(temp_dir: str | None = None) -> str | None:
         with socket.create_connection((host, int(port)), timeout=2):
             return None
     except (OSError, ValueError):
+        record = Path(get_ray_address_file(temp_dir))
+        record.unlink(missing_ok=True)
         print(
-            f"doctune: note: no Ray answers at {recorded}, the address {get_ray_address_file(temp_dir)} "
-            "records (a Ray stopped without `ray stop`); starting a local Ray instead",
+            f"doctune: note: no Ray answers at {recorded}, the address {record} recorded (a Ray stopped "
+            "without `ray stop`); removed the record and starting a local Ray",
             file=sys.stderr,
         )
         return "local"
@@ -225,7 +228,7 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path, clock: PhaseC
             print(f"doctune: report in {write_reports(run_dir)[-1]}")
         except Exception as err:
             print(f"doctune: report not written: {type(err).__name__}: {err}", file=sys.stderr)
-        print(f"doctune: {write_timings(run_dir, clock.summary(*trial_seconds(results)))}")
+        print(f"doctune: {write_timings(run_dir, clock.summary(trial_seconds(results)))}")
         return EXIT_OK
     except (ModelUnavailable, DataUnavailable) as err:  # inputs of the auto-selected profile
         print(f"doctune: error: {err}", file=sys.stderr)

