@@ -7,7 +7,7 @@ which kills every Ray process on the host, and the head takes Ray's default port
 runs alone, in its own CI step (`pytest -m onprem`, after the main suite); scripts/test.sh
 installs openssh-server and rsync where they are absent. What the cluster's setup writes into
 root's home (~/doctune, the PATH line in ~/.bashrc, the launcher's bootstrap files) is removed
-afterwards.
+afterwards; a copy a killed run left (its .venv a link) is replaced.
 """
 
 from __future__ import annotations
@@ -70,8 +70,15 @@ def _check_prerequisites() -> None:
         time.sleep(1)
     if running:
         pytest.fail(f"Ray is running on this host and `ray down` would stop it; run this test alone: {running}")
-    if (HOME / "doctune").exists():
-        pytest.fail(f"{HOME / 'doctune'} exists; the cluster's file mount would overwrite it")
+    mount = HOME / "doctune"
+    if mount.exists() and not _left_by_this_test(mount):
+        pytest.fail(f"{mount} exists; the cluster's file mount would overwrite it")
+
+
+def _left_by_this_test(mount: Path) -> bool:
+    """Whether `mount` is what a killed run of this test left behind: only this fixture links the
+    cluster's venv to an existing one; scripts/setup.sh always builds a real directory."""
+    return (mount / ".venv").is_symlink()
 
 
 @pytest.fixture
@@ -107,6 +114,8 @@ def sshd(tmp_path_factory):
     bootstrap = [HOME / "ray_bootstrap_config.yaml", HOME / "ray_bootstrap_key.pem"]
     bootstrap_before = {path: path.exists() for path in bootstrap}
     # The cluster's venv is this one: ~/doctune/.venv links to it, so setup.sh finds it current.
+    # A copy a killed run left (CI stopped mid-test) is replaced.
+    shutil.rmtree(HOME / "doctune", ignore_errors=True)
     (HOME / "doctune").mkdir()
     (HOME / "doctune" / ".venv").symlink_to(VENV)
     daemon = subprocess.Popen([str(SSHD), "-D", "-f", str(config)])
@@ -133,8 +142,14 @@ def sshd(tmp_path_factory):
                 path.unlink(missing_ok=True)
 
 
+def _outside_env() -> dict[str, str]:
+    """The environment without the suite's RAY_ADDRESS=local: the launcher and the job client
+    address the cluster this test brings up."""
+    return {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+
+
 def _launcher(*args: str, config: Path, timeout: float) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": f"{VENV / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    env = {**_outside_env(), "PATH": f"{VENV / 'bin'}{os.pathsep}{os.environ['PATH']}"}
     done = subprocess.run(
         [str(RAY), *args, str(config)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
     )
@@ -160,7 +175,7 @@ def test_ray_up_runs_a_smoke_search_job_and_ray_down_leaves_nothing(sshd, tmp_pa
         # which a client on the same user and host reads once told to use token auth.
         submit = subprocess.run(
             [str(RAY), "job", "submit", *submit_to, "--", *search, "--run-dir", str(run_dir)],
-            env={**os.environ, "RAY_AUTH_MODE": "token"},
+            env={**_outside_env(), "RAY_AUTH_MODE": "token"},
             cwd=ROOT,
             capture_output=True,
             text=True,
