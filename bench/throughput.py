@@ -1,7 +1,13 @@
 """Training throughput of doctune's step vs. sentence-transformers', and model FLOP utilisation.
 
     .venv/bin/python bench/throughput.py [--threads 2] [--pairs 16] [--length 256] [--warmup 3] [--steps 6]
-                                         [--rounds 2] [--profile-steps 2] [--gemm-size 2048]
+                                         [--rounds 2] [--profile-steps 2] [--gemm-size 2048] [--device cpu]
+
+On a GPU (``--device cuda``) both sides run their forward and loss under bf16 autocast, as
+doctune's trainer does with ``train.bf16`` (sentence-transformers' Trainer does the same with
+``bf16=True``); step times end with ``torch.cuda.synchronize()``; the GEMM peak is a bf16
+``torch.mm`` (give ``--gemm-size 8192``); the op profile is CPU-only and skipped
+(``--profile-steps 0``).
 
 What is compared is the training step itself, in one process, without Ray: tokenize a batch of
 (anchor, positive) pairs, the encoder forward over both views, the contrastive loss, backward,
@@ -104,6 +110,13 @@ def _sequence_lengths(attention_mask) -> list[int]:
     return [int(n) for n in attention_mask.sum(1)]
 
 
+def _autocast(device):
+    """bf16 autocast on a GPU (doctune's ``train.bf16``), nothing on the CPU."""
+    import torch
+
+    return torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
+
+
 def train_doctune(config: dict) -> dict:
     import torch
 
@@ -115,15 +128,18 @@ def train_doctune(config: dict) -> dict:
     hp = Hyperparameters(
         recipe="docsplit", mlm_weight=0.0, temperature=TEMPERATURE, symmetric=config["symmetric"], pooling="mean"
     )
+    device = torch.device(config["device"])
     module, tokenizer = build_module(resolve_model("all-minilm-l6-v2"), hp)
+    module.to(device)
     optimizer = torch.optim.AdamW(module.parameters(), lr=hp.lr, weight_decay=hp.weight_decay)
     encoder = module.encoder
 
     def step(views: tuple[list[str], list[str]]) -> dict:
         batch = tokenize(tokenizer, views[0] + views[1], config["length"])
-        inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+        inputs = {"input_ids": batch["input_ids"].to(device), "attention_mask": batch["attention_mask"].to(device)}
         optimizer.zero_grad(set_to_none=True)
-        loss, _ = training_loss(hp, module(**inputs))
+        with _autocast(device):
+            loss, _ = training_loss(hp, module(**inputs))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)
         optimizer.step()
@@ -148,7 +164,8 @@ def train_sentence_transformers(config: dict) -> dict:
 
     from trainers.encoder import resolve_model
 
-    model = SentenceTransformer(resolve_model("all-minilm-l6-v2"), device="cpu")
+    device = torch.device(config["device"])
+    model = SentenceTransformer(resolve_model("all-minilm-l6-v2"), device=config["device"])
     model.max_seq_length = config["length"]
     model.train()
     if config["symmetric"]:
@@ -165,8 +182,11 @@ def train_sentence_transformers(config: dict) -> dict:
         inputs = collator([{"anchor": a, "positive": p} for a, p in zip(*views)])
         # collect_features does not use its trainer: the Trainer's own split of a batch into columns
         features, labels = BaseTrainer.collect_features(None, inputs)  # type: ignore[arg-type]
+        features = [{k: v.to(device) if torch.is_tensor(v) else v for k, v in f.items()} for f in features]
         optimizer.zero_grad(set_to_none=True)
-        loss_fn(features, labels).backward()
+        with _autocast(device):
+            loss = loss_fn(features, labels)
+        loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         lengths = [n for f in features for n in _sequence_lengths(f["attention_mask"])]
@@ -198,10 +218,13 @@ def measure(config: dict) -> dict:
         step(views)
     if config.get("profile_steps"):
         return setup | {"profile": profile_steps(step, timed[: config["profile_steps"]])}
+    synchronize = torch.cuda.synchronize if config["device"] == "cuda" else lambda: None
+    synchronize()
     times, lengths, widths = [], [], []
     for views in timed:
         began = time.perf_counter()
         info = step(views)
+        synchronize()  # the GPU's queued work belongs to this step
         times.append(time.perf_counter() - began)
         lengths.append(info["lengths"])
         widths.append(info["widths"])
@@ -228,15 +251,19 @@ def profile_steps(step: Callable[[tuple[list[str], list[str]]], dict], batches: 
 def measure_gemm(config: dict) -> dict:
     import torch
 
-    n = config["size"]
-    a, b = torch.randn(n, n), torch.randn(n, n)
-    out = torch.empty(n, n)
+    n, device = config["size"], config["device"]
+    dtype = torch.bfloat16 if device == "cuda" else torch.float32  # the precision the training step uses
+    synchronize = torch.cuda.synchronize if device == "cuda" else lambda: None
+    a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
+    out = torch.empty(n, n, device=device, dtype=dtype)
     for _ in range(3):
         torch.mm(a, b, out=out)
+    synchronize()
     times = []
     for _ in range(config["repeats"]):
         began = time.perf_counter()
         torch.mm(a, b, out=out)
+        synchronize()
         times.append(time.perf_counter() - began)
     return {"flops": 2 * n**3 / statistics.median(times)}
 
@@ -270,6 +297,7 @@ def main() -> None:
     )
     parser.add_argument("--profile-steps", type=int, default=2)
     parser.add_argument("--gemm-size", type=int, default=2048)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -281,8 +309,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         batch_file = Path(tmp) / "batches.json"
         batch_file.write_text(json.dumps(batches))
-        base = {"threads": args.threads, "length": args.length, "warmup": args.warmup, "batches": str(batch_file)}
-        gemm = {"kind": "gemm", "threads": args.threads, "size": args.gemm_size, "repeats": 10}
+        base = {
+            "threads": args.threads,
+            "length": args.length,
+            "warmup": args.warmup,
+            "batches": str(batch_file),
+            "device": args.device,
+        }
+        gemm = {"kind": "gemm", "threads": args.threads, "size": args.gemm_size, "repeats": 10, "device": args.device}
         peaks = [run(gemm)["flops"]]
         rows: dict[str, list[dict]] = {name: [] for name, _, _ in ROWS}
         for round_ in range(args.rounds):
@@ -292,7 +326,7 @@ def main() -> None:
                 print(f"measured: {name} ({time.perf_counter() - began:.0f} s)", file=sys.stderr, flush=True)
             peaks.append(run(gemm)["flops"])
         profile = base | {"symmetric": False, "warmup": 1, "profile_steps": args.profile_steps}
-        profiled = {kind: run(profile | {"kind": kind}) for kind in ("doctune", "st")}
+        profiled = {kind: run(profile | {"kind": kind}) for kind in ("doctune", "st")} if args.profile_steps else {}
     report(args, rows, peaks, profiled, time.perf_counter() - began)
 
 
@@ -303,11 +337,12 @@ def report(
     import torch
     import transformers
 
-    shape = profiled["doctune"]  # a doctune process reports the model's shape
+    shape = rows[ROWS[0][0]][0]  # a doctune process reports the model's shape
     parameters, layers, hidden = shape["non_embedding_parameters"], shape["layers"], shape["hidden"]
     peak = max(peaks)
+    gpu = torch.cuda.get_device_name(0) if args.device == "cuda" else "no GPU"
     print(
-        f"machine: {_cpu_model()}, {os.cpu_count()} CPUs, no GPU; Python {sys.version.split()[0]}, "
+        f"machine: {_cpu_model()}, {os.cpu_count()} CPUs, {gpu}; Python {sys.version.split()[0]}, "
         f"torch {torch.__version__}, transformers {transformers.__version__}, "
         f"sentence-transformers {sentence_transformers.__version__}; {args.threads} threads; "
         f"{time.strftime('%Y-%m-%d')}"
@@ -319,8 +354,9 @@ def report(
         f"benchmark wall time {wall:.0f} s\n"
     )
     rates = ", ".join(f"{p / 1e9:.1f}" for p in peaks)
+    precision = "bf16" if args.device == "cuda" else "float32"
     print(
-        f"float32 GEMM ({args.gemm_size}^2 torch.mm, median of 10) before and after each round: {rates} GFLOP/s; "
+        f"{precision} GEMM ({args.gemm_size}^2 torch.mm, median of 10) before and after each round: {rates} GFLOP/s; "
         f"peak taken as the highest, {peak / 1e9:.1f} GFLOP/s"
     )
     print(f"model: {parameters / 1e6:.2f}M non-embedding parameters, {layers} layers, hidden {hidden}\n")
@@ -353,6 +389,8 @@ def report(
     print(f"\nattention implementation (config._attn_implementation): {', '.join(sorted(attention))}")
     for doctune, st in [(ROWS[0][0], ROWS[1][0]), (ROWS[2][0], ROWS[3][0])]:
         print(f"tokens/s, {doctune} / {st}: {summary[doctune] / summary[st]:.2f}x")
+    if not profiled:
+        return
     ours, theirs = profiled["doctune"]["profile"], profiled["st"]["profile"]
     print(f"\nprofile of {ours['steps']} steps each (one-directional loss), self CPU time by op:\n")
     for side, p in (("doctune", ours), ("sentence-transformers", theirs)):

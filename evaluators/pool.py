@@ -23,13 +23,14 @@ class CheckpointMissing(FileNotFoundError):
 class Evaluator:
     """Holds every task of a search; scores a model directory on any of them."""
 
-    def __init__(self, plan: EvalPlan, run_dir: str) -> None:
+    def __init__(self, plan: EvalPlan, run_dir: str, device: str = "cpu") -> None:
         import torch
 
         from evaluators.cache import EmbeddingCache
         from evaluators.tasks import make_task
 
         torch.set_num_threads(plan.threads)
+        self.device = device
         self.plan = plan
         self.cache = EmbeddingCache(Path(run_dir) / "embeddings")
         self.tasks = {name: make_task(name, plan.budget) for name in (*plan.tasks, *plan.report_tasks)}
@@ -54,8 +55,9 @@ class Evaluator:
 
         def embed_missing(texts: list[str], long_inputs: str):
             if not loaded:
-                loaded.extend(load_encoder(model_dir))
-            settings = {"max_length": self.plan.max_length, "batch_size": self.plan.batch_size}
+                model, tokenizer = load_encoder(model_dir)
+                loaded.extend((model.to(self.device), tokenizer))
+            settings = {"max_length": self.plan.max_length, "batch_size": self.plan.batch_size, "device": self.device}
             return embed_texts(*loaded, texts, pooling=pooling, long_inputs=long_inputs, **settings)
 
         scores = {}
@@ -86,6 +88,9 @@ def start_pool(plan: EvalPlan, run_dir: str, cpus_per_actor: float, gpus_per_act
     import ray
 
     remote = ray.remote(Evaluator)
+    # Said explicitly: Ray 2.60 no longer hides the GPUs from an actor that holds none
+    # (CUDA_VISIBLE_DEVICES is left as it is), so "is CUDA available" would be yes on any GPU node
+    device = "cuda" if gpus_per_actor > 0 else "cpu"
     actors = [
         remote.options(
             name=name,
@@ -95,7 +100,7 @@ def start_pool(plan: EvalPlan, run_dir: str, cpus_per_actor: float, gpus_per_act
             num_gpus=gpus_per_actor,
             max_restarts=3,
             max_task_retries=2,
-        ).remote(plan, run_dir)
+        ).remote(plan, run_dir, device)
         for name in plan.actor_names
     ]
     ray.get([actor.ready.remote() for actor in actors])

@@ -181,6 +181,8 @@ def _tuner(resolved: ResolvedSearch, resume: bool):
             scheduler=scheduler,
             num_samples=spec.search.samples,
             max_concurrent_trials=resolved.resources.max_concurrent,
+            # the next trial runs in the finished one's actor: no new process and imports per trial
+            reuse_actors=True,
         ),
         run_config=tune.RunConfig(
             name=spec.name,

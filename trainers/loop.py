@@ -31,6 +31,7 @@ from trainers.distributed import world_size
 from trainers.encoder import embed_in_length_groups, load_encoder, tokenize
 from trainers.grad_cache import all_reduce_gradients, cached_step
 from trainers.losses import mask_tokens
+from trainers.memory import MIB
 from trainers.objective import LossHeads, training_loss
 from trainers.pairs import PairContext, build_pairs
 
@@ -55,8 +56,11 @@ class ContrastiveModel(nn.Module):
         return self.model.base_model if self.with_mlm else self.model
 
     def embed(self, input_ids, attention_mask):
-        # rows of similar length share a forward (at least 8 rows each, at most 4 forwards)
-        groups = min(4, input_ids.shape[0] // 8)
+        # On the CPU, rows of similar length share a forward (at least 8 rows each, at most 4
+        # forwards): fewer padded positions computed. On a GPU one forward: a small encoder's step
+        # is bound by kernel launches there, and each group adds a forward's launches and a sync
+        # (bench/RESULTS.md, "Training throughput on a GPU")
+        groups = 1 if input_ids.is_cuda else min(4, input_ids.shape[0] // 8)
         return embed_in_length_groups(self.encoder, input_ids, attention_mask, self.pooling, groups)
 
     def mlm_loss(self, input_ids, attention_mask, labels):
@@ -258,6 +262,7 @@ def train_loop_per_worker(config: dict) -> None:
                 "tokens_per_s": window_tokens * world_size() / max(window_time, 1e-9),
                 "train_seconds": window_time,  # this round's training steps (rank 0's clock)
                 "skipped_documents": stream.skipped,
+                **_peak_gpu_memory(device),
             }
             target = trial_checkpoint_dir(plan.run_dir, trial_id) / f"step_{step + 1:06d}"
             if rank == 0:
@@ -318,6 +323,16 @@ def _record(plan: TrainPlan, hp: Hyperparameters, trial_id: str, step: int) -> d
         "step": step,
         "trial_id": trial_id,
     }
+
+
+def _peak_gpu_memory(device: torch.device) -> dict[str, float]:
+    """The round's GPU memory high-water mark (allocator, MiB), reset for the next round; on the
+    CPU nothing (the resident set is the process's, not the step's)."""
+    if device.type != "cuda":
+        return {}
+    peak = torch.cuda.max_memory_allocated(device) / MIB
+    torch.cuda.reset_peak_memory_stats(device)
+    return {"gpu_peak_mib": peak}
 
 
 def _score_and_report(plan, hp, trial_id: str, rank: int, checkpoint: Path, train_metrics: dict) -> None:

@@ -168,7 +168,9 @@ def test_a_profile_chooses_between_base_model_and_base():
     assert parse_spec(packaged_in_local, "full").base == BaseSettings(**BASE)
 
 
-@pytest.mark.parametrize("path", sorted(SPACES_DIR.glob("*.yaml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "path", sorted([*SPACES_DIR.glob("*.yaml"), *(ROOT / "bench").glob("*.yaml")]), ids=lambda p: p.stem
+)
 @pytest.mark.parametrize("profile", PROFILES)
 def test_every_shipped_spec_is_valid_under_every_profile(path, profile):
     parse_spec(read_raw(path), profile)
