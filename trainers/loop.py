@@ -59,7 +59,7 @@ class ContrastiveModel(nn.Module):
         # On the CPU, rows of similar length share a forward (at least 8 rows each, at most 4
         # forwards): fewer padded positions computed. On a GPU one forward: a small encoder's step
         # is bound by kernel launches there, and each group adds a forward's launches and a sync
-        # (bench/RESULTS.md, "Training throughput on a GPU")
+        # (bench/RESULTS.md, "Training on a GPU")
         groups = 1 if input_ids.is_cuda else min(4, input_ids.shape[0] // 8)
         return embed_in_length_groups(self.encoder, input_ids, attention_mask, self.pooling, groups)
 
