@@ -110,18 +110,18 @@ def _sequence_lengths(attention_mask) -> list[int]:
     return [int(n) for n in attention_mask.sum(1)]
 
 
-def _autocast(device):
-    """bf16 autocast on a GPU (doctune's ``train.bf16``), nothing on the CPU."""
+def _synchronizer(device: str) -> Callable[[], None]:
+    """Waits for the GPU's queued work, so a timer read after it covers that work; on the CPU nothing."""
     import torch
 
-    return torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda")
+    return torch.cuda.synchronize if device == "cuda" else lambda: None
 
 
 def train_doctune(config: dict) -> dict:
     import torch
 
     from trainers.config import Hyperparameters
-    from trainers.encoder import resolve_model, tokenize
+    from trainers.encoder import bf16_autocast, resolve_model, tokenize
     from trainers.loop import build_module
     from trainers.objective import training_loss
 
@@ -138,7 +138,7 @@ def train_doctune(config: dict) -> dict:
         batch = tokenize(tokenizer, views[0] + views[1], config["length"])
         inputs = {"input_ids": batch["input_ids"].to(device), "attention_mask": batch["attention_mask"].to(device)}
         optimizer.zero_grad(set_to_none=True)
-        with _autocast(device):
+        with bf16_autocast(device):
             loss, _ = training_loss(hp, module(**inputs))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)
@@ -162,7 +162,7 @@ def train_sentence_transformers(config: dict) -> dict:
     from sentence_transformers.sentence_transformer.data_collator import SentenceTransformerDataCollator
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
-    from trainers.encoder import resolve_model
+    from trainers.encoder import bf16_autocast, resolve_model
 
     device = torch.device(config["device"])
     model = SentenceTransformer(resolve_model("all-minilm-l6-v2"), device=config["device"])
@@ -184,7 +184,7 @@ def train_sentence_transformers(config: dict) -> dict:
         features, labels = BaseTrainer.collect_features(None, inputs)  # type: ignore[arg-type]
         features = [{k: v.to(device) if torch.is_tensor(v) else v for k, v in f.items()} for f in features]
         optimizer.zero_grad(set_to_none=True)
-        with _autocast(device):
+        with bf16_autocast(device):
             loss = loss_fn(features, labels)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -218,7 +218,7 @@ def measure(config: dict) -> dict:
         step(views)
     if config.get("profile_steps"):
         return setup | {"profile": profile_steps(step, timed[: config["profile_steps"]])}
-    synchronize = torch.cuda.synchronize if config["device"] == "cuda" else lambda: None
+    synchronize = _synchronizer(config["device"])
     synchronize()
     times, lengths, widths = [], [], []
     for views in timed:
@@ -253,7 +253,7 @@ def measure_gemm(config: dict) -> dict:
 
     n, device = config["size"], config["device"]
     dtype = torch.bfloat16 if device == "cuda" else torch.float32  # the precision the training step uses
-    synchronize = torch.cuda.synchronize if device == "cuda" else lambda: None
+    synchronize = _synchronizer(device)
     a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
     out = torch.empty(n, n, device=device, dtype=dtype)
     for _ in range(3):

@@ -151,6 +151,12 @@ def _initialise_unset(model: nn.Module) -> None:
             parameter.zero_() if parameter.dim() == 1 else parameter.normal_(0.0, std)
 
 
+def bf16_autocast(device: torch.device, enabled: bool = True):
+    """The training forward's precision: bf16 autocast on a GPU when ``enabled`` (``train.bf16``);
+    on the CPU a context that changes nothing."""
+    return torch.autocast("cuda", dtype=torch.bfloat16, enabled=enabled and device.type == "cuda")
+
+
 def tokenize(tokenizer, texts: list[str], max_length: int) -> dict[str, torch.Tensor]:
     return tokenizer(
         texts,

@@ -28,7 +28,7 @@ from trainers.checkpoint import (
 from trainers.config import Hyperparameters, TrainPlan
 from trainers.data.corpus import read_prepared
 from trainers.distributed import world_size
-from trainers.encoder import embed_in_length_groups, load_encoder, tokenize
+from trainers.encoder import bf16_autocast, embed_in_length_groups, load_encoder, tokenize
 from trainers.grad_cache import all_reduce_gradients, cached_step
 from trainers.losses import mask_tokens
 from trainers.memory import MIB
@@ -186,7 +186,7 @@ def train_loop_per_worker(config: dict) -> None:
     # not allow: the module is then only moved to the device and gradients are averaged by hand.
     cached = plan.chunk_size is not None
     wrapped = ray.train.torch.prepare_model(module, parallel_strategy=None if cached else "ddp")
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=plan.bf16 and device.type == "cuda")
+    autocast = bf16_autocast(device, plan.bf16)
     chunk_size = plan.chunk_size
     if chunk_size == "auto":
         chunk_size = _probed_chunk_size(module, tokenizer, plan, hp, context, device, autocast, trial_id)

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 
 from trainers.checkpoint import STEP_PREFIX, latest_step_dir, load_training_state, save_checkpoint
 from trainers.config import BaseSettings
-from trainers.encoder import load_encoder
+from trainers.encoder import bf16_autocast, load_encoder
 from trainers.loop import finite_everywhere, lr_factor
 from trainers.losses import mask_tokens
 
@@ -122,7 +122,7 @@ def train_loop_per_worker(config: dict) -> None:
     stream = BlockStream(np.load(work / BLOCKS_FILE, mmap_mode="r"), settings, tokenizer)
     wrapped = ray.train.torch.prepare_model(MaskedLM(model), parallel_strategy="ddp")
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings.lr, weight_decay=WEIGHT_DECAY)
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=plan.bf16 and device.type == "cuda")
+    autocast = bf16_autocast(device, plan.bf16)
 
     start_step, curve = 0, []
     latest = latest_step_dir(work / CHECKPOINTS_DIR)
