@@ -76,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     from evaluators.pool import Evaluator
+    from evaluators.tasks.base import SPLITS
 
     plan = EvalPlan(
         objectives={"objective": dict.fromkeys(tasks, 1.0)},
@@ -98,11 +99,13 @@ def main(argv: list[str] | None = None) -> int:
         evaluator = Evaluator(plan, str(args.cache_dir or scratch))
         pooling = _pooling(model_dir, args.pooling)
         scores = evaluator.score(model_dir, pooling, tasks)
-    print(f"model {args.model} ({pooling} pooling, {args.max_length} tokens)")
-    width = max(len(t) for t in tasks)
+    print(f"model {args.model} ({pooling} pooling, {args.max_length} tokens); main score ± standard error")
+    width = max(len(t) for t in tasks) + 6
     for task, values in scores.items():
-        details = ", ".join(f"{k} {v:.4f}" for k, v in values.items() if k != "main")
-        print(f"{task:{width}s}  {values['main']:.4f}  ({details})")
+        for split in SPLITS:
+            part = values[split]
+            details = ", ".join(f"{k} {v:.4f}" for k, v in part.items() if k not in ("main", "main_se"))
+            print(f"{task + ' ' + split:{width}s}  {part['main']:.4f} ± {part['main_se']:.4f}  ({details})")
     if args.json:
         args.json.write_text(json.dumps({"model": args.model, "pooling": pooling, "scores": scores}, indent=2))
     return 0

@@ -10,6 +10,8 @@ descending document id; the MRR cut-off uses the same order.
 
 from __future__ import annotations
 
+import numpy as np
+
 MEASURES = {"ndcg_at_10": "ndcg_cut_10", "map_at_100": "map_cut_100", "recall_at_100": "recall_100"}
 
 
@@ -18,8 +20,10 @@ def ranked(run: dict[str, float]) -> list[str]:
     return [doc for doc, _ in sorted(run.items(), key=lambda item: (item[1], item[0]), reverse=True)]
 
 
-def ranking_scores(runs: dict[str, dict[str, float]], qrels: dict[str, dict[str, int]]) -> dict[str, float]:
-    """Mean nDCG@10, MAP@100, Recall@100 and MRR@10 over the judged queries."""
+def ranking_table(runs: dict[str, dict[str, float]], qrels: dict[str, dict[str, int]]) -> dict[str, np.ndarray]:
+    """nDCG@10, MAP@100, Recall@100 and MRR@10 of each judged query (in sorted id order; a judged
+    query missing from the run scores 0): the per-query values behind the means, which the noise
+    estimates resample."""
     import pytrec_eval
 
     judged = {q: {d: int(r) for d, r in rel.items()} for q, rel in qrels.items() if any(r > 0 for r in rel.values())}
@@ -30,10 +34,16 @@ def ranking_scores(runs: dict[str, dict[str, float]], qrels: dict[str, dict[str,
     per_query = pytrec_eval.RelevanceEvaluator(judged, {"ndcg_cut.10", "map_cut.100", "recall.100"}).evaluate(runs)
     top10 = {q: {d: runs[q][d] for d in ranked(run)[:10]} for q, run in runs.items()}
     reciprocal = pytrec_eval.RelevanceEvaluator(judged, {"recip_rank"}).evaluate(top10)
+    order = sorted(judged)
 
-    def mean(table: dict[str, dict[str, float]], measure: str) -> float:
-        return sum(table.get(q, {}).get(measure, 0.0) for q in judged) / len(judged)
+    def column(table: dict[str, dict[str, float]], measure: str) -> np.ndarray:
+        return np.array([table.get(q, {}).get(measure, 0.0) for q in order])
 
-    scores = {name: mean(per_query, measure) for name, measure in MEASURES.items()}
-    scores["mrr_at_10"] = mean(reciprocal, "recip_rank")
-    return scores
+    table = {name: column(per_query, measure) for name, measure in MEASURES.items()}
+    table["mrr_at_10"] = column(reciprocal, "recip_rank")
+    return table
+
+
+def ranking_scores(runs: dict[str, dict[str, float]], qrels: dict[str, dict[str, int]]) -> dict[str, float]:
+    """Mean nDCG@10, MAP@100, Recall@100 and MRR@10 over the judged queries."""
+    return {name: float(np.mean(values)) for name, values in ranking_table(runs, qrels).items()}

@@ -41,30 +41,49 @@ class Evaluator:
     def ready(self) -> dict[str, int]:
         return {"tasks": len(self.tasks)}
 
-    def score(self, model_dir: str, pooling: str, task_names: list[str] | None = None) -> dict[str, dict[str, float]]:
-        """Each task's scores for the encoder in ``model_dir``. A task's scores also say which share
-        of its texts exceeded ``max_length`` (``truncated`` or ``chunked``, per the task's
-        ``long_inputs``)."""
+    def score(self, model_dir: str, pooling: str, task_names: list[str] | None = None) -> dict[str, dict]:
+        """Each task's scores for the encoder in ``model_dir``, on its validation and its test part
+        (``evaluators.scores``). A task's scores also say how its parts are made (``split``) and
+        which share of its texts exceeded ``max_length`` (``truncated`` or ``chunked``, per the
+        task's ``long_inputs``)."""
+        scores = {}
+        for name, embed in self._embedders(model_dir, pooling, task_names):
+            task = self.tasks[name]
+            scores[name] = {**task.evaluate(embed), "split": task.metadata.split}
+            self._finish(name, model_dir, embed, scores[name])
+        return scores
+
+    def outcomes(self, model_dir: str, pooling: str, task_names: list[str], split: str = "test") -> dict:
+        """Each task's item-level ``Outcomes`` on one part, for comparing encoders item by item
+        (``evaluators.noise``)."""
+        outcomes = {}
+        for name, embed in self._embedders(model_dir, pooling, task_names):
+            outcomes[name] = self.tasks[name].outcomes(embed, split)
+            self._finish(name, model_dir, embed, {})
+        return outcomes
+
+    def _embedders(self, model_dir: str, pooling: str, task_names: list[str] | None):
+        """``(task name, embedder)`` for each task: embeddings come from the cache, the encoder is
+        loaded on the first miss only."""
         from evaluators.cache import weights_digest
-        from trainers.encoder import embed_texts, load_encoder, over_length_share
+        from trainers.encoder import embed_texts, embedding_length, load_encoder
 
         if not Path(model_dir).is_dir():
             raise CheckpointMissing(f"checkpoint {model_dir} no longer exists; it cannot be scored")
         digest = weights_digest(model_dir)
+        max_length = embedding_length(model_dir, self.plan.max_length)
         loaded: list = []  # (model, tokenizer), loaded on the first cache miss only
 
         def embed_missing(texts: list[str], long_inputs: str):
             if not loaded:
                 model, tokenizer = load_encoder(model_dir)
                 loaded.extend((model.to(self.device), tokenizer))
-            settings = {"max_length": self.plan.max_length, "batch_size": self.plan.batch_size, "device": self.device}
+            settings = {"max_length": max_length, "batch_size": self.plan.batch_size, "device": self.device}
             return embed_texts(*loaded, texts, pooling=pooling, long_inputs=long_inputs, **settings)
 
-        scores = {}
         for name in task_names or list(self.plan.tasks):
-            task = self.tasks[name]
-            policy = task.metadata.long_inputs
-            key = f"{digest}-{pooling}-{self.plan.max_length}" + ("-chunk" if policy == "chunk" else "")
+            policy = self.tasks[name].metadata.long_inputs
+            key = f"{digest}-{pooling}-{max_length}" + ("-chunk" if policy == "chunk" else "")
             seen: dict[str, None] | None = {} if name not in self._over_length else None
 
             def embed(texts: list[str], key=key, policy=policy, seen=seen):
@@ -72,15 +91,21 @@ class Evaluator:
                     seen.update(dict.fromkeys(texts))
                 return self.cache.embed(key, texts, lambda missing: embed_missing(missing, policy))
 
-            scores[name] = task.evaluate(embed)
-            self.cache.save(key)
-            if name not in self._over_length:  # a task embeds the same texts for every checkpoint
-                from transformers import AutoTokenizer
+            embed.key, embed.seen = key, seen
+            yield name, embed
 
-                tokenizer = AutoTokenizer.from_pretrained(model_dir)
-                self._over_length[name] = over_length_share(tokenizer, list(seen), self.plan.max_length)
-            scores[name]["chunked" if policy == "chunk" else "truncated"] = self._over_length[name]
-        return scores
+    def _finish(self, name: str, model_dir: str, embed, scores: dict) -> None:
+        """Save the task's new embeddings; record its share of over-length texts (the same texts
+        for every checkpoint, so measured once)."""
+        self.cache.save(embed.key)
+        if name not in self._over_length:
+            from transformers import AutoTokenizer
+
+            from trainers.encoder import over_length_share
+
+            tokenizer = AutoTokenizer.from_pretrained(model_dir)
+            self._over_length[name] = over_length_share(tokenizer, list(embed.seen), self.plan.max_length)
+        scores["chunked" if self.tasks[name].metadata.long_inputs == "chunk" else "truncated"] = self._over_length[name]
 
 
 def start_pool(plan: EvalPlan, run_dir: str, cpus_per_actor: float, gpus_per_actor: float = 0.0) -> list:
@@ -107,11 +132,18 @@ def start_pool(plan: EvalPlan, run_dir: str, cpus_per_actor: float, gpus_per_act
     return actors
 
 
-def score_checkpoint(
-    plan: EvalPlan, model_dir: str, pooling: str, task_names: list[str] | None = None
-) -> dict[str, dict[str, float]]:
+def score_checkpoint(plan: EvalPlan, model_dir: str, pooling: str, task_names: list[str] | None = None) -> dict:
     """Score ``model_dir`` on one of the pool's actors (chosen by the path), retrying on another
     actor if that one dies mid-call."""
+    return _call_pool(plan, model_dir, "score", pooling, task_names)
+
+
+def checkpoint_outcomes(plan: EvalPlan, model_dir: str, pooling: str, task_names: list[str], split: str = "test"):
+    """Each task's item-level ``Outcomes`` for ``model_dir`` on one part, from the pool."""
+    return _call_pool(plan, model_dir, "outcomes", pooling, task_names, split)
+
+
+def _call_pool(plan: EvalPlan, model_dir: str, method: str, *args):
     import ray
     from ray.exceptions import RayActorError
 
@@ -121,7 +153,7 @@ def score_checkpoint(
         name = plan.actor_names[(first + attempt) % len(plan.actor_names)]
         try:
             actor = ray.get_actor(name, namespace=plan.namespace)
-            return ray.get(actor.score.remote(model_dir, pooling, task_names))
+            return ray.get(getattr(actor, method).remote(model_dir, *args))
         except (RayActorError, ValueError) as err:  # ValueError: actor not (yet) registered by name
             error = err
     raise RuntimeError(f"evaluation of {model_dir} failed {MAX_ATTEMPTS} times: {error}")

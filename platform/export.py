@@ -21,7 +21,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from platform.report import BASELINE_ID, Row, winner
+from evaluators.noise import Gain
+from evaluators.scores import part
+from platform.report import Row, is_baseline, score_with_error, winner
 from platform.search import EXIT_BAD_INPUT, EXIT_OK
 from platform.spec import SPACES_DIR
 
@@ -207,16 +209,30 @@ def model_card(row: Row, record: dict, search: SearchRecord, model_type: str, pa
     pooling = record["pooling"]
     weights = {task: w for tasks in search.objectives.values() for task, w in tasks.items()}
     objective_lines = [
-        f"{'Objective' if name == 'objective' else f'Objective `{name}`'}: "
+        f"{'Objective' if name == 'objective' else f'Objective `{name}`'} on the validation parts: "
         f"({' + '.join(f'{w:g} × {task}' for task, w in tasks.items())}) / {sum(tasks.values()):g} = "
         f"{row.objectives.get(name, row.objective):.4f}"
         for name, tasks in search.objectives.items()
     ]
-    score_rows = [
-        f"| {task} | {_main_metric(task, scores)} | {scores['main']:.4f} | {weights.get(task, 'report only')} |"
-        for task, scores in row.scores.items()
-        if "main" in scores
+    if row.test_objective is not None:
+        objective_lines.append(f"The same on the test parts (the first objective): {row.test_objective:.4f}")
+    objective_lines += [
+        f"Test objective over `{against}`: {Gain(**g['interval']).describe()}" for against, g in row.gains.items()
     ]
+    if row.confirmation:
+        stats = row.confirmation["test_objective"]
+        objective_lines.append(
+            f"Over {stats['n']} training seeds this configuration's test objective is "
+            f"{stats['mean']:.4f} ± {stats['std']:.4f} (mean ± sample std)"
+        )
+    score_rows = []
+    for task in row.scores:
+        test, val = part(row.scores, task, "test"), part(row.scores, task, "val")
+        if "main" in test:
+            score_rows.append(
+                f"| {task} | {_main_metric(task, test)} | {score_with_error(test)} | {_value(val.get('main', '–'))} "
+                f"| {weights.get(task, 'report only')} |"
+            )
     hp_rows = [
         f"| {name} | {_value(value)} | {'yes' if name in search.searched else ''} |"
         for name, value in sorted(record["hyperparameters"].items())
@@ -239,10 +255,12 @@ def model_card(row: Row, record: dict, search: SearchRecord, model_type: str, pa
         *(f"{line}." for line in objective_lines),
         "",
         "Each objective is the weighted mean of its tasks' main scores"
-        + (" (several: the first ranks the leaderboard)." if len(objective_lines) > 1 else "."),
+        + (" (several: the first ranks the leaderboard)." if len(search.objectives) > 1 else ".")
+        + " The checkpoint was chosen on the tasks' validation parts; the test parts steered nothing. Gains over "
+        "the baselines are paired bootstraps over the same test items (95% intervals).",
         "",
-        "| task | main score | value | weight in objective |",
-        "|---|---|---|---|",
+        "| task | main score | test (± standard error) | validation | weight in objective |",
+        "|---|---|---|---|---|",
         *score_rows,
         "",
         "## Hyperparameters",
@@ -345,7 +363,7 @@ def check_inputs(run_dir: Path, trial: str | None, to: Path) -> tuple[Row, Searc
         rows = [Row(**record) for record in json.loads((run_dir / "leaderboard.json").read_text())]
     except (TypeError, ValueError) as err:
         raise ExportError(f"{run_dir}/leaderboard.json is not one this doctune wrote ({err})") from None
-    trials = [r.trial for r in rows if r.trial != BASELINE_ID]
+    trials = [r.trial for r in rows if not is_baseline(r)]
     if trial is None:
         row = winner(rows)
         if row is None:
@@ -354,9 +372,9 @@ def check_inputs(run_dir: Path, trial: str | None, to: Path) -> tuple[Row, Searc
         row = next((r for r in rows if r.trial == trial), None)
         if row is None:
             raise ExportError(f"no trial {trial!r} in {run_dir}/leaderboard.json; known: {', '.join(trials)}")
-        if row.trial == BASELINE_ID:
+        if is_baseline(row):
             raise ExportError(
-                f"{BASELINE_ID!r} is the untouched base model ({row.checkpoint}), not a trial; choose one of: "
+                f"{row.trial!r} is the untouched base model ({row.checkpoint}), not a trial; choose one of: "
                 f"{', '.join(trials)}"
             )
         if row.checkpoint is None:

@@ -26,8 +26,10 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
+from evaluators.noise import Gain
+from evaluators.scores import part
 from platform import plots
-from platform.report import BASELINE_ID, Row, winner
+from platform.report import BASELINE_ID, Row, is_baseline, score_with_error, winner
 from platform.runner import STUDY_FILE
 
 REPORT_FILE = "report.html"
@@ -235,7 +237,7 @@ def _ranking_objective(run: Run) -> str:
 def _timeline(run: Run) -> Figure:
     if not run.histories:
         raise PlotSkipped("no trial logged an evaluation round (no tune/**/result.json or progress.csv)")
-    baseline = next((r.objective for r in run.rows if r.trial == BASELINE_ID), None)
+    baseline = next((r.objective for r in run.rows if r.trial == BASELINE_ID), None)  # the base as given
     leaders = [r.trial for r in plots.top_trials(run.rows)]
     return plots.objective_over_time(run.histories, run.start, baseline, leaders, _ranking_objective(run))
 
@@ -370,7 +372,7 @@ def _search_section(run: Run) -> str:
         "objective" + ("s" if len(run.objectives) > 1 else ""): objectives,
         "searched": space or "nothing (fixed hyperparameters only)",
         "trials": escape(
-            f"{sum(r.trial != BASELINE_ID for r in run.rows)} run"
+            f"{sum(not is_baseline(r) for r in run.rows)} run"
             + (f" of {plan['trials']} planned, {plan['steps']} steps each" if "trials" in plan else "")
         ),
     }
@@ -381,10 +383,25 @@ def _winner_section(run: Run) -> str:
     best = winner(run.rows)
     if best is None:
         return "<p>No trial produced a score: there is no winner and nothing was exported.</p>"
-    text = f"<p>Trial <b>{escape(best.trial)}</b>, objective {_number(best.objective)}"
+    text = (
+        f"<p>Trial <b>{escape(best.trial)}</b>, chosen by its validation objective {_number(best.objective)}; "
+        f"its test objective is {_number(best.test_objective)}"
+    )
     if len(run.objectives) > 1:
         text += f" (the first objective, {escape(next(iter(run.objectives)))}, ranks the leaderboard)"
     text += ".</p>"
+    if best.gains:
+        items = "".join(
+            f"<li>over <b>{escape(against)}</b>: {escape(Gain(**gain['interval']).describe())}</li>"
+            for against, gain in best.gains.items()
+        )
+        text += f"<p>Test-objective gain, paired bootstrap over the same test items:</p><ul>{items}</ul>"
+    if best.confirmation:
+        stats = best.confirmation["test_objective"]
+        text += (
+            f"<p>Its configuration trained with {stats['n']} training seeds: test objective "
+            f"{_number(stats['mean'])} ± {_number(stats['std'])} (mean ± sample std).</p>"
+        )
     best_dir = run.path / "best"
     try:
         exported = json.loads((best_dir / "doctune.json").read_text()).get("trial_id")
@@ -407,18 +424,28 @@ def _leaderboard(run: Run) -> str:
     multi = len(run.objectives) > 1
     objective_names = list(run.objectives) if multi else ["objective"]
     best = winner(run.rows)
-    header = ["rank", "trial", *objective_names, *run.tasks, "status", *(["Pareto"] if multi else []), *run.searched]
+    header = [
+        "rank",
+        "trial",
+        *(f"{n} (val)" for n in objective_names),
+        "test objective",
+        *(f"{t} (test)" for t in run.tasks),
+        "status",
+        *(["Pareto"] if multi else []),
+        *run.searched,
+    ]
     lines = ["<thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in header) + "</tr></thead><tbody>"]
     for rank, row in enumerate(run.rows, start=1):
-        is_baseline = row.trial == BASELINE_ID
-        css = "baseline" if is_baseline else "winner" if row is best else ""
-        trial = escape(row.trial) + ('<span class="badge">base model</span>' if is_baseline else "")
+        base = is_baseline(row)
+        css = "baseline" if base else "winner" if row is best else ""
+        trial = escape(row.trial) + ('<span class="badge">base model</span>' if base else "")
         objectives = [row.objectives.get(n) for n in objective_names] if multi else [row.objective]
         cells = [
             f'<td class="num">{rank}</td>',
             f"<td>{trial}</td>",
             *(f'<td class="num">{_number(v)}</td>' for v in objectives),
-            *(f'<td class="num">{_number(row.scores.get(t, {}).get("main"))}</td>' for t in run.tasks),
+            f'<td class="num">{_number(row.test_objective)}</td>',
+            *(f'<td class="num">{score_with_error(part(row.scores, t, "test"))}</td>' for t in run.tasks),
             f'<td class="status">{escape(row.status)}</td>',
             *([f'<td title="on the Pareto front">{"◆" if row.pareto else ""}</td>'] if multi else []),
             *(
@@ -428,8 +455,11 @@ def _leaderboard(run: Run) -> str:
         ]
         lines.append(f'<tr class="{css}">' + "".join(cells) + "</tr>")
     note = (
-        "<p>Scores are each task's main score; the highlighted row is the winner, the "
-        '<span class="badge">base model</span> row the untouched base encoder on the same tasks'
+        "<p>Rows are ranked, and each trial's checkpoint chosen, by the objective on the tasks' validation parts; "
+        "the test objective and the task scores (main score ± standard error) are on the test parts, which "
+        "steered nothing. The highlighted row is the winner, the "
+        '<span class="badge">base model</span> rows the base encoder as given and, where the spec converts it, '
+        "after the conversion, untrained, on the same tasks"
         + (", ◆ marks the Pareto front of the trials" if multi else "")
         + ".</p>"
     )

@@ -14,7 +14,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from platform.report import BASELINE_ID, Row
+from evaluators.scores import part
+from platform.report import BASELINE_ID, Row, is_baseline
 
 SIZE = (8.0, 5.0)  # inches; at DPI, 960 x 600 pixels
 DPI = 120
@@ -40,7 +41,7 @@ def _figure() -> Figure:
 
 def top_trials(rows: Sequence[Row], n: int = TOP_TRIALS) -> list[Row]:
     """The ``n`` scored trials with the highest objective (the baseline is no trial)."""
-    scored = [r for r in rows if r.trial != BASELINE_ID and r.objective is not None]
+    scored = [r for r in rows if not is_baseline(r) and r.objective is not None]
     return sorted(scored, key=lambda r: r.objective, reverse=True)[:n]
 
 
@@ -83,28 +84,32 @@ def objective_over_time(
 
 
 def task_scores(rows: Sequence[Row], tasks: Sequence[str], n: int = TOP_TRIALS) -> Figure:
-    """Grouped bars of each task's main score: the ``n`` best trials and the baseline, one group per task."""
+    """Grouped bars of each task's main test score: the ``n`` best trials (by the validation
+    objective) and the baseline rows, one group per task, with standard-error whiskers."""
     trials = top_trials(rows, n)
-    baseline = [r for r in rows if r.trial == BASELINE_ID]
+    baseline = [r for r in rows if is_baseline(r)]
     drawn = trials + baseline
     figure = _figure()
     axes = figure.subplots()
     width = 0.8 / len(drawn)
     for i, row in enumerate(drawn):
         positions = [t + (i - (len(drawn) - 1) / 2) * width for t in range(len(tasks))]
-        heights = [row.scores.get(task, {}).get("main", float("nan")) for task in tasks]
-        if row.trial == BASELINE_ID:
-            label = "baseline" + (f" ({row.objective:.3f})" if row.objective is not None else "")
+        heights = [part(row.scores, task, "test").get("main", float("nan")) for task in tasks]
+        errors = [part(row.scores, task, "test").get("main_se", 0.0) for task in tasks]
+        if is_baseline(row):
+            label = row.trial + (f" ({row.objective:.3f})" if row.objective is not None else "")
             style = {"color": "white", "edgecolor": BASELINE_COLOR, "hatch": "//", "label": label}
         else:
             style = {"label": f"{short(row.trial)} ({row.objective:.3f})"}
-        axes.bar(positions, heights, width, **style)
+        axes.bar(positions, heights, width, yerr=errors, capsize=2, **style)
     axes.set_xticks(range(len(tasks)), [short(t, 24) for t in tasks], rotation=20, ha="right")
     axes.axhline(0, color="black", linewidth=0.8)
-    axes.set_title(f"Main score per task: the {len(trials)} best trials" + (" and the baseline" if baseline else ""))
-    axes.set_ylabel("main score (higher is better)")
+    axes.set_title(
+        f"Main test score per task: the {len(trials)} best trials" + (" and the baselines" if baseline else "")
+    )
+    axes.set_ylabel("main test score ± standard error (higher is better)")
     axes.grid(axis="y", alpha=0.3)
-    axes.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small", title="trial (objective)")
+    axes.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small", title="trial (val. objective)")
     return figure
 
 
@@ -132,7 +137,7 @@ def pareto_front(rows: Sequence[Row]) -> Figure:
     """The trials on the first two objectives, the Pareto front (``Row.pareto``) highlighted and
     connected, the baseline marked. Rows without both objectives are left out."""
     x_name, y_name = objective_names(rows)[:2]
-    points = [r for r in rows if r.trial != BASELINE_ID and x_name in r.objectives and y_name in r.objectives]
+    points = [r for r in rows if not is_baseline(r) and x_name in r.objectives and y_name in r.objectives]
     front = sorted((r for r in points if r.pareto), key=lambda r: r.objectives[x_name])
     rest = [r for r in points if not r.pareto]
     figure = _figure()

@@ -15,27 +15,43 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-BASELINE_ID = "baseline"
+from evaluators.scores import main_scores, part, unflatten
+
+BASELINE_ID = "baseline"  # the base encoder as the spec names it
+CONVERTED_BASELINE_ID = "baseline-converted"  # the same after the backbone conversion, untrained
 
 
 @dataclass
 class Row:
+    """One leaderboard row. ``objective`` (and ``objectives``) are the validation objective that
+    chose this row's checkpoint and ranks it; ``test_objective`` and each task's ``test`` scores
+    are what the row reports (``evaluators.scores``)."""
+
     trial: str
     status: str
     objective: float | None
     step: int | None
     checkpoint: str | None
     hyperparameters: dict
-    scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    scores: dict[str, dict] = field(default_factory=dict)
     # each named objective's value (a single-objective search has one, equal to ``objective``)
     objectives: dict[str, float] = field(default_factory=dict)
     pareto: bool = False  # on the Pareto front of the trials (multi-objective searches)
+    test_objective: float | None = None
+    # the winner's test-objective gain over each baseline row, with its paired-bootstrap interval
+    gains: dict[str, dict] = field(default_factory=dict)
+    # the winner's configuration trained with more seeds (search.confirm_seeds): test objective mean ± std
+    confirmation: dict = field(default_factory=dict)
+
+    def test_score(self, task: str) -> float | None:
+        return part(self.scores, task, "test").get("main")
 
     def flat(self, tasks: list[str]) -> dict:
         out = {
             "trial": self.trial,
             "status": self.status,
             "objective": self.objective,
+            "test_objective": self.test_objective,
             "step": self.step,
             "checkpoint": self.checkpoint,
         }
@@ -43,18 +59,11 @@ class Row:
             out |= {f"objective.{name}": value for name, value in self.objectives.items()}
             out["pareto"] = self.pareto
         out |= {f"hp.{k}": v for k, v in sorted(self.hyperparameters.items())}
-        out |= {task: self.scores.get(task, {}).get("main") for task in tasks}
+        for task in tasks:
+            out[task] = self.test_score(task)
+            out[f"{task}.se"] = part(self.scores, task, "test").get("main_se")
+            out[f"{task}.val"] = part(self.scores, task, "val").get("main")
         return out
-
-
-def _scores_from_metrics(metrics: dict, tasks: tuple[str, ...]) -> dict[str, dict[str, float]]:
-    """``{"task/metric": value}`` report entries back into ``{task: {metric: value}}``."""
-    scores: dict[str, dict[str, float]] = {}
-    for key, value in metrics.items():
-        task, _, metric = str(key).rpartition("/")
-        if task in tasks and isinstance(value, (int, float)):
-            scores.setdefault(task, {})[metric] = float(value)
-    return scores
 
 
 def rows_from_results(results, resolved) -> list[Row]:
@@ -72,7 +81,8 @@ def rows_from_results(results, resolved) -> list[Row]:
             rows.append(Row(trial_id, f"error: {reason}", None, None, None, hp))
             continue
         evaluation = resolved.plan.evaluation
-        # several objectives: the last round, the one NSGA-II was told; one: the best round
+        # several objectives: the last round, the one NSGA-II was told; one: the best round. Both
+        # read the validation objective: a trial's test scores never choose its checkpoint
         chosen = frame["eval_round"].idxmax() if evaluation.multi_objective else frame["objective"].idxmax()
         best = frame.loc[chosen].to_dict()
         rounds = int(frame["eval_round"].max())
@@ -90,8 +100,9 @@ def rows_from_results(results, resolved) -> list[Row]:
                 int(best["step"]),
                 best.get("checkpoint"),
                 hp,
-                _scores_from_metrics(best, evaluation.tasks),
+                unflatten(best, evaluation.tasks),
                 {n: float(best[m]) for n, m in zip(evaluation.objectives, evaluation.objective_metrics)},
+                test_objective=float(best["test_objective"]),
             )
         )
     if resolved.plan.evaluation.multi_objective:
@@ -112,19 +123,31 @@ def mark_pareto_front(rows: list[Row]) -> None:
         )
 
 
-def baseline_row(baseline: dict, resolved) -> Row:
+def baseline_rows(baselines: dict[str, dict], resolved) -> list[Row]:
+    """The rows of ``baseline.json`` (``runner.score_baselines``)."""
+    return [baseline_row(row, b["status"], b["model"], b["scores"], resolved) for row, b in baselines.items()]
+
+
+def baseline_row(trial: str, status: str, model: str, scores: dict, resolved) -> Row:
+    """A row for an encoder no trial trained (the base as given, the converted base)."""
     evaluation = resolved.plan.evaluation
-    objectives = evaluation.objective_values({task: baseline[task]["main"] for task in evaluation.tasks})
+    tasks = {task: scores[task] for task in evaluation.tasks}
+    objectives = evaluation.objective_values(main_scores(tasks, "val"))
     return Row(
-        BASELINE_ID,
-        "base model, untouched",
+        trial,
+        status,
         next(iter(objectives.values())),
         0,
-        resolved.plan.base_model,
+        model,
         {"pooling": resolved.fixed.pooling},
-        baseline,
+        scores,
         objectives,
+        test_objective=evaluation.objective_of(main_scores(tasks, "test")),
     )
+
+
+def is_baseline(row: Row) -> bool:
+    return row.trial.startswith(BASELINE_ID)
 
 
 def _rank_key(row: Row) -> float:
@@ -144,15 +167,17 @@ def write_leaderboard(rows: list[Row], run_dir: Path, tasks: list[str]) -> list[
 
 
 def format_table(rows: list[Row], tasks: list[str]) -> str:
-    """The leaderboard for a terminal; with several objectives, one column each and ``*`` marking
-    the Pareto front."""
+    """The leaderboard for a terminal: the validation objective that ranks the rows, then what they
+    report, the test objective and each task's test score ± its standard error; with several
+    objectives, one column each and ``*`` marking the Pareto front."""
     names = list(dict.fromkeys(n for row in rows if len(row.objectives) > 1 for n in row.objectives))
-    header = ["rank", "trial", *(names or ["objective"]), *tasks, "status"]
+    objective_names = [f"{n} (val)" for n in names] or ["objective (val)"]
+    header = ["rank", "trial", *objective_names, "test objective", *(f"{t} (test)" for t in tasks), "status"]
     if names:
         header.insert(2, "front")
     lines = [header]
+    score = lambda v: f"{v:.4f}" if isinstance(v, float) else "-"  # noqa: E731
     for rank, row in enumerate(rows, start=1):
-        score = lambda v: f"{v:.4f}" if isinstance(v, float) else "-"  # noqa: E731
         objectives = [score(row.objectives.get(n)) for n in names] if names else [score(row.objective)]
         lines.append(
             [
@@ -160,7 +185,8 @@ def format_table(rows: list[Row], tasks: list[str]) -> str:
                 row.trial,
                 *(["*" if row.pareto else ""] if names else []),
                 *objectives,
-                *(score(row.scores.get(t, {}).get("main")) for t in tasks),
+                score(row.test_objective),
+                *(score_with_error(part(row.scores, t, "test")) for t in tasks),
                 row.status,
             ]
         )
@@ -168,9 +194,16 @@ def format_table(rows: list[Row], tasks: list[str]) -> str:
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in lines)
 
 
+def score_with_error(scores: dict[str, float]) -> str:
+    if "main" not in scores:
+        return "-"
+    error = scores.get("main_se")
+    return f"{scores['main']:.4f}" + (f"±{error:.4f}" if error is not None and math.isfinite(error) else "")
+
+
 def winner(rows: list[Row]) -> Row | None:
-    """The best scored trial of a ranked leaderboard (the baseline may rank above it, but is no trial)."""
-    return next((r for r in rows if r.trial != BASELINE_ID and r.objective is not None), None)
+    """The best scored trial of a ranked leaderboard (a baseline may rank above it, but is no trial)."""
+    return next((r for r in rows if not is_baseline(r) and r.objective is not None), None)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,10 +10,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import statistics
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from platform.resources import ResourcePlan, plan_resources
+from platform.samplers import SamplerPlan, make_sampler, plan_sampler
 from platform.spec import Distribution, SearchSpec
 from platform.timings import PhaseClock
 from trainers.config import EvalPlan, Hyperparameters, TrainPlan
@@ -32,6 +35,7 @@ class ResolvedSearch:
     fixed: Hyperparameters
     resources: ResourcePlan
     corpus_stats: CorpusStats
+    source_model: str  # the base encoder before any backbone conversion (plan.base_model is after it)
 
     def summary(self) -> dict:
         return {
@@ -61,6 +65,7 @@ def resolve(
     model_dir: str,
     corpus: tuple[Path, CorpusStats],
     cluster: dict[str, float],
+    source_model: str | None = None,
 ) -> ResolvedSearch:
     train, evaluation = spec.train, spec.evaluation
     resources = plan_resources(train, evaluation, spec.search.samples, spec.search.max_concurrent, cluster)
@@ -99,7 +104,10 @@ def resolve(
         chunk_size=train.chunk_size,
         fault_nan_at_step=train.fault_nan_at_step,
     )
-    return ResolvedSearch(spec, spec_path, profile, run_dir, plan, spec.fixed_hyperparameters(), resources, corpus[1])
+    fixed = spec.fixed_hyperparameters()
+    return ResolvedSearch(
+        spec, spec_path, profile, run_dir, plan, fixed, resources, corpus[1], source_model or model_dir
+    )
 
 
 class ConditionalSpace:
@@ -123,8 +131,16 @@ class ConditionalSpace:
                 chosen[name] = trial.suggest_float(name, *dist.values, log=dist.kind == "loguniform")
 
 
+def sampler_plan(resolved: ResolvedSearch) -> SamplerPlan:
+    """The sampler the spec asks for (NSGA-II whenever there are several objectives), sized to its
+    budget (``platform.samplers``)."""
+    search = resolved.spec.search
+    kind = "nsga2" if resolved.plan.evaluation.multi_objective else search.sampler
+    concurrent = resolved.resources.max_concurrent > 1
+    return plan_sampler(kind, search.samples, concurrent, search.multivariate, search.grid_points)
+
+
 def _tuner(resolved: ResolvedSearch, resume: bool):
-    import optuna
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
     from ray.tune.search.optuna import OptunaSearch
@@ -145,17 +161,12 @@ def _tuner(resolved: ResolvedSearch, resume: bool):
     metrics = list(evaluation.objective_metrics)
     search_alg = None
     if spec.search.space:
-        if evaluation.multi_objective:
-            sampler = optuna.samplers.NSGAIISampler(seed=spec.search.seed)
-        elif spec.search.sampler == "tpe":
-            sampler = optuna.samplers.TPESampler(seed=spec.search.seed)
-        else:
-            sampler = optuna.samplers.RandomSampler(seed=spec.search.seed)
+        plan = sampler_plan(resolved)
         search_alg = OptunaSearch(
             space=ConditionalSpace(spec.search.space),
             metric=metrics if evaluation.multi_objective else metrics[0],
             mode=["max"] * len(metrics) if evaluation.multi_objective else "max",
-            sampler=sampler,
+            sampler=make_sampler(plan, spec.search.space, spec.search.seed),
             points_to_evaluate=[dict(point) for point in spec.search.warm_start] or None,
             study_name=spec.name,
             storage=study_storage(resolved.run_dir),
@@ -204,13 +215,32 @@ def study_storage(run_dir: Path):
     return JournalStorage(JournalFileBackend(str((run_dir / STUDY_FILE).resolve())))
 
 
-def score_baseline(resolved: ResolvedSearch) -> dict[str, dict[str, float]]:
+def baseline_models(resolved: ResolvedSearch) -> dict[str, tuple[str, str]]:
+    """The leaderboard's baseline rows, id -> (model directory, status): the base encoder as the
+    spec names it and, where the spec converts it (a Longformer backbone), the converted encoder
+    before any training, so a user sees whether the whole pipeline, conversion included, helped."""
+    from platform.report import BASELINE_ID, CONVERTED_BASELINE_ID
+
+    rows = {BASELINE_ID: (resolved.source_model, "base model, untouched")}
+    if resolved.source_model != resolved.plan.base_model:
+        rows[CONVERTED_BASELINE_ID] = (resolved.plan.base_model, "base model converted to the backbone, untrained")
+    return rows
+
+
+def score_baselines(resolved: ResolvedSearch) -> dict[str, dict]:
+    """Each baseline row's model, status and scores on every task (``baseline.json``)."""
     from evaluators.pool import score_checkpoint
 
     evaluation = resolved.plan.evaluation
-    return score_checkpoint(
-        evaluation, resolved.plan.base_model, resolved.fixed.pooling, [*evaluation.tasks, *evaluation.report_tasks]
-    )
+    tasks = [*evaluation.tasks, *evaluation.report_tasks]
+    return {
+        row: {
+            "model": model,
+            "status": status,
+            "scores": score_checkpoint(evaluation, model, resolved.fixed.pooling, tasks),
+        }
+        for row, (model, status) in baseline_models(resolved).items()
+    }
 
 
 def start_evaluators(resolved: ResolvedSearch) -> list:
@@ -225,17 +255,101 @@ def start_evaluators(resolved: ResolvedSearch) -> list:
 
 
 def run_search(resolved: ResolvedSearch, resume: bool, clock: PhaseClock | None = None):
-    """Score the base model, then run the trials. Returns (baseline scores, Tune results)."""
+    """Score the baseline encoders, then run the trials. Returns (baselines, Tune results)."""
     clock = clock or PhaseClock()
     baseline_file = resolved.run_dir / "baseline.json"
     if baseline_file.exists():
         baseline = json.loads(baseline_file.read_text())
     else:
-        print("doctune: scoring the base model (the leaderboard's baseline row)", flush=True)
+        print("doctune: scoring the base model (the leaderboard's baseline rows)", flush=True)
         with clock.phase("baseline"):
-            baseline = score_baseline(resolved)
+            baseline = score_baselines(resolved)
         baseline_file.write_text(json.dumps(baseline, indent=2))
     print(f"doctune: {resolved.spec.search.samples} trial(s), {resolved.resources.describe()}", flush=True)
+    if resolved.spec.search.space:
+        plan = sampler_plan(resolved)
+        print(f"doctune: sampler: {plan.describe()}", flush=True)
+        if warning := plan.warning():
+            print(f"doctune: warning: {warning}", file=sys.stderr, flush=True)
     with clock.phase("trials"):
         results = _tuner(resolved, resume).fit()
+    if resolved.spec.search.space and (zombies := fail_unfinished_study_trials(resolved.run_dir, resolved.spec.name)):
+        print(
+            f"doctune: note: {zombies} Optuna trial(s) a killed search left RUNNING were never reported; "
+            "marked failed in the study",
+            flush=True,
+        )
     return baseline, results
+
+
+def fail_unfinished_study_trials(run_dir: Path, name: str) -> int:
+    """Mark FAIL every trial the study still holds as RUNNING once the search has ended, and return
+    how many. A driver killed between Optuna's suggestion and Tune's record of the trial leaves one
+    behind that no resumed Tune trial will ever report; left RUNNING, TPE's constant liar would keep
+    treating it as under way, and optuna-dashboard would show it running forever."""
+    import optuna
+
+    storage = study_storage(run_dir)
+    try:
+        study_id = storage.get_study_id_from_name(name)
+    except KeyError:
+        return 0
+    running = storage.get_all_trials(study_id, deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+    for trial in running:
+        storage.set_trial_state_values(trial._trial_id, optuna.trial.TrialState.FAIL)
+    return len(running)
+
+
+CONFIRM_SUFFIX = "-confirm"
+
+
+def confirm_winner(resolved: ResolvedSearch, winner) -> dict:
+    """``search.confirm_seeds``: the winner's configuration trained again with that many more
+    training seeds (``train.seed`` + 1, + 2, ...), each run chosen and reported like a trial
+    (best round by the validation objective, test scores reported). Returns the record the
+    leaderboard keeps: per seed, and mean ± sample std over the winner's own seed and the new ones.
+    An interrupted confirmation continues on ``--resume``."""
+    from ray import tune
+
+    from platform.report import rows_from_results
+    from trainers.trial import run_trial
+
+    spec = resolved.spec
+    seeds = [resolved.plan.seed + i for i in range(1, spec.search.confirm_seeds + 1)]
+    config = {name: winner.hyperparameters[name] for name in spec.search.space if name in winner.hyperparameters}
+    trainable = tune.with_resources(
+        tune.with_parameters(run_trial, plan=resolved.plan, fixed=dataclasses.asdict(resolved.fixed)), {"cpu": 0.01}
+    )
+    experiment = resolved.run_dir / "tune" / f"{spec.name}{CONFIRM_SUFFIX}"
+    if (experiment / "tuner.pkl").exists():
+        tuner = tune.Tuner.restore(str(experiment.resolve()), trainable=trainable, resume_unfinished=True)
+    else:
+        tuner = tune.Tuner(
+            trainable,
+            param_space={**config, "seed": tune.grid_search(seeds)},
+            tune_config=tune.TuneConfig(max_concurrent_trials=resolved.resources.max_concurrent, reuse_actors=False),
+            run_config=tune.RunConfig(
+                name=experiment.name,
+                storage_path=str(experiment.parent.resolve()),
+                failure_config=tune.FailureConfig(max_failures=0),
+            ),
+        )
+    print(f"doctune: confirming {winner.trial} with {len(seeds)} more training seed(s): {seeds}", flush=True)
+    results = tuner.fit()
+    runs = {resolved.plan.seed: winner}
+    for result, row in zip(results, rows_from_results(results, resolved)):
+        if row.test_objective is not None:
+            runs[int(result.config["seed"])] = row
+    values = [row.test_objective for row in runs.values()]
+    return {
+        "seeds": {
+            str(seed): {"trial": row.trial, "objective": row.objective, "test_objective": row.test_objective}
+            for seed, row in sorted(runs.items())
+        },
+        "test_objective": {
+            "mean": statistics.fmean(values),
+            "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+            "n": len(values),
+        },
+        "failed": len(seeds) + 1 - len(runs),
+    }

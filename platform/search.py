@@ -13,8 +13,10 @@ import shutil
 import socket
 import sys
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 
+from evaluators.noise import Gain
 from platform.resources import InfeasibleResources
 from platform.spec import PROFILES, SpecError, load_spec
 from platform.timings import PhaseClock
@@ -149,7 +151,7 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path, clock: PhaseC
     spec, _ = load_spec(str(spec_path), args.profile or "local")
     try:
         with clock.phase("inputs"):
-            model_dir, corpus = _prepare_inputs(spec)
+            model_dir, corpus, source_model = _prepare_inputs(spec)
     except (ModelUnavailable, DataUnavailable) as err:
         print(f"doctune: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -166,8 +168,8 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path, clock: PhaseC
             print(f"doctune: profile {profile!r} ({why}; choose with --profile)")
             spec, _ = load_spec(str(spec_path), profile)
             if profile == "full":  # the full profile may change the corpus or the backbone
-                model_dir, corpus = _prepare_inputs(spec)
-        resolved = runner.resolve(spec, spec_path, profile, run_dir, model_dir, corpus, cluster)
+                model_dir, corpus, source_model = _prepare_inputs(spec)
+        resolved = runner.resolve(spec, spec_path, profile, run_dir, model_dir, corpus, cluster, source_model)
         summary = resolved.summary()
         if args.dry_run:
             if spec.base is not None:
@@ -187,8 +189,8 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path, clock: PhaseC
             _write_atomic(run_dir / "search.json", json.dumps(summary, indent=2, default=str))
         if spec.base is not None:  # trained (or taken from the cache) now that Ray runs and the run is recorded
             with clock.phase("base stage"):
-                model_dir, corpus = _prepare_inputs(spec, build_base_in=run_dir)
-            resolved = runner.resolve(spec, spec_path, profile, run_dir, model_dir, corpus, cluster)
+                model_dir, corpus, source_model = _prepare_inputs(spec, build_base_in=run_dir)
+            resolved = runner.resolve(spec, spec_path, profile, run_dir, model_dir, corpus, cluster, source_model)
         searched = spec.search.space.get("recipe")
         recipes = ", ".join(searched.values) if searched else spec.recipe
         print(f"doctune: search {spec.name!r}, profile {profile!r}, recipe {recipes}, run dir {run_dir}")
@@ -207,18 +209,34 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path, clock: PhaseC
         if scored and resolved.plan.evaluation.report_tasks:
             with clock.phase("report-only tasks"):
                 _score_report_tasks(scored, resolved)
-        rows = report.write_leaderboard(
-            [report.baseline_row(baseline, resolved), *rows],
-            run_dir,
-            tasks + list(resolved.plan.evaluation.report_tasks),
-        )
-        print("\n" + report.format_table(rows, tasks + list(resolved.plan.evaluation.report_tasks)) + "\n")
+        columns = tasks + list(resolved.plan.evaluation.report_tasks)
+        baselines = report.baseline_rows(baseline, resolved)
+        rows = report.write_leaderboard([*baselines, *rows], run_dir, columns)
+        if scored:
+            with clock.phase("noise"):
+                _compare_with_baselines(report.winner(rows), baselines, resolved)
+            if spec.search.confirm_seeds:
+                with clock.phase("confirmation"):
+                    report.winner(rows).confirmation = runner.confirm_winner(resolved, report.winner(rows))
+            rows = report.write_leaderboard(rows, run_dir, columns)
+        print("\n" + report.format_table(rows, columns) + "\n")
         if not scored:
             print("doctune: no trial produced a score; see the statuses above", file=sys.stderr)
             return EXIT_FAILURE
         best = report.winner(rows)
         exported = export.export_best(best, run_dir)
-        print(f"doctune: best trial {best.trial} (objective {best.objective:.4f}) exported to {exported.path}")
+        print(
+            f"doctune: best trial {best.trial} (validation objective {best.objective:.4f}, test objective "
+            f"{best.test_objective:.4f}) exported to {exported.path}"
+        )
+        for against, gain in best.gains.items():
+            print(f"doctune: test objective of {best.trial} over {against}: {Gain(**gain['interval']).describe()}")
+        if best.confirmation:
+            stats = best.confirmation["test_objective"]
+            print(
+                f"doctune: {best.trial}'s configuration over {stats['n']} training seeds: test objective "
+                f"{stats['mean']:.4f} ± {stats['std']:.4f} (mean ± std)"
+            )
         if exported.sentence_transformers_gap:
             print(f"doctune: {exported.path} has no sentence-transformers files: {exported.sentence_transformers_gap}")
         print(f"doctune: leaderboard in {run_dir}/leaderboard.csv; TensorBoard: tensorboard --logdir {run_dir}")
@@ -243,6 +261,26 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path, clock: PhaseC
 REPORT_TOP_TRIALS = 3  # trials scored on the report-only tasks, beside the baseline
 
 
+def _compare_with_baselines(best, baselines, resolved) -> None:
+    """Set ``best.gains``: the winner's test objective against each baseline row's, with a paired
+    bootstrap over the same test items (``evaluators.noise``), so the leaderboard says whether the
+    gain is beyond noise."""
+    from evaluators.noise import paired_bootstrap
+    from evaluators.pool import checkpoint_outcomes
+
+    evaluation = resolved.plan.evaluation
+    weights = next(iter(evaluation.objectives.values()))  # the ranking objective
+
+    def outcomes(row):
+        return checkpoint_outcomes(evaluation, row.checkpoint, row.hyperparameters["pooling"], list(weights), "test")
+
+    print(f"doctune: comparing {best.trial} with the baseline rows on the test items (paired bootstrap)", flush=True)
+    mine = outcomes(best)
+    for baseline in baselines:
+        gain = paired_bootstrap(mine, outcomes(baseline), weights)
+        best.gains[baseline.trial] = {"test_objective": gain.difference, "interval": asdict(gain), **gain.record()}
+
+
 def _score_report_tasks(scored, resolved) -> None:
     """Score the best trials on the tasks that never steered the search (the baseline already
     has them), so the report shows whether the winners generalise beyond their objective."""
@@ -260,7 +298,8 @@ def _score_report_tasks(scored, resolved) -> None:
 
 
 def _prepare_inputs(spec, build_base_in: Path | None = None):
-    """The base model directory (converted to a Longformer if the spec asks) and the prepared corpus.
+    """The base model directory (converted to a Longformer if the spec asks), the prepared corpus,
+    and the base model directory before any conversion.
 
     With ``base:`` the base model is the vanilla base trained for this corpus and these settings:
     trained (or taken from the cache) when ``build_base_in`` names the run directory, which needs
@@ -290,6 +329,7 @@ def _prepare_inputs(spec, build_base_in: Path | None = None):
             logs_to=build_base_in / "base",
         )
         model_dir = str(built.path)
+    source_model = model_dir
     longformer = spec.backbone.longformer
     if longformer is not None and Path(model_dir).is_dir():  # a base not trained yet is converted once it is
         model_dir = str(cached_longformer(model_dir, longformer.max_length, longformer.attention_window, cache_dir()))
@@ -297,7 +337,7 @@ def _prepare_inputs(spec, build_base_in: Path | None = None):
             f"doctune: Longformer backbone from {spec.base_model} ({longformer.max_length} positions, "
             f"window {longformer.attention_window}): {model_dir}"
         )
-    return model_dir, corpus
+    return model_dir, corpus, source_model
 
 
 def _check_corpus_suits_recipes(spec, stats) -> None:

@@ -178,8 +178,26 @@ class SchedulerSpec:
 class SearchSection:
     objective: ObjectiveSpec = field(metadata=constraint("what the search maximises"))
     samples: int = field(default=16, metadata=constraint("number of trials", 1))
-    sampler: Literal["tpe", "random"] = field(default="tpe", metadata=constraint("Optuna sampler"))
+    sampler: Literal["tpe", "random", "grid"] = field(
+        default="tpe",
+        metadata=constraint(
+            "tpe (random start-up of a quarter of the samples, at least 2, at most 10; then model-guided), random, "
+            "or grid (every choice x grid_points values per numeric range); several objectives always use NSGA-II"
+        ),
+    )
     seed: int = field(default=0, metadata=constraint("seed of the sampler"))
+    multivariate: bool = field(
+        default=True, metadata=constraint("tpe: model the dimensions jointly (false: one density per dimension)")
+    )
+    grid_points: int = field(
+        default=3, metadata=constraint("grid: values per numeric range (geometric for loguniform)", 2)
+    )
+    confirm_seeds: int = field(
+        default=0,
+        metadata=constraint(
+            "after the search, train the winner's configuration with this many more seeds and report mean +- std", 0
+        ),
+    )
     scheduler: SchedulerSpec = field(default_factory=SchedulerSpec, metadata=constraint("early stopping"))
     space: dict[str, Distribution] = field(default_factory=dict, metadata=constraint("searched hyperparameters"))
     max_concurrent: int | None = field(default=None, metadata=constraint("cap on trials at once", 1))
@@ -630,8 +648,30 @@ def _check_semantics(spec: SearchSpec) -> None:
             except UnknownTask as err:
                 raise SpecError(f"{key}: {err.args[0]}") from None
     _check_warm_start(spec.search)
+    _check_grid(spec.search)
     if spec.study is not None:
         _check_study(spec.study)
+
+
+def _check_grid(search: SearchSection) -> None:
+    """A grid search needs a space every point of which is a distinct configuration, and no more
+    samples than points."""
+    from platform.samplers import grid_size
+
+    if search.sampler != "grid" or not search.space:
+        return
+    conditional = [name for name, dist in search.space.items() if dist.when]
+    if conditional:
+        raise SpecError(
+            f"search.space.{conditional[0]}.when: a grid search takes every combination of values, so conditional "
+            "dimensions would repeat configurations; drop the conditions or use sampler: tpe or random"
+        )
+    points = grid_size(search.space, search.grid_points)
+    if search.samples > points:
+        raise SpecError(
+            f"search.samples ({search.samples}) exceeds the grid's {points} points (choices x {search.grid_points} "
+            f"values per numeric range); set samples to at most {points} or raise search.grid_points"
+        )
 
 
 def _check_study(study: StudySection) -> None:

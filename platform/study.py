@@ -30,7 +30,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from evaluators.scores import main_scores, part
 from platform import runner
+from platform.report import BASELINE_ID
 from platform.resources import InfeasibleResources
 from platform.search import (
     EXIT_BAD_INPUT,
@@ -61,7 +63,8 @@ class RowResult:
     failed: dict[int, str]
 
     def values(self, task: str, metric: str) -> list[float]:
-        return [s[task][metric] for s in self.seeds.values() if metric in s.get(task, {})]
+        """The metric's test scores, one per seed that has it."""
+        return [s[task]["test"][metric] for s in self.seeds.values() if metric in part(s, task, "test")]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -167,7 +170,7 @@ class Study:
 
     def __init__(self, spec: SearchSpec, spec_path: Path, profile: str, run_dir: Path, inputs, cluster, tasks):
         self.spec, self.spec_path, self.profile, self.run_dir = spec, spec_path, profile, run_dir
-        self.model_dir, self.corpus = inputs
+        self.model_dir, self.corpus, _ = inputs
         self.cluster = cluster
         self.tasks = tasks  # every table task
 
@@ -196,7 +199,9 @@ class Study:
         directory.mkdir(parents=True)
         resolved = self.resolve(spec, directory)
         # every run shares the study's base, scored once on every table task (base_row)
-        shutil.copyfile(self.run_dir / BASE_FILE, directory / "baseline.json")
+        base = {"model": self.model_dir, "status": "base model, untouched"}
+        base["scores"] = json.loads((self.run_dir / BASE_FILE).read_text())
+        _write_atomic(directory / "baseline.json", json.dumps({BASELINE_ID: base}, indent=2))
         _, results = runner.run_search(resolved, resume=False)
         rows = report.rows_from_results(results, resolved)
         scored = [r for r in rows if r.objective is not None]
@@ -298,11 +303,12 @@ def _run(spec: SearchSpec, spec_path: Path, profile: str, columns, run_dir: Path
 
 
 def rank_rows(rows, evaluation) -> list[str]:
-    """Row names, best first, by the spec's objective averaged over seeds."""
+    """Row names, best first, by the spec's objective on the validation parts, averaged over seeds
+    (the table then shows test scores: what picks the tuned rows never reports them)."""
     means = {}
     for row in rows:
         values = [
-            evaluation.reported_objectives({task: scores[task]["main"] for task in evaluation.tasks})["objective"]
+            evaluation.objective_of(main_scores({t: scores[t] for t in evaluation.tasks}, "val"))
             for scores in row.seeds.values()
         ]
         if values:
@@ -339,7 +345,9 @@ def write_table(rows: list[RowResult], columns: list[tuple[str, str]], run_dir: 
     train = spec.train
     lines = [
         f"Study `{spec.name}`: base `{spec.base_model}`, corpus `{spec.corpus.source}`, {train.steps} steps of "
-        f"{train.batch_size} pairs at {train.max_length} tokens per row and seed; mean ± sample std over seeds.",
+        f"{train.batch_size} pairs at {train.max_length} tokens per row and seed; mean ± sample std over seeds. "
+        "Every score is on the tasks' test parts; the rows to tune, and each tuned row's configuration, were "
+        "chosen on the validation parts.",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "---|" * len(header),
@@ -353,7 +361,7 @@ def write_table(rows: list[RowResult], columns: list[tuple[str, str]], run_dir: 
         writer.writerow(["row", "seed", *(_label(t, m) for t, m in columns)])
         for row in rows:
             for seed, scores in row.seeds.items():
-                writer.writerow([row.name, seed, *(scores.get(t, {}).get(m) for t, m in columns)])
+                writer.writerow([row.name, seed, *(part(scores, t, "test").get(m) for t, m in columns)])
     summary = [
         {
             "row": row.name,

@@ -31,10 +31,24 @@ def test_leaderboard_has_every_trial_and_the_baseline_with_finite_scores(smoke_r
     rows = json.loads((run_dir / "leaderboard.json").read_text())
     assert [r["trial"] for r in rows].count("baseline") == 1 and len(rows) == 3
     for row in rows:
-        assert math.isfinite(row["objective"])
+        assert math.isfinite(row["objective"]) and math.isfinite(row["test_objective"])
         assert set(row["scores"]) == {"news-title-retrieval", "r8-fewshot"}
-        assert all(math.isfinite(v["main"]) for v in row["scores"].values())
+        for scores in row["scores"].values():
+            assert all(math.isfinite(scores[p]["main"]) and scores[p]["main_se"] >= 0 for p in ("val", "test"))
     trials = [r for r in rows if r["trial"] != "baseline"]
+    for row in trials:  # the objective is the chosen checkpoint's validation objective; test is beside it
+        scores = json.loads(
+            (run_dir / "trials" / row["trial"] / "checkpoints" / f"step_{row['step']:06d}" / "scores.json").read_text()
+        )
+        mains = {p: [scores[t][p]["main"] for t in ("news-title-retrieval", "r8-fewshot")] for p in ("val", "test")}
+        assert row["objective"] == pytest.approx(sum(mains["val"]) / 2)
+        assert row["test_objective"] == pytest.approx(sum(mains["test"]) / 2)
+    # the winner's test gain over the baseline, with its paired-bootstrap interval, is on the board
+    best = max(trials, key=lambda r: r["objective"])
+    gain = best["gains"]["baseline"]
+    assert gain["interval"]["low"] <= gain["test_objective"] <= gain["interval"]["high"]
+    assert gain["beyond_noise"] == (gain["interval"]["low"] > 0 or gain["interval"]["high"] < 0)
+    assert f"test objective of {best['trial']} over baseline" in stdout and "noise" in stdout
     assert {r["status"] for r in trials} == {"completed"}
     assert all(0.3 <= r["hyperparameters"]["split_probability"] <= 0.7 for r in trials)
     assert len({r["hyperparameters"]["temperature"] for r in trials}) == 2  # Optuna sampled two configurations
@@ -62,13 +76,16 @@ def test_best_loads_with_transformers_and_describes_itself(smoke_run):
     assert out.shape[-1] == 384 and torch.isfinite(out).all()
 
 
-def test_every_checkpoint_was_scored_and_kept(smoke_run):
+def test_every_checkpoint_was_scored_and_kept_and_only_the_latest_can_resume(smoke_run):
     run_dir, _ = smoke_run
     checkpoints = sorted(run_dir.glob("trials/*/checkpoints/step_*"))
     assert len(checkpoints) == 4  # 2 trials x 2 evaluation rounds
     for checkpoint in checkpoints:
         scores = json.loads((checkpoint / "scores.json").read_text())
         assert set(scores) == {"news-title-retrieval", "r8-fewshot"}
+        assert (checkpoint / "model.safetensors").exists()  # every round can be exported and rescored
+        # the training state (module again + AdamW moments) only where a resume can need it
+        assert (checkpoint / "training_state").exists() == (checkpoint.name == "step_000004")
 
 
 def test_tensorboard_shows_every_trial(smoke_run):
@@ -150,7 +167,9 @@ def test_each_recipes_gpu_sized_spec_runs_real_trials_under_the_smoke_profile(tm
     # one trial each (the smoke spec's own tests cover a search of several): the spec trains for real.
     # simde_bert and all_recipes add no recipe or backbone to these (docsplit on MiniLM is the smoke
     # spec's); every shipped spec is validated under every profile in tests/platform/test_spec.py.
-    variant = spec_variant(spec, tmp_path, **{"search.samples": 1})
+    # laser_minilm's winner is confirmed with one more training seed (search.confirm_seeds).
+    confirm = {"search.confirm_seeds": 1} if spec == "laser_minilm" else {}
+    variant = spec_variant(spec, tmp_path, **{"search.samples": 1, **confirm})
     run_dir = tmp_path / "run"
     done = subprocess.run(
         [sys.executable, "-m", "platform.search", variant, "--profile", "smoke", "--run-dir", str(run_dir)],
@@ -163,12 +182,26 @@ def test_each_recipes_gpu_sized_spec_runs_real_trials_under_the_smoke_profile(tm
     search = json.loads((run_dir / "search.json").read_text())
     assert search["profile"] == "smoke" and search["trial_plan"]["steps"] == 4
     rows = json.loads((run_dir / "leaderboard.json").read_text())
-    assert len(rows) == 2 and all(math.isfinite(r["objective"]) for r in rows)
-    trials = [r for r in rows if r["trial"] != "baseline"]
+    converted = search["resolved_spec"]["backbone"]["longformer"] is not None
+    # the base as given, and the converted base (untrained) where the spec converts it
+    baselines = {r["trial"]: r for r in rows if r["trial"].startswith("baseline")}
+    assert set(baselines) == ({"baseline", "baseline-converted"} if converted else {"baseline"})
+    assert len(rows) == len(baselines) + 1 and all(math.isfinite(r["objective"]) for r in rows)
+    if converted:
+        assert baselines["baseline"]["checkpoint"] != baselines["baseline-converted"]["checkpoint"]
+        assert "longformer" in baselines["baseline-converted"]["checkpoint"]
+    trials = [r for r in rows if not r["trial"].startswith("baseline")]
     assert {r["status"] for r in trials} == {"completed"}
     assert {r["hyperparameters"]["recipe"] for r in trials} <= recipes
     if spec == "bregman_longformer":  # chunk_size: auto, measured by each worker
         assert "chunk_size auto: " in done.stdout
+    if confirm:  # the winner's configuration again with train.seed + 1: two seeds' test objectives
+        confirmation = trials[0]["confirmation"]
+        assert set(confirmation["seeds"]) == {"0", "1"} and confirmation["failed"] == 0
+        values = [run["test_objective"] for run in confirmation["seeds"].values()]
+        assert confirmation["test_objective"]["mean"] == pytest.approx(sum(values) / 2)
+        assert confirmation["seeds"]["0"]["trial"] == trials[0]["trial"] != confirmation["seeds"]["1"]["trial"]
+        assert "over 2 training seeds: test objective" in done.stdout
     for result in _last_results(run_dir):
         assert math.isfinite(result["loss"]) and result["tokens_per_s"] > 0
         if result["config"].get("bregman_k") or spec == "bregman_longformer":
@@ -199,7 +232,7 @@ def test_two_objectives_give_a_pareto_front_from_warm_started_trials(tmp_path):
         assert row["pareto"] == (not dominated)
     assert any(r["pareto"] for r in trials) and "front" in done.stdout
     # the report-only task scored the baseline and the top trials, and steered nothing
-    assert all(0 < r["scores"]["r8-clustering"]["nmi"] <= 1 for r in rows)
+    assert all(0 < r["scores"]["r8-clustering"]["test"]["nmi"] <= 1 for r in rows)
     assert all(set(r["objectives"]) == {"quality", "robustness"} for r in rows)
     # the warm-start points (each paper's defaults) ran first, as written in the spec
     assert sorted(r["hyperparameters"]["recipe"] for r in trials) == ["docsplit", "laser"]

@@ -9,7 +9,9 @@ Layout of ``<run_dir>/trials/<trial_id>/checkpoints/step_000040/``::
     training_state/state.json                         step, eval round, optimizer param groups
 
 A checkpoint is written under ``step_N.partial`` and renamed when complete, so a directory named
-``step_N`` is always whole. Everything is safetensors or JSON: nothing is unpickled on load.
+``step_N`` is always whole. Once a newer checkpoint is scored, an older one loses its
+``training_state/`` (``drop_superseded_training_state``): only the latest is ever resumed from.
+Everything is safetensors or JSON: nothing is unpickled on load.
 Checkpoints live in the run directory (shared storage on a cluster) so evaluator actors on any
 node read them, and a restarted worker group or a resumed search finds the latest one.
 """
@@ -105,3 +107,18 @@ def load_training_state(source: Path, full_model: torch.nn.Module, optimizer: to
         per_param.setdefault(int(index), {})[name] = value
     optimizer.load_state_dict({"state": per_param, "param_groups": state["param_groups"]})
     return state
+
+
+def drop_superseded_training_state(latest: Path) -> list[Path]:
+    """Remove ``training_state/`` (three quarters of a checkpoint: the full module again and
+    AdamW's two moments) from every checkpoint of the trial older than ``latest``: only the
+    latest checkpoint can be resumed from. Call it once ``latest`` is scored, so a checkpoint
+    deleted before scoring still leaves a resumable one behind. The weights, tokenizer, record
+    and scores stay, so every round can still be exported and rescored. Returns what was removed."""
+    removed = []
+    for older in latest.parent.glob(f"{STEP_PREFIX}*"):
+        state = older / "training_state"
+        if older.name < latest.name and not older.name.endswith(".partial") and state.is_dir():
+            shutil.rmtree(state)
+            removed.append(state)
+    return removed

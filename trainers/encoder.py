@@ -123,6 +123,20 @@ def embed_in_length_groups(
     return torch.cat(parts)[torch.argsort(order)]
 
 
+def embedding_length(model_dir: str, max_length: int) -> int:
+    """The tokens per text an evaluation embeds ``model_dir`` with: ``max_length``, or fewer where
+    the model has fewer positions (the base encoder of a Longformer search, whose evaluation length
+    is the Longformer's). Only BERT-like position numbering (from 0) is read; models numbering from
+    pad + 1 (RoBERTa, Longformer) keep ``max_length``."""
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(model_dir)
+    positions = getattr(config, "max_position_embeddings", None)
+    if config.model_type in ("bert", "electra", "distilbert") and positions:
+        return min(max_length, positions)
+    return max_length
+
+
 def load_encoder(model_dir: str, with_mlm_head: bool = False) -> tuple[nn.Module, object]:
     """(model, tokenizer). The model is an ``AutoModel`` encoder, or ``AutoModelForMaskedLM``
     (whose ``base_model`` is the encoder) when an MLM head is needed."""

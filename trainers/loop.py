@@ -19,6 +19,7 @@ import torch.distributed as dist
 import torch.nn as nn
 
 from trainers.checkpoint import (
+    drop_superseded_training_state,
     latest_checkpoint,
     load_training_state,
     record_divergence,
@@ -276,6 +277,8 @@ def train_loop_per_worker(config: dict) -> None:
                     state={"step": step + 1, "eval_round": eval_round, "train_metrics": train_metrics},
                 )
             _score_and_report(plan, hp, trial_id, rank, target, train_metrics)
+            if rank == 0:
+                drop_superseded_training_state(target)
             window_terms, window_tokens, window_time = {}, 0, 0.0
     batches.close()
 
@@ -340,6 +343,9 @@ def _score_and_report(plan, hp, trial_id: str, rank: int, checkpoint: Path, trai
     every rank then reports the same metrics, so the scores reach Optuna and ASHA."""
     import ray.train
 
+    from evaluators.pool import score_checkpoint
+    from evaluators.scores import flatten, main_scores
+
     metrics = dict(train_metrics)
     if rank == 0:
         scores_file = checkpoint / SCORES_FILE
@@ -347,20 +353,21 @@ def _score_and_report(plan, hp, trial_id: str, rank: int, checkpoint: Path, trai
         if scores_file.exists():
             scores = json.loads(scores_file.read_text())
         else:
-            from evaluators.pool import score_checkpoint
-
             scores = score_checkpoint(plan.evaluation, str(checkpoint), hp.pooling)
             scores_file.write_text(json.dumps(scores, indent=2))
         metrics["eval_seconds"] = time.perf_counter() - began  # waiting for the evaluators' scores
-        objectives = plan.evaluation.reported_objectives({task: values["main"] for task, values in scores.items()})
+        # the objective (what Optuna, ASHA and the best round see) reads validation scores only; the
+        # test scores are logged beside it for the leaderboard and never steer anything
+        objectives = plan.evaluation.reported_objectives(main_scores(scores, "val"))
         objective = objectives["objective"]
         if not all(math.isfinite(v) for v in objectives.values()):
             raise FloatingPointError(f"trial {trial_id}: objectives {objectives} at step {metrics['step']}")
-        metrics |= {f"{task}/{name}": value for task, values in scores.items() for name, value in values.items()}
-        metrics |= {**objectives, "checkpoint": str(checkpoint.resolve())}
+        metrics |= flatten(scores)
+        metrics |= {**objectives, "test_objective": plan.evaluation.objective_of(main_scores(scores, "test"))}
+        metrics["checkpoint"] = str(checkpoint.resolve())
         print(
             f"[{trial_id}] step {metrics['step']}/{plan.steps} loss {metrics['loss']:.4f} "
-            f"objective {objective:.4f} ({metrics['tokens_per_s']:.0f} tokens/s)"
+            f"objective {objective:.4f} (validation) ({metrics['tokens_per_s']:.0f} tokens/s)"
         )
     if dist.is_initialized():
         shared = [metrics]

@@ -18,7 +18,8 @@ class TrialDiverged(FloatingPointError):
 
 
 def run_trial(config: dict, plan: TrainPlan, fixed: dict) -> None:
-    """``config``: the searched hyperparameters Tune sampled; ``fixed``: the rest."""
+    """``config``: the searched hyperparameters Tune sampled (and, for a confirmation run of the
+    winner, its training ``seed``); ``fixed``: the rest."""
     import ray.train
     from ray import tune
     from ray.train.torch import TorchConfig, TorchTrainer
@@ -29,6 +30,8 @@ def run_trial(config: dict, plan: TrainPlan, fixed: dict) -> None:
     trial_id = tune.get_context().get_trial_id()
     if reason := divergence(plan.run_dir, trial_id):  # a resumed search does not retrain a diverged trial
         raise TrialDiverged(f"trial {trial_id}: {reason}")
+    if "seed" in config:
+        plan = dataclasses.replace(plan, seed=int(config["seed"]))
     known = {f.name for f in dataclasses.fields(Hyperparameters)}
     hp = Hyperparameters(**{**fixed, **{k: v for k, v in config.items() if k in known}})
     resources = {"CPU": plan.cpus_per_worker} | ({"GPU": plan.gpus_per_worker} if plan.use_gpu else {})

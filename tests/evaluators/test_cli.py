@@ -55,9 +55,13 @@ def test_cli_scores_a_model_on_every_kind_of_task(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     scores = json.loads(out.read_text())["scores"]
-    assert len(scores) == 5 and all(math.isfinite(v["main"]) for v in scores.values())
-    assert 0 < scores["r8-clustering"]["nmi"] <= 1
-    assert scores["length-robustness"]["main"] == -scores["length-robustness"]["mean_abs_shift"]
+    assert len(scores) == 5
+    for values in scores.values():  # both parts scored, each with its standard error; the split recorded
+        assert all(math.isfinite(values[p]["main"]) and values[p]["main_se"] >= 0 for p in ("val", "test"))
+        assert values["split"]
+    assert 0 < scores["r8-clustering"]["test"]["nmi"] <= 1
+    length = scores["length-robustness"]["test"]
+    assert length["main"] == -length["mean_abs_shift"]
     assert "news-title-retrieval" in done.stdout and "length-robustness" in done.stdout
 
 
@@ -97,8 +101,9 @@ def test_cli_lists_every_task():
 def test_length_robustness_measures_the_shift_of_an_elongation_sensitive_encoder():
     task = make_task("length-robustness", EvalBudget(max_queries=20))
     task.load()
-    assert len(task.texts) == 21 and len(set(task.texts)) == 21
-    assert all(len(t.split()) >= 8 for t in task.texts)  # no datelines
+    val, test = task.parts["val"], task.parts["test"]
+    assert len(test) == len(val) == 21 and len(set(test)) == 21 and not set(val) & set(test)
+    assert all(len(t.split()) >= 8 for t in test)  # no datelines
 
     def length_sensitive(texts: list[str]) -> np.ndarray:
         # a toy encoder: a text-specific random direction plus a shared axis that grows with length,
@@ -110,7 +115,7 @@ def test_length_robustness_measures_the_shift_of_an_elongation_sensitive_encoder
         vectors = np.array([vector(t) for t in texts])
         return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
-    scores = task.evaluate(length_sensitive)
+    scores = task.evaluate(length_sensitive)["test"]
     assert all(f"shift_m{m}" in scores for m in ELONGATIONS)
     assert scores["shift_m8"] > scores["shift_m2"] > 0
     assert elongate("ab", 3) == "ab ab ab"
@@ -119,7 +124,9 @@ def test_length_robustness_measures_the_shift_of_an_elongation_sensitive_encoder
 def test_clustering_nmi_is_one_for_an_encoder_that_separates_the_classes():
     task = make_task("r8-clustering", EvalBudget(max_test=60))
     task.load()
-    classes = sorted(set(task.labels))
-    by_text = dict(zip(task.texts, task.labels))
+    (val_texts, val_labels), (texts, labels) = task.parts["val"], task.parts["test"]
+    assert len(val_texts) == len(texts) == 60 and not set(val_texts) & set(texts)
+    classes = sorted(set(labels))
+    by_text = dict(zip([*val_texts, *texts], [*val_labels, *labels]))
     perfect = task.evaluate(lambda texts: np.eye(len(classes))[[classes.index(by_text[t]) for t in texts]])
-    assert perfect["nmi"] == pytest.approx(1.0)
+    assert perfect["test"]["nmi"] == pytest.approx(1.0) and perfect["val"]["nmi"] == pytest.approx(1.0)

@@ -29,7 +29,9 @@ def test_best_threshold_separates_when_it_can():
 def test_topic_pairs_score_a_topic_aware_encoder_above_a_random_one():
     task = make_task("20ng-topic-pairs", EvalBudget(max_train=200, max_test=100))
     task.load()
-    assert (len(task.train_pairs), len(task.test_pairs)) == (200, 100)
+    assert (len(task.train_pairs), len(task.parts["val"]), len(task.parts["test"])) == (200, 100, 100)
+    texts = lambda pairs: {t for a, b, _ in pairs for t in (a, b)}  # noqa: E731
+    assert not texts(task.train_pairs) & texts(task.parts["val"])  # validation posts are never fitted on
     train_x, train_y, test_x, test_y = read_orange_splits("20newsgroups")
     group = dict(zip([*train_x, *test_x], [*train_y, *test_y]))
     names = sorted(set(train_y))
@@ -40,9 +42,10 @@ def test_topic_pairs_score_a_topic_aware_encoder_above_a_random_one():
         return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
     aware = task.evaluate(topic_aware)
-    assert aware["accuracy"] > 0.95 and aware["cosine_accuracy"] > 0.95
+    for split in ("val", "test"):
+        assert aware[split]["accuracy"] > 0.95 and aware[split]["cosine_accuracy"] > 0.95
     random = task.evaluate(lambda texts: rng.normal(size=(len(texts), 20)))
-    assert random["accuracy"] < 0.7
+    assert random["test"]["accuracy"] < 0.7
 
 
 def test_a_directory_of_links_is_a_task(tmp_path):
@@ -57,8 +60,14 @@ def test_a_directory_of_links_is_a_task(tmp_path):
         (tmp_path / "pairs" / f"{split}.tsv").write_text("\n".join(lines) + "\n")
     task = make_task(f"pairs:{tmp_path}", EvalBudget())
     task.load()
-    assert len(task.train_pairs) == 40 and len(task.test_pairs) == len(rows) - 40
+    # no pairs/dev.tsv: a seeded fifth of the training pairs is the validation part
+    assert (len(task.train_pairs), len(task.parts["val"]), len(task.parts["test"])) == (32, 8, len(rows) - 40)
+    assert not set(task.train_pairs) & set(task.parts["val"])
     assert task.metadata.type == "pairs"
+    (tmp_path / "pairs" / "dev.tsv").write_text("d0\td1\t1\nd2\td3\t0\n")
+    with_dev = make_task(f"pairs:{tmp_path}", EvalBudget())
+    with_dev.load()
+    assert (len(with_dev.train_pairs), len(with_dev.parts["val"])) == (40, 2)
 
     with pytest.raises(UnknownTask, match=r"lacks corpus\.jsonl, pairs/train\.tsv"):
         make_task(f"pairs:{tmp_path / 'pairs'}", EvalBudget())

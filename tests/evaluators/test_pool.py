@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from evaluators.pool import CheckpointMissing, score_checkpoint, start_pool
+from evaluators.pool import CheckpointMissing, checkpoint_outcomes, score_checkpoint, start_pool
 from trainers.config import EvalBudget, EvalPlan
 
 PLAN = EvalPlan(
@@ -50,8 +50,13 @@ def test_a_killed_evaluator_restarts_and_the_score_still_arrives(pool, minilm_di
     assert call.is_alive(), "the scoring call finished before the kill; make the task larger"
     os.kill(before, signal.SIGKILL)
     call.join(timeout=300)
-    assert 0 < result["r8-clustering"]["nmi"] <= 1
+    assert 0 < result["r8-clustering"]["test"]["nmi"] <= 1
     assert _actor_pid(pool[0]) != before  # a restarted actor answered
+    # the item-level outcomes behind the score come back through the pool (from its embedding cache)
+    outcomes = checkpoint_outcomes(PLAN, str(checkpoint), "mean", ["r8-clustering"], "test")["r8-clustering"]
+    n = int(result["r8-clustering"]["test"]["n"])
+    assert outcomes.items.shape == (n, 4) and n > 250  # label, then the cluster of each k-means seed
+    assert outcomes.statistic(outcomes.items) == pytest.approx(result["r8-clustering"]["test"]["main"])
 
 
 def test_a_deleted_checkpoint_is_reported_not_retried(pool, tmp_path):

@@ -53,10 +53,14 @@ def test_fewshot_probe_uses_k_per_class_and_scores_a_separating_encoder_perfectl
     assert len(task.draws) == 3 and all(len(d) == 4 * 8 for d in task.draws)
     assert len(set(map(tuple, task.draws))) == 3  # three different draws
     perfect = task.evaluate(_label_encoder(task))
-    assert perfect["macro_f1"] == 1.0 and perfect["accuracy"] == 1.0 and perfect["macro_f1_std"] == 0.0
+    for split in ("val", "test"):
+        assert perfect[split]["macro_f1"] == 1.0 and perfect[split]["accuracy"] == 1.0
+        assert perfect[split]["macro_f1_std"] == 0.0 and perfect[split]["main_se"] == 0.0
     rng = np.random.default_rng(1)
     random = task.evaluate(lambda texts: rng.normal(size=(len(texts), 16)))
-    assert random["macro_f1"] < 0.5
+    assert random["test"]["macro_f1"] < 0.5 and random["val"]["macro_f1"] < 0.5
+    # the standard error is the spread over the draws
+    assert random["test"]["main_se"] == pytest.approx(random["test"]["macro_f1_std"] * np.sqrt(3 / 2))
 
 
 @pytest.mark.parametrize("head", ["logistic", "mlp"])
@@ -65,7 +69,7 @@ def test_full_probe_trains_on_the_stratified_training_split(head):
     task.load()
     assert len(task.draws) == (2 if head == "mlp" else 1)  # seeds matter only for the MLP's initialisation
     assert len(task.draws[0]) == pytest.approx(300, abs=30) and len(set(task.train_labels)) == 8
-    scores = task.evaluate(_label_encoder(task, noise=0.05))
+    scores = task.evaluate(_label_encoder(task, noise=0.05))["test"]
     assert scores["accuracy"] > 0.9 and scores["main"] == scores["macro_f1"]
 
 
@@ -79,8 +83,38 @@ def test_multilabel_probe_reports_micro_and_macro_f1():
     task = make_task("20ng-hierarchy-fewshot", EvalBudget(fewshot_k=3, repeats=2, max_test=100))
     task.load()
     assert task.multilabel and ("comp.graphics", "comp") in task.train_labels
-    perfect = task.evaluate(_label_encoder(task))
+    perfect = task.evaluate(_label_encoder(task))["test"]
     assert perfect["micro_f1"] > 0.95 and perfect["macro_f1"] > 0.95 and perfect["accuracy"] > 0.8
     rng = np.random.default_rng(2)
-    random = task.evaluate(lambda texts: rng.normal(size=(len(texts), 16)))
+    random = task.evaluate(lambda texts: rng.normal(size=(len(texts), 16)))["test"]
     assert random["micro_f1"] < 0.6 and random["main"] == random["micro_f1"]
+
+
+@pytest.mark.parametrize("name", ["r8-fewshot", "r52-probe", "20ng-hierarchy-fewshot"])
+def test_validation_documents_come_from_the_training_split_and_are_never_fitted_on(name):
+    from evaluators.tasks.probe import read_orange_splits
+
+    task = make_task(name, EvalBudget(fewshot_k=4, repeats=3, max_test=200, max_train=500))
+    task.load()
+    val_texts, test_texts = task.parts["val"][0], task.parts["test"][0]
+    dataset = {"r8": "reuters-r8", "r5": "reuters-r52", "20": "20newsgroups"}[name[:2]]
+    train_x, _, test_x, _ = read_orange_splits(dataset)
+    assert len(val_texts) == 200 and set(val_texts) <= set(train_x) and set(test_texts) <= set(test_x)
+    fitted = {task.train_texts[i] for draw in task.draws for i in draw}
+    assert not fitted & set(val_texts) and not set(val_texts) & set(test_texts)
+    # the same parts on every load (seeded), and every class keeps training examples
+    again = make_task(name, EvalBudget(fewshot_k=4, repeats=3, max_test=200, max_train=500))
+    again.load()
+    assert again.parts["val"] == task.parts["val"] and again.draws == task.draws
+
+
+def test_few_shot_scores_carry_predictions_the_bootstrap_can_resample():
+    task = make_task("r8-fewshot", EvalBudget(fewshot_k=4, repeats=2, max_test=120))
+    task.load()
+    outcomes = task.outcomes(_label_encoder(task, noise=0.6), "test")
+    assert outcomes.items.shape == (120, 3)  # the true class, then each draw's predictions
+    assert outcomes.statistic(outcomes.items) == pytest.approx(outcomes.scores["main"])
+    from sklearn.metrics import f1_score
+
+    truth, first = outcomes.items[:, 0], outcomes.items[:, 1]
+    assert outcomes.draws[0] == pytest.approx(f1_score(truth, first, average="macro"))  # scikit-learn's macro-F1

@@ -11,8 +11,9 @@ from trainers.config import EvalBudget
 from trainers.encoder import embed_texts, load_encoder
 
 # all-MiniLM-L6-v2, mean pooling, 128 tokens, title + " " + text, on the first 40 judged queries
-# of Cranfield and 400 documents (recorded; the whole collection's 0.3819 is in docs/baseline.md).
-CRANFIELD_SUBSET_NDCG10 = 0.5441
+# of Cranfield's test half (its judged queries are halved, seeded, into validation and test) and
+# 400 documents (recorded; the whole collection's 0.3819 is in docs/baseline.md).
+CRANFIELD_SUBSET_NDCG10 = 0.6049
 
 
 @pytest.fixture(scope="module")
@@ -28,10 +29,12 @@ def minilm_embedder(minilm):
 def test_minilm_scores_a_cranfield_subset_as_recorded(minilm_embedder):
     task = make_task(f"beir:{shared_collection('cranfield')}", EvalBudget(max_queries=40, max_documents=400))
     task.load()
-    assert len(task.queries) == 40 and len(task.corpus) == 400
-    scores = task.evaluate(minilm_embedder)
+    corpus, queries, _ = task.parts["test"]
+    assert len(queries) == 40 and len(corpus) == 400
+    scores = task.evaluate(minilm_embedder)["test"]
     assert scores["ndcg_at_10"] == pytest.approx(CRANFIELD_SUBSET_NDCG10, abs=2e-3)
     assert 0 < scores["recall_at_100"] <= 1 and scores["main"] == scores["ndcg_at_10"]
+    assert 0 < scores["main_se"] < 0.1  # a bootstrap over the 40 queries
 
 
 def test_a_random_encoder_scores_far_lower(minilm_embedder):
@@ -39,7 +42,7 @@ def test_a_random_encoder_scores_far_lower(minilm_embedder):
     task.load()
     rng = np.random.default_rng(0)
     random_scores = task.evaluate(lambda texts: rng.normal(size=(len(texts), 16)).astype(np.float32))
-    assert random_scores["ndcg_at_10"] < 0.5 * CRANFIELD_SUBSET_NDCG10
+    assert random_scores["test"]["ndcg_at_10"] < 0.5 * CRANFIELD_SUBSET_NDCG10
 
 
 def test_news_title_retrieval_uses_only_held_out_articles(minilm_embedder):
@@ -48,24 +51,32 @@ def test_news_title_retrieval_uses_only_held_out_articles(minilm_embedder):
     task = make_task("news-title-retrieval", EvalBudget(max_queries=20, max_documents=40))
     task.load()
     trained = {a.text for a in pretraining_articles()}
-    assert len(task.corpus) == 40 and not trained & set(task.corpus.values())
-    assert task.evaluate(minilm_embedder)["ndcg_at_10"] > 0.8  # titles find their articles
+    val, test = task.parts["val"], task.parts["test"]
+    assert len(test[0]) == 40 and not trained & set(test[0].values()) and not trained & set(val[0].values())
+    # validation and test search their own articles: no query, text or title is in both
+    assert not set(val[0].values()) & set(test[0].values()) and not set(val[1].values()) & set(test[1].values())
+    scores = task.evaluate(minilm_embedder)
+    assert scores["test"]["ndcg_at_10"] > 0.8 and scores["val"]["ndcg_at_10"] > 0.8  # titles find their articles
 
 
-def _write_collection(task, directory, hub_layout: bool) -> None:
-    """``task``'s collection as a BEIR directory, or as a local copy of a Hub BEIR dataset
-    (``<dir>`` with configs corpus / queries, judgments in ``<dir>-qrels``)."""
+def _write_collection(collection, directory, hub_layout: bool, dev=None) -> None:
+    """A ``(corpus, queries, qrels)`` collection as a BEIR directory, or as a local copy of a Hub
+    BEIR dataset (``<dir>`` with configs corpus / queries, judgments in ``<dir>-qrels``); with
+    ``dev`` judgments too."""
     import json
 
+    corpus, queries, qrels = collection
     directory.mkdir()
     with (directory / "corpus.jsonl").open("w") as handle:
-        handle.writelines(json.dumps({"_id": d, "title": "", "text": t}) + "\n" for d, t in task.corpus.items())
+        handle.writelines(json.dumps({"_id": d, "title": "", "text": t}) + "\n" for d, t in corpus.items())
     with (directory / "queries.jsonl").open("w") as handle:
-        handle.writelines(json.dumps({"_id": q, "text": t}) + "\n" for q, t in task.queries.items())
-    qrels = directory.parent / f"{directory.name}-qrels" if hub_layout else directory / "qrels"
-    qrels.mkdir()
-    rows = [f"{q}\t{d}\t{r}" for q, judged in task.qrels.items() for d, r in judged.items()]
-    (qrels / "test.tsv").write_text("\n".join(["query-id\tcorpus-id\tscore", *rows]) + "\n")
+        handle.writelines(json.dumps({"_id": q, "text": t}) + "\n" for q, t in queries.items())
+    folder = directory.parent / f"{directory.name}-qrels" if hub_layout else directory / "qrels"
+    folder.mkdir()
+    for split, judged in (("test", qrels), ("dev", dev or {})):
+        if judged:
+            rows = [f"{q}\t{d}\t{r}" for q, docs in judged.items() for d, r in docs.items()]
+            (folder / f"{split}.tsv").write_text("\n".join(["query-id\tcorpus-id\tscore", *rows]) + "\n")
     if hub_layout:
         configs = "".join(
             f"- config_name: {name}\n  data_files:\n  - split: {name}\n    path: {name}.jsonl\n"
@@ -76,17 +87,47 @@ def _write_collection(task, directory, hub_layout: bool) -> None:
 
 def test_a_hub_beir_dataset_scores_as_the_same_collection_on_disk(minilm_embedder, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))
-    news = make_task("news-title-retrieval", EvalBudget(max_queries=15, max_documents=30))
+    news = make_task("news-title-retrieval", EvalBudget(max_queries=16, max_documents=30))
     news.load()
-    _write_collection(news, tmp_path / "local", hub_layout=False)
-    _write_collection(news, tmp_path / "hub-copy", hub_layout=True)
+    _write_collection(news.parts["test"], tmp_path / "local", hub_layout=False)
+    _write_collection(news.parts["test"], tmp_path / "hub-copy", hub_layout=True)
     scores = []
     for name in (f"beir:{tmp_path / 'local'}", f"beir-hf:{tmp_path / 'hub-copy'}"):
         task = make_task(name, EvalBudget())
         task.load()
-        assert (len(task.queries), len(task.corpus)) == (15, 30)
+        # no dev judgments: the 16 judged queries are halved into validation and test, over one corpus
+        (_, val_queries, _), (corpus, queries, _) = task.parts["val"], task.parts["test"]
+        assert (len(val_queries), len(queries), len(corpus)) == (8, 8, 30) and not set(val_queries) & set(queries)
         scores.append(task.evaluate(minilm_embedder))
-    assert scores[0] == scores[1] and scores[0]["ndcg_at_10"] > 0.8
+    assert scores[0] == scores[1] and scores[0]["test"]["ndcg_at_10"] > 0.8
+
+
+@pytest.mark.parametrize("hub_layout", [False, True])
+def test_a_collection_with_dev_judgments_validates_on_them(tmp_path, monkeypatch, hub_layout):
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))
+    news = make_task("news-title-retrieval", EvalBudget(max_queries=10, max_documents=20))
+    news.load()
+    corpus, queries, qrels = news.parts["test"]
+    dev_ids = sorted(qrels)[:4]
+    test = {q: r for q, r in qrels.items() if q not in dev_ids}
+    _write_collection((corpus, queries, test), tmp_path / "c", hub_layout, dev={q: qrels[q] for q in dev_ids})
+    if hub_layout:  # the Hub layout names its splits in the qrels repository's card
+        files = "".join(f"  - split: {s}\n    path: {s}.tsv\n" for s in ("test", "dev"))
+        card = f"---\nconfigs:\n- config_name: default\n  data_files:\n{files}---\n"
+        (tmp_path / "c-qrels" / "README.md").write_text(card)
+    task = make_task(f"{'beir-hf' if hub_layout else 'beir'}:{tmp_path / 'c'}", EvalBudget())
+    task.load()
+    assert sorted(task.parts["val"][2]) == dev_ids and sorted(task.parts["test"][2]) == sorted(test)
+
+
+def test_query_split_halves_the_judged_queries_disjointly_and_reproducibly():
+    from evaluators.tasks.retrieval import split_queries
+
+    qrels = {f"q{i}": {"d": int(i % 5 != 0)} for i in range(41)}  # every fifth query has no relevant document
+    val, test = split_queries(qrels)
+    judged = {q for q, r in qrels.items() if r["d"]}
+    assert val | test == judged and not val & test and abs(len(val) - len(test)) <= 1
+    assert split_queries(qrels) == (val, test)
 
 
 def test_blocked_numpy_and_faiss_top_k_agree(monkeypatch):

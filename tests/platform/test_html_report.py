@@ -28,6 +28,7 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 
+from evaluators.scores import flatten
 from platform import plots
 from platform.html_report import PlotSkipped, ReportError, param_importances, read_run, write_reports
 from platform.report import BASELINE_ID, Row, write_leaderboard
@@ -53,11 +54,20 @@ ERRORED = "deadbeef"
 RESULT_JSON_ONLY = "3e4f5a6b"  # a trial whose directory holds result.json but no progress.csv
 
 
-def _scores(quality: float, robustness: float) -> dict[str, dict[str, float]]:
-    return {
+def _scores(quality: float, robustness: float) -> dict[str, dict]:
+    """A checkpoint's scores (``evaluators.scores``): test as given, validation a little apart."""
+    test = {
         "news-title-retrieval": {"main": quality + 0.05, "ndcg_at_10": quality + 0.05, "recall_at_100": 1.0},
         "r8-fewshot": {"main": quality - 0.05, "macro_f1": quality - 0.05, "accuracy": 0.9},
         "length-robustness": {"main": robustness, "mean_abs_shift": -robustness},
+    }
+    return {
+        task: {
+            "val": {k: v + 0.002 for k, v in values.items()},
+            "test": {**values, "main_se": 0.01, "n": 100.0},
+            "split": "validation and test",
+        }
+        for task, values in test.items()
     }
 
 
@@ -124,9 +134,9 @@ def _write_trial_log(experiment: Path, index: int, trial: str, rounds: list[dict
         writer.writerows(records)
 
 
-def _round_metrics(scores: dict[str, dict[str, float]], objectives: dict[str, float]) -> dict:
-    """A round's report: ``task/metric`` scores, ``objective`` (the first) and ``objective/<name>``."""
-    flat = {f"{task}/{metric}": value for task, values in scores.items() for metric, value in values.items()}
+def _round_metrics(scores: dict[str, dict], objectives: dict[str, float]) -> dict:
+    """A round's report: ``<part>/<task>/<metric>`` scores, ``objective`` (the first) and ``objective/<name>``."""
+    flat = flatten(scores)
     named = {f"objective/{name}": value for name, value in objectives.items()} if len(objectives) > 1 else {}
     return {**flat, "objective": next(iter(objectives.values())), **named}
 
@@ -178,7 +188,10 @@ def make_run_dir(root: Path, multi: bool = True, journal: bool = True) -> Path:
         checkpoint = f"{run_dir}/trials/{trial}/checkpoints/step_000040"
         rows.append(Row(trial, status, quality, 40, checkpoint, hp, scores, objectives, pareto and multi))
         # the first round a little worse, the second the row's own scores
-        early = {task: {k: v - 0.01 for k, v in values.items()} for task, values in scores.items()}
+        early = {
+            task: {split: {k: v - 0.01 for k, v in values[split].items()} for split in ("val", "test")}
+            for task, values in scores.items()
+        }
         early_objectives = {name: value - 0.01 for name, value in objectives.items()}
         _write_trial_log(
             experiment,
@@ -237,7 +250,7 @@ def test_the_page_shows_the_search_its_leaderboard_and_the_winner(report):
     assert re.search(r'<tr class="baseline"><td[^>]*>\d+</td><td>baseline<span class="badge">', page)
     assert re.search(rf'<tr class="winner"><td[^>]*>1</td><td>{TRIALS[0][0]}</td>', page)
     assert page.count("◆</td>") == sum(t[-1] for t in TRIALS)  # the Pareto marks
-    assert "<th>quality</th><th>robustness</th>" in page
+    assert "<th>quality (val)</th><th>robustness (val)</th><th>test objective</th>" in page
     assert f"Exported to <code>{(run_dir / 'best').resolve()}</code>" in page
     assert "profile</dt><dd>local" in page and f"doctune search {NAME}" in page
     # nothing is fetched: every image is a data URI, and no other source is referenced
@@ -361,7 +374,9 @@ def test_trial_histories_read_progress_csv_and_result_json_in_time_order(report)
 
 
 def test_the_timeline_names_the_leaders_and_greys_the_rest():
-    rows = [Row(f"trial{i:02d}", "completed", 0.5 + i / 100, 40, None, {}, {"t": {"main": 0.5}}) for i in range(9)]
+    rows = [
+        Row(f"trial{i:02d}", "completed", 0.5 + i / 100, 40, None, {}, {"t": {"test": {"main": 0.5}}}) for i in range(9)
+    ]
     histories = {
         r.trial: pd.DataFrame({"timestamp": [START + 60.0, START + 120.0], "objective": [0.1, 0.2]}) for r in rows
     }
@@ -375,8 +390,8 @@ def test_the_timeline_names_the_leaders_and_greys_the_rest():
 def test_long_task_names_and_trial_ids_are_trimmed_on_the_axes():
     long_task = "beir:/data/collections/a-very-long-collection-name"
     rows = [
-        Row("run_trial_0123456789abcdef", "completed", 0.9, 40, None, {}, {long_task: {"main": 0.9}}),
-        Row(BASELINE_ID, "base model, untouched", 0.8, 0, None, {}, {long_task: {"main": 0.8}}),
+        Row("run_trial_0123456789abcdef", "completed", 0.9, 40, None, {}, {long_task: {"test": {"main": 0.9}}}),
+        Row(BASELINE_ID, "base model, untouched", 0.8, 0, None, {}, {long_task: {"test": {"main": 0.8}}}),
     ]
     figure = plots.task_scores(rows, [long_task])
     ticks = [t.get_text() for t in figure.axes[0].get_xticklabels()]
@@ -420,4 +435,4 @@ def test_a_leaderboard_without_objectives_is_read_as_one_objective(tmp_path):
     written = write_reports(run_dir)
     assert [p.name for p in written] == ["objective_over_time.png", "task_scores.png", "report.html"]
     page = (run_dir / "report.html").read_text()
-    assert "<th>objective</th>" in page and "Pareto" not in page
+    assert "<th>objective (val)</th>" in page and "Pareto" not in page

@@ -27,8 +27,10 @@ def _kill_tree(pid: int) -> None:
 
 
 def _checkpoints(run_dir) -> dict[str, int]:
+    """Each checkpoint's weights file and when it was written (a checkpoint directory itself changes
+    when a newer checkpoint supersedes its training state)."""
     return {
-        str(p.relative_to(run_dir)): p.stat().st_mtime_ns
+        str(p.relative_to(run_dir)): (p / "model.safetensors").stat().st_mtime_ns
         for p in run_dir.glob("trials/*/checkpoints/step_*/")
         if not p.name.endswith(".partial")
     }

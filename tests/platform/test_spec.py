@@ -73,7 +73,7 @@ BAD = [
     (_with("search.objective.tasks", {"no-such-task": 1.0}), "unknown task 'no-such-task'"),
     (_with("search.objective.tasks", {"beir:/nonexistent": 1.0}), "lacks corpus.jsonl"),
     (_with("search.objective.tasks", {"news-title-retrieval": 0.0}), "weight must be > 0"),
-    (_with("search.sampler", "grid"), "search.sampler: 'grid' is not one of 'tpe', 'random'"),
+    (_with("search.sampler", "bayes"), "search.sampler: 'bayes' is not one of 'tpe', 'random', 'grid'"),
     (_with("recipe", "nope"), "recipe: unknown recipe 'nope'"),
     (_with("hyperparameters", {"temperature": -1.0}), "hyperparameters.temperature: -1.0 is out of range"),
     (_with("hyperparameters", {"tau": 0.1}), "hyperparameters.tau: unknown hyperparameter"),

@@ -47,6 +47,27 @@ def test_every_row_and_column_is_filled_and_finite(finished):
     assert (run_dir / "study.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_the_tuned_row_is_chosen_on_validation_and_the_table_shows_test(finished):
+    spec_path, run_dir, _ = finished
+    spec, _ = load_spec(spec_path, "smoke")
+    weights = spec.search.objective.tasks
+    val_means = {}
+    for name in spec.study.rows:
+        runs = [json.loads(p.read_text())["scores"] for p in sorted(run_dir.glob(f"runs/{name}/seed*/result.json"))]
+        objectives = [sum(w * s[t]["val"]["main"] for t, w in weights.items()) / sum(weights.values()) for s in runs]
+        val_means[name] = sum(objectives) / len(objectives)
+    summary = json.loads((run_dir / "study.json").read_text())
+    tuned = summary[-1]["row"].removesuffix(" (tuned)")
+    assert tuned == max(val_means, key=val_means.get)
+    row = next(r for r in summary if r["row"] == tuned)
+    runs = [json.loads(p.read_text())["scores"] for p in sorted(run_dir.glob(f"runs/{tuned}/seed*/result.json"))]
+    key = "r8-fewshot macro_f1"
+    assert row["columns"][key]["mean"] == pytest.approx(
+        sum(s["r8-fewshot"]["test"]["macro_f1"] for s in runs) / len(runs)
+    )
+    assert "test parts" in (run_dir / "study.md").read_text()
+
+
 def test_the_rows_differ_from_the_base_and_from_each_other(finished):
     _, run_dir, _ = finished
     summary = json.loads((run_dir / "study.json").read_text())

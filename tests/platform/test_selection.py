@@ -1,0 +1,70 @@
+"""Select on validation, report on test: what ranks trials, picks their checkpoints and ``best/``."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from evaluators.scores import flatten
+from platform.report import baseline_row, format_table, rows_from_results, winner, write_leaderboard
+from trainers.config import EvalBudget, EvalPlan, Hyperparameters
+
+PLAN = EvalPlan(
+    objectives={"objective": {"a": 1.0, "b": 1.0}},
+    actor_names=("e",),
+    namespace="n",
+    budget=EvalBudget(),
+    max_length=64,
+    batch_size=8,
+    threads=1,
+)
+RESOLVED = SimpleNamespace(plan=SimpleNamespace(evaluation=PLAN, eval_rounds=2), fixed=Hyperparameters())
+
+
+def _scores(val: float, test: float) -> dict:
+    return {task: {"val": {"main": val, "main_se": 0.01}, "test": {"main": test, "main_se": 0.01}} for task in "ab"}
+
+
+def _round(trial: str, step: int, val: float, test: float) -> dict:
+    return {
+        "trial_id": trial,
+        "step": step,
+        "eval_round": step // 2,
+        "checkpoint": f"/runs/x/trials/{trial}/checkpoints/step_{step:06d}",
+        "objective": val,
+        "test_objective": test,
+        **flatten(_scores(val, test)),
+    }
+
+
+def _result(trial: str, rounds: list[tuple[float, float]]):
+    frame = pd.DataFrame([_round(trial, 2 * (i + 1), val, test) for i, (val, test) in enumerate(rounds)])
+    return SimpleNamespace(path=f"/tune/{trial}", metrics_dataframe=frame, config={"lr": 1e-4}, error=None)
+
+
+def test_the_winner_and_its_checkpoint_are_chosen_on_validation_and_reported_on_test(tmp_path):
+    results = [
+        # validation prefers "steady" (and its second round); test would prefer "lucky" and round 1
+        _result("steady", [(0.70, 0.90), (0.80, 0.60)]),
+        _result("lucky", [(0.65, 0.95), (0.60, 0.97)]),
+    ]
+    rows = rows_from_results(results, RESOLVED)
+    steady = next(r for r in rows if r.trial == "steady")
+    assert (steady.objective, steady.test_objective, steady.step) == (0.80, 0.60, 4)
+    assert steady.checkpoint.endswith("step_000004") and steady.test_score("a") == 0.60
+    base = baseline_row("baseline", "base model, untouched", "/models/base", _scores(0.75, 0.99), RESOLVED)
+    ranked = write_leaderboard([base, *rows], tmp_path, ["a", "b"])
+    assert [r.trial for r in ranked] == ["steady", "baseline", "lucky"]  # by validation only
+    assert winner(ranked).trial == "steady"
+    table = format_table(ranked, ["a", "b"])
+    assert "objective (val)" in table and "a (test)" in table and "0.6000±0.0100" in table
+
+
+@pytest.mark.parametrize("rounds", [[(0.5, 0.1)], [(0.4, 0.9), (0.5, 0.1)]])
+def test_a_test_score_never_changes_what_is_chosen(rounds):
+    """Change only the test scores: the choice is the same."""
+    chosen = rows_from_results([_result("t", rounds)], RESOLVED)[0]
+    flipped = rows_from_results([_result("t", [(v, 1 - t) for v, t in rounds])], RESOLVED)[0]
+    assert (chosen.step, chosen.objective) == (flipped.step, flipped.objective)
