@@ -59,7 +59,10 @@ class Hyperparameters:
     laser_mode: LaserMode = field(
         default="self", metadata=constraint("laser: self (sentence vs. its m-fold copy) or intra (vs. the rest)")
     )
-    anchor: Anchor = field(default="random", metadata=constraint("laser: which sentence anchors the pair"))
+    anchor: Anchor = field(
+        default="first",
+        metadata=constraint("laser: which sentence anchors the pair (first: the paper's main setting, Sec. 4)"),
+    )
     elongation_min: int = field(default=1, metadata=constraint("laser / elongation: smallest copy count m", 1, 512))
     elongation_max: int = field(default=25, metadata=constraint("laser / elongation: largest copy count m", 1, 512))
     elongate: bool = field(
@@ -70,7 +73,12 @@ class Hyperparameters:
         default=1.0, metadata=constraint("lambda_c: weight of the contrastive loss", 0.0, 100.0)
     )
     bregman_weight: float = field(
-        default=0.0, metadata=constraint("lambda_b: weight of the Bregman term (0: off)", 0.0, 100.0)
+        default=0.0,
+        metadata=constraint(
+            "Bregman lambda (Eq. 7: contrastive + lambda * Bregman; the paper searches 0.1, 2, 4, 5, 10; 0: off)",
+            0.0,
+            100.0,
+        ),
     )
     bregman_k: int = field(default=5, metadata=constraint("Bregman: number of sub-networks K", 1, 256))
     bregman_sigma: float = field(

@@ -170,6 +170,18 @@ def test_active_subnetworks_counts_argmax_winners():
     assert head(torch.randn(7, 16)).shape == (7, 5)
 
 
+def test_bregman_subnetworks_are_two_linear_layers_with_batch_normalisation():
+    """Saggau et al., App. D: two linear layers, one activation, two batch normalisation layers."""
+    head = BregmanHead(16, 5)
+    layers = [type(m) for m in head.modules() if m is not head]
+    assert layers.count(torch.nn.BatchNorm1d) == 2 and torch.nn.Dropout not in layers
+    torch.manual_seed(0)
+    scores = head.train()(torch.randn(64, 16) * 3 + 1)
+    # in training the batch statistics normalise each sub-network's output across the batch
+    assert torch.allclose(scores.mean(dim=0), torch.zeros(5), atol=1e-5)
+    assert torch.allclose(scores.var(dim=0, unbiased=False), torch.ones(5), atol=1e-3)
+
+
 SIMSIAM_TARGETS = torch.randn(2, 4, 5, dtype=torch.double, generator=torch.Generator().manual_seed(1))
 
 

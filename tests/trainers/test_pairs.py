@@ -51,6 +51,25 @@ def test_views_are_disjoint_ordered_nonempty_and_use_every_sentence_once(doc, p,
         assert positions == sorted(positions)
 
 
+@pytest.mark.parametrize("n", [2, 3, 10])
+@pytest.mark.parametrize("p", [0.3, 0.5, 0.7])
+def test_each_sentence_goes_to_view_a_with_probability_p_where_nonempty_views_allow_it(n, p):
+    """Exactly p per sentence; where both views non-empty cannot give p (a sentence's chance lies in
+    [1/n, 1 - 1/n]), the nearest achievable. Redrawing empty views, as before, gave 0.43 for n = 3,
+    p = 0.3 and 0.31 for n = 10."""
+    from trainers.pairs.docsplit import split_counts
+
+    expected = min(max(p, 1 / n), 1 - 1 / n)
+    sizes, probabilities = split_counts(n, p)
+    assert sum(k * q for k, q in zip(sizes, probabilities)) / n == pytest.approx(expected, abs=1e-9)
+    doc = [f"sentence {i}" for i in range(n)]
+    draws = 20_000
+    rng = random.Random(0)
+    counts = Counter(s for _ in range(draws) for s in split_views(doc, p, rng)[0])
+    for sentence in doc:  # every position, not only the average: the marginal of each sentence
+        assert counts[sentence] / draws == pytest.approx(expected, abs=0.015)
+
+
 def test_split_probability_sets_the_share_of_view_a():
     doc = [f"sentence {i}" for i in range(200)]
     for p in (0.2, 0.5, 0.8):
@@ -117,6 +136,28 @@ def test_laser_m_is_within_the_range_and_fits_max_length(m_min, m_max, max_lengt
 
 def test_laser_paper_example_a_ten_token_sentence_at_256_gives_m_up_to_25():
     assert elongation_cap(10, 256) == 25
+
+
+@pytest.mark.parametrize(("tokens", "low", "high"), [(30, 1, 25), (10, 1, 25), (50, 2, 25)])
+def test_laser_m_is_uniform_over_the_range_capped_by_the_budget(tokens, low, high):
+    """LA(SER)^3 §4: m uniform on [1, floor(256 / length)], not drawn from [1, 25] and then capped."""
+    from scipy.stats import chisquare
+
+    from trainers.pairs.laser import draw_m
+
+    rng = random.Random(0)
+    cap = elongation_cap(tokens, 256)
+    support = range(min(low, cap), min(high, cap) + 1)
+    draws = [draw_m(low, high, tokens, 256, rng) for _ in range(4000)]
+    counts = [draws.count(m) for m in support]
+    assert sum(counts) == len(draws)  # nothing outside the capped range
+    assert chisquare(counts).pvalue > 0.01  # uniform over it (the old draw put 72% at m = 8 for 30 tokens)
+
+
+def test_laser_anchors_on_the_first_sentence_by_default():
+    doc = [f"sentence number {i}." for i in range(10)]
+    build = build_pairs(context(recipe="laser"))
+    assert {build(doc, random.Random(seed))[0] for seed in range(20)} == {"sentence number 0."}
 
 
 def test_laser_intra_reference_pairs_the_elongated_anchor_with_the_rest():

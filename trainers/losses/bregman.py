@@ -1,22 +1,28 @@
 """Self-contrastive Bregman divergence: K sub-networks define a convex function whose Bregman
 divergence measures dissimilarity.
 
-``BregmanHead(dim, k)``: K sub-networks ``f_k`` on the L2-normalised embedding, each
-``Linear(dim, HIDDEN) -> ReLU -> Dropout -> Linear(HIDDEN, 1)`` (the vision paper's public code),
-computed together; output ``(N, K)``.
+``BregmanHead(dim, k)``: K sub-networks ``f_k`` on the L2-normalised embedding, each ``Linear(dim,
+HIDDEN) -> BatchNorm -> ReLU -> Linear(HIDDEN, 1) -> BatchNorm``: "two linear layers with one
+activation layer and two batch normalization layers" (Saggau et al., App. D, whose ablation
+finds the model worse without the batch normalisation), computed together; output ``(N, K)``.
+The batch statistics are each rank's (the head sees both views of the rank's whole batch at
+once, also under GradCache).
 
 ``bregman_loss(scores_a, scores_b, sigma, temperature)``: the sub-network outputs of the two views,
 ``(N, K)`` each (gathered across ranks for global negatives). With phi(z) = max_k f_k(z) and
-k*(z) = argmax_k f_k(z), the divergence of row i from row j is
+k*(z) = argmax_k f_k(z), the divergence of row i from row j is (Eqs. 3-6)
 
     D_ij = f_{k*(i)}(z_i) - f_{k*(j)}(z_i)           (>= 0; 0 when both pick the same f_k)
-    S_ij = exp(-D_ij / (2 sigma^2))
+    S_ij = exp(-D_ij / (2 sigma^2))                  (the Gaussian kernel of Rezaei et al.)
     L = NT-Xent over the 2N rows with logits S_ij / temperature (diagonal masked)
 
 With K = 1 every D is 0. ``active_subnetworks`` counts the distinct argmax winners in a batch, so a
-collapse onto one sub-network is visible. The training total is lambda_b * L + lambda_c *
-contrastive (+ MLM). Sheikh et al., "Self-supervised Contrastive Learning via Bregman
-Divergence" and its document-embedding follow-up; sigma, temperature and lambda from their code.
+collapse onto one sub-network is visible. The training total is Eq. 7, ``L_contrastive + lambda *
+L_Bregman`` (``bregman_weight`` is lambda, searched by the paper in {0.1, 2, 4, 5, 10}, App. A;
+``contrastive_weight`` stays 1), plus MLM where asked. Bregman temperature 0.1 (App. A).
+Rezaei et al., "Deep Bregman Divergence for Contrastive Learning of Visual Representations"
+(2021); Saggau et al., "Efficient Document Embeddings via Self-Contrastive Bregman Divergence
+Learning" (Findings of ACL 2023).
 """
 
 from __future__ import annotations
@@ -28,22 +34,21 @@ import torch.nn.functional as F
 from trainers.losses.nt_xent import similarity_logits_2n
 
 HIDDEN = 64
-DROPOUT = 0.1
 
 
 class BregmanHead(nn.Module):
     def __init__(self, dim: int, k: int) -> None:
         super().__init__()
         self.hidden = nn.Linear(dim, k * HIDDEN)
-        self.dropout = nn.Dropout(DROPOUT)
+        self.hidden_norm = nn.BatchNorm1d(k * HIDDEN)
         self.out_weight = nn.Parameter(torch.randn(k, HIDDEN) / HIDDEN**0.5)
-        self.out_bias = nn.Parameter(torch.zeros(k))
+        self.out_norm = nn.BatchNorm1d(k)  # its shift is the second linear layer's bias
         self.k = k
 
     def forward(self, embeddings: torch.Tensor) -> torch.Tensor:
         z = F.normalize(embeddings.float(), dim=-1)
-        hidden = self.dropout(F.relu(self.hidden(z))).view(z.shape[0], self.k, HIDDEN)
-        return torch.einsum("nkh,kh->nk", hidden, self.out_weight) + self.out_bias
+        hidden = F.relu(self.hidden_norm(self.hidden(z))).view(z.shape[0], self.k, HIDDEN)
+        return self.out_norm(torch.einsum("nkh,kh->nk", hidden, self.out_weight))
 
 
 def bregman_divergence(scores: torch.Tensor) -> torch.Tensor:

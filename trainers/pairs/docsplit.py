@@ -1,36 +1,71 @@
 """DocSplit / SimDE positive pairs: a document's sentences split into two disjoint views.
 
-Each sentence goes to view A with probability ``p`` (``split_probability``), else to view B;
-both views keep the document's sentence order, share no sentence, and together use every
-sentence exactly once. A draw that leaves one view empty is redrawn, so both views are
-non-empty. Documents with a single sentence fall back to a word-span split: the sentence is cut
-at a uniformly drawn word boundary into a prefix (view A) and a suffix (view B). A document of
-fewer than two words gives no pair (``None``).
+Each sentence goes to view A with probability ``p`` (``split_probability``), else to view B
+(DocSplit §3; SimDE §3.1 with p = 0.5); both views keep the document's sentence order, share no
+sentence, and together use every sentence exactly once, and neither is empty. Independent coin
+flips redrawn until both views are non-empty would bias short documents towards an even split
+(3 sentences at p = 0.3: 43% of sentences to view A), so the number of view-A sentences ``k`` is
+drawn instead from the binomial over 1..n-1 tilted so that its mean is ``n * p``, and a uniform
+subset of that size goes to A: every sentence then goes to A with probability exactly ``p``
+(``split_counts``). Where no split with both views non-empty can give ``p`` (a sentence's chance
+lies in [1/n, 1 - 1/n]: a 2-sentence document always splits one and one, a 3-sentence one cannot
+give 0.3), the nearest achievable probability is used. Documents with a single sentence fall back
+to a word-span split: the sentence is cut at a uniformly drawn word boundary into a prefix (view
+A) and a suffix (view B). A document of fewer than two words gives no pair (``None``).
 
 With ``elongate`` set, view A is then elongated as in LA(SER)^3 (``trainers.pairs.laser``): copied
 ``m`` times, ``m`` drawn from the elongation range and capped to the token budget.
 
-DocSplit: "DocSplit: Simple Contrastive Pretraining for Large Document Embeddings" (Neumann et
-al.); SimDE, the same sentence-split views with InfoNCE + MLM.
+DocSplit: "DocSplit: Simple Contrastive Pretraining for Large Document Embeddings" (Wang &
+Izbicki); SimDE, the same sentence-split views with InfoNCE + MLM.
 """
 
 from __future__ import annotations
 
+import math
 import random
+from functools import lru_cache
 
 from trainers.pairs import PairContext, register
 from trainers.pairs.laser import draw_m, elongate
 
 
+@lru_cache(maxsize=4096)
+def split_counts(n: int, p: float) -> tuple[list[int], list[float]]:
+    """The sizes ``k`` = 1..n-1 view A may get from ``n`` sentences, and their probabilities: the
+    binomial(n, theta) restricted to 1..n-1, with theta chosen so that the mean is ``n * p``
+    (clamped to [1, n - 1]). With a uniform subset of size ``k`` for view A, each sentence goes
+    to A with probability mean / n."""
+    sizes = list(range(1, n))
+    target = min(max(n * p, 1.0), n - 1.0)
+
+    def weights(theta: float) -> list[float]:
+        logs = [math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) for k in sizes]
+        logs = [w + k * math.log(theta) + (n - k) * math.log1p(-theta) for w, k in zip(logs, sizes)]
+        top = max(logs)
+        raw = [math.exp(w - top) for w in logs]
+        return [w / sum(raw) for w in raw]
+
+    def mean(theta: float) -> float:
+        return sum(k * w for k, w in zip(sizes, weights(theta)))
+
+    if target <= 1.0 or target >= n - 1.0:  # the edge of what non-empty views allow: one size only
+        return [round(target)], [1.0]
+    low, high = 1e-12, 1 - 1e-12  # the mean grows with theta: bisect
+    for _ in range(100):
+        middle = (low + high) / 2
+        low, high = (middle, high) if mean(middle) < target else (low, middle)
+    return sizes, weights((low + high) / 2)
+
+
 def split_views(sentences: list[str], p: float, rng: random.Random) -> tuple[list[str], list[str]] | None:
     """The two views as sentence lists (see module docstring for the rules)."""
-    if len(sentences) >= 2:
-        while True:
-            to_a = [rng.random() < p for _ in sentences]
-            if any(to_a) and not all(to_a):
-                break
-        view_a = [s for s, a in zip(sentences, to_a) if a]
-        view_b = [s for s, a in zip(sentences, to_a) if not a]
+    n = len(sentences)
+    if n >= 2:
+        sizes, probabilities = split_counts(n, p)
+        to_a = set(rng.sample(range(n), rng.choices(sizes, probabilities)[0]))
+        view_a = [s for i, s in enumerate(sentences) if i in to_a]
+        view_b = [s for i, s in enumerate(sentences) if i not in to_a]
         return view_a, view_b
     words = sentences[0].split() if sentences else []
     if len(words) < 2:

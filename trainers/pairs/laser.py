@@ -3,10 +3,14 @@
 - ``self`` reference: an anchor sentence vs. the same sentence repeated ``m`` times.
 - ``intra`` reference: the anchor repeated ``m`` times vs. the rest of its document.
 
-The anchor is the first sentence or a uniformly drawn one (``anchor``). ``m`` is drawn per example
-uniformly from the elongation range ``[m_min, m_max]`` and capped so the elongated text fits:
-``m * tokens(anchor) <= max_length - 2`` (the paper's example: a 10-token sentence at max length
-256 gives m in [1, 25]). Documents of one sentence fall back to ``self`` reference.
+The anchor is the first sentence (the paper's main setting, §4; a random anchor, kept selectable,
+made self-reference worse than SimCSE in its ablation, §5.1 Table 3) or a uniformly drawn one
+(``anchor``). ``m`` is drawn per example uniformly from the elongation range *already capped* so
+the elongated text fits, ``[min(m_min, cap), min(m_max, cap)]`` with ``cap = (max_length - 2) //
+tokens(anchor)``: §4, "if a sentence has 10 tokens excluding [cls], we sample a random integer
+from [1, 25] ... for a 50-token sentence, we sample from [1, 5]" (max length 256). Drawing from
+``[m_min, m_max]`` and capping afterwards would pile the mass on the cap (72% of it for a 30-token
+sentence with the range [1, 25]). Documents of one sentence fall back to ``self`` reference.
 
 Xiao et al., "Length is a Curse and a Blessing for Document-level Semantics" (EMNLP 2023):
 LA(SER)^3, length-agnostic self-reference.
@@ -30,8 +34,9 @@ def elongate(text: str, m: int) -> str:
 
 
 def draw_m(low: int, high: int, tokens: int, max_length: int, rng: random.Random) -> int:
-    """Uniform in [low, high], then capped so m copies of ``tokens`` fit in ``max_length``."""
-    return min(rng.randint(low, high), elongation_cap(tokens, max_length))
+    """Uniform over [low, high] capped so m copies of ``tokens`` fit in ``max_length`` (§4)."""
+    cap = elongation_cap(tokens, max_length)
+    return rng.randint(min(low, cap), min(high, cap))
 
 
 @register("laser")
