@@ -15,7 +15,6 @@ from __future__ import annotations
 import csv
 import itertools
 import json
-import math
 import os
 import subprocess
 import sys
@@ -40,9 +39,10 @@ def _grid(search: dict) -> dict[str, dict[str, list]]:
 
 
 def _nearest(values: list, value) -> int:
+    """The grid index of a trial's value (the grid sampler suggests the grid's values themselves)."""
     if isinstance(value, str) or isinstance(values[0], str):
         return values.index(value)
-    return min(range(len(values)), key=lambda i: abs(math.log(values[i] / value)) if value > 0 else abs(values[i]))
+    return min(range(len(values)), key=lambda i: abs(values[i] - value))
 
 
 def _objective(scores: dict, weights: dict[str, float], split: str) -> float:

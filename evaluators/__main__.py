@@ -56,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = [(name, cls.metadata) for name, cls in sorted(TASKS.items())]
         for name, meta in rows:
             print(f"{name:24s} {meta.type:10s} main: {meta.main_score:16s} {meta.long_inputs:9s} {meta.description}")
+            print(f"{'':24s} parts: {meta.split}")
         for prefix, (cls, _) in PARAMETRISED.items():
             print(f"{prefix + '<location>':24s} {(cls.__doc__ or '').strip().splitlines()[0]}")
         return 0

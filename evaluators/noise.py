@@ -60,9 +60,13 @@ def paired_bootstrap(
     total = sum(weights.values())
 
     def difference(pick: dict[str, np.ndarray | slice]) -> float:
-        return sum(
-            w * (a[t].statistic(a[t].items[pick[t]]) - b[t].statistic(b[t].items[pick[t]])) for t, w in weights.items()
-        ) / total
+        return (
+            sum(
+                w * (a[t].statistic(a[t].items[pick[t]]) - b[t].statistic(b[t].items[pick[t]]))
+                for t, w in weights.items()
+            )
+            / total
+        )
 
     rng = np.random.default_rng(seed)
     resampled = [
