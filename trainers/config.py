@@ -14,6 +14,7 @@ ContrastiveLoss = Literal["infonce", "ntxent", "simsiam"]
 LaserMode = Literal["self", "intra"]
 Anchor = Literal["first", "random"]
 ProbeHead = Literal["logistic", "mlp"]
+SynonymRule = Literal["paper", "rate"]
 
 
 def constraint(
@@ -45,10 +46,19 @@ class Hyperparameters:
     )
     augmentation: str = field(
         default="synonym",
-        metadata=constraint("deca: synonym, antonym, uninformative, deletion, swap or back_translation"),
+        metadata=constraint(
+            "deca: synonym, antonym, uninformative (DECA's rare -> frequent synonyms), tfidf_uda (UDA's rule), "
+            "deletion, swap or back_translation"
+        ),
     )
     translation_models: str = field(
         default="", metadata=constraint("deca back_translation: 'FORWARD_DIR,BACKWARD_DIR', two local MT models")
+    )
+    synonym_rule: SynonymRule = field(
+        default="paper",
+        metadata=constraint(
+            "deca synonym: paper (every word redrawn from its synonyms and itself, DECA Sec. 3.3) or rate (aug_p)"
+        ),
     )
     aug_p: float = field(
         default=0.1, metadata=constraint("deca: probability that an eligible word is changed", 0.0, 1.0, low_open=True)

@@ -187,8 +187,15 @@ def changed_share(original: str, augmented: str) -> float:
     return sum(x != y for x, y in zip(a, b)) / len(a)
 
 
+def _frequent(*words: str) -> list[list[str]]:
+    """A corpus that holds each word often enough (``LOW_FREQUENCY``) for the dictionary constraint."""
+    from trainers.augment.word_level import LOW_FREQUENCY
+
+    return [[" ".join(words)]] * LOW_FREQUENCY
+
+
 @pytest.mark.parametrize("p", [0.1, 0.3])
-def test_deca_synonym_replaces_about_aug_p_of_eligible_words_from_the_vocabulary(p):
+def test_deca_synonym_rate_replaces_about_aug_p_of_eligible_words_from_the_vocabulary(p):
     from trainers.augment.wordnet import wordnet
 
     vocabulary = {w.strip(".").lower() for d in [*CORPUS, LONG_DOC] for s in d for w in s.split()} | {
@@ -203,13 +210,34 @@ def test_deca_synonym_replaces_about_aug_p_of_eligible_words_from_the_vocabulary
         "sound",
         "beneficial",
     }
-    documents = [*CORPUS, LONG_DOC, [" ".join(sorted(vocabulary))]]
-    build = build_pairs(context(documents, recipe="deca", augmentation="synonym", aug_p=p, max_length=10_000))
-    original, augmented = build(LONG_DOC, random.Random(1))
-    eligible = [w for w in original.split() if any(s in vocabulary for s in wordnet().synonyms(w.strip(".")))]
-    changed = [(x, y) for x, y in zip(original.split(), augmented.split()) if x != y]
-    assert abs(len(changed) / len(eligible) - p) < 0.1
+    documents = [*CORPUS, LONG_DOC, *_frequent(*sorted(vocabulary))]
+    hp = {"augmentation": "synonym", "synonym_rule": "rate", "aug_p": p}
+    build = build_pairs(context(documents, recipe="deca", max_length=10_000, **hp))
+    changed, eligible = [], 0
+    for seed in range(10):
+        original, augmented = build(LONG_DOC, random.Random(seed))
+        eligible += sum(any(s in vocabulary for s in wordnet().synonyms(w.strip("."))) for w in original.split())
+        changed += [(x, y) for x, y in zip(original.split(), augmented.split()) if x != y]
+    assert abs(len(changed) / eligible - p) < 0.05  # 800 eligible words: a standard deviation of 0.016
     assert all(y.strip(".").lower() in vocabulary for _, y in changed)
+
+
+def test_deca_synonym_paper_rule_draws_each_word_uniformly_from_its_synonyms_and_itself():
+    """DECA §3.3: the original word is in its own candidate set; every word is redrawn from the set.
+    "large" has one frequent synonym here ("big"), "house" none: half the "large" stay, every "house"."""
+    build = build_pairs(context(_frequent("big", "large", "house"), recipe="deca", max_length=10_000))
+    drawn = Counter()
+    for seed in range(400):
+        _, augmented = build(["large house"], random.Random(seed))
+        drawn.update(augmented.split())
+    assert drawn["house"] == 400 and set(drawn) == {"large", "big", "house"}
+    assert drawn["large"] / 400 == pytest.approx(0.5, abs=0.07)  # the old rule (aug_p 0.1, self excluded): 0.9
+
+
+def test_deca_rarely_seen_words_must_not_be_drawn():
+    # "street" is a WordNet synonym of "road" but occurs once: the dictionary constraint drops it
+    build = build_pairs(context([*_frequent("road"), ["street"]], recipe="deca", max_length=10_000))
+    assert {build(["road"], random.Random(seed))[1] for seed in range(50)} == {"road"}
 
 
 def test_deca_without_the_dictionary_constraint_draws_outside_the_corpus():
@@ -221,17 +249,28 @@ def test_deca_without_the_dictionary_constraint_draws_outside_the_corpus():
     assert any(w.strip(".").lower() not in vocabulary for w in augmented.split())
 
 
-def test_deca_antonym_becomes_not_antonym():
-    documents = [["big small good bad large little"]]
+def test_deca_antonym_negates_adjectives_and_verbs_only():
+    documents = _frequent("big", "little", "good", "bad", "woman", "decrease", "increase")
     build = build_pairs(context(documents, recipe="deca", augmentation="antonym", aug_p=1.0))
-    _original, augmented = build(["a big house and a good dog"], random.Random(0))
-    assert "not small" in augmented or "not little" in augmented
-    assert "not bad" in augmented and "house" in augmented
+    _, augmented = build(["a big man saw good prices increase"], random.Random(0))
+    assert "not little" in augmented and "not bad" in augmented  # adjectives (WordNet: big <-> little)
+    assert "not decrease" in augmented  # a verb
+    assert "man" in augmented.split() and "not woman" not in augmented  # a noun keeps its antonym to itself
 
 
-def test_deca_uninformative_replacement_spares_informative_words():
+def test_deca_uninformative_replaces_rare_words_by_frequent_synonyms():
+    """DECA §3.3: low-frequency words become synonyms with high frequencies."""
+    documents = [*_frequent("car", "the"), ["the automobile", "an auto"]]  # "automobile" and "auto" are rare
+    build = build_pairs(context(documents, recipe="deca", augmentation="uninformative", aug_p=1.0, max_length=1000))
+    _, augmented = build(["the automobile and the car"], random.Random(0))
+    assert augmented == "the car and the car"  # the rare word became its frequent synonym; the rest stays
+    _, unchanged = build(["the car"], random.Random(0))
+    assert unchanged == "the car"
+
+
+def test_deca_tfidf_uda_replacement_spares_informative_words():
     documents = [[f"the a of and to word{i}"] for i in range(15)]  # five uninformative words, drawn as replacements
-    build = build_pairs(context(documents, recipe="deca", augmentation="uninformative", aug_p=0.3))
+    build = build_pairs(context(documents, recipe="deca", augmentation="tfidf_uda", aug_p=0.3))
     kept = Counter()
     for seed in range(200):
         original, augmented = build(["the zebra ate the grass"], random.Random(seed))

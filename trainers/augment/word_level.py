@@ -1,22 +1,31 @@
 """DECA's word-level augmentations of a document.
 
 Every augmentation takes a list of whitespace tokens and returns a new list; the rate ``p``
-(``aug_p``) is the probability that an eligible token is changed:
+(``aug_p``) is the probability that an eligible token is changed (DECA §3.3 for the first three):
 
-- ``synonym``: a token with a WordNet synonym is replaced by one (drawn uniformly).
-- ``antonym``: a token with a WordNet antonym becomes "not <antonym>" ("big" -> "not small").
-- ``uninformative``: UDA's TF-IDF rule: token *i* is replaced with probability
-  ``min(1, p * (C - s_i) / mean_j(C - s_j))``, where ``s`` is the token's TF-IDF in the document
-  and ``C`` its maximum there, so informative words survive; the replacement is drawn from the
-  vocabulary with probability proportional to ``max_idf - idf(w)`` (uninformative words).
+- ``synonym``: DECA's rule (``synonym_rule: paper``): every word is replaced by a uniform draw from
+  its candidate set, its WordNet synonyms *and the word itself* ("the original word is also
+  included in its synonym set ... for each word, we randomly select a word in the set of its
+  replacement candidates"); ``synonym_rule: rate``: with probability ``p`` a word with a
+  synonym is replaced by one drawn uniformly (EDA's rule).
+- ``antonym``: an adjective or a verb (tagged by ``trainers.augment.pos``) with a WordNet antonym
+  of its part of speech becomes "not <antonym>" ("big" -> "not small"; "man" stays "man").
+- ``uninformative``: DECA's rule: a rare word (seen fewer than ``LOW_FREQUENCY`` times in the
+  corpus, the threshold of the work §3.3 cites) that has frequent WordNet synonyms is replaced,
+  with probability ``p``, by one of them, drawn in proportion to its corpus frequency.
+- ``tfidf_uda``: UDA's TF-IDF rule (a different operation, kept under its own name): token *i* is
+  replaced with probability ``min(1, p * (C - s_i) / mean_j(C - s_j))``, where ``s`` is the
+  token's TF-IDF in the document and ``C`` its maximum there, so informative words survive; the
+  replacement is drawn from the vocabulary with probability proportional to ``max_idf - idf(w)``.
 - ``deletion``: each token is deleted with probability ``p`` (at least one token is kept).
 - ``swap``: ``max(1, round(p * n))`` swaps of two random positions (EDA's random swap).
 - ``back_translation`` (sentence level, ``trainers.augment.back_translation``): needs two local
   MT models named in ``translation_models``.
 
-Dictionary constraint (DECA): with a corpus vocabulary given, synonym and antonym replacements
-are taken only from words of that vocabulary. Punctuation around a token and a leading
-capital are kept. Replacements are base forms: inflection is not re-applied.
+Dictionary constraint (DECA §3.3, §4.4): synonym and antonym replacements are taken only from
+words of the corpus vocabulary seen at least ``LOW_FREQUENCY`` times ("filter out the ones out of
+vocabulary or with low frequencies"). Punctuation around a token and a leading capital are kept.
+Replacements are base forms: inflection is not re-applied.
 
 DECA: "DECA: Document Embedding with Contrastive Augmentation"; UDA: Xie et al., "Unsupervised
 Data Augmentation for Consistency Training" (NeurIPS 2020), Appendix B; EDA: Wei & Zou (2019).
@@ -30,10 +39,13 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-AUGMENTATIONS = ("synonym", "antonym", "uninformative", "deletion", "swap", "back_translation")
+AUGMENTATIONS = ("synonym", "antonym", "uninformative", "tfidf_uda", "deletion", "swap", "back_translation")
+# DECA §3.3: words seen fewer times are "low frequent" (the prior work it cites replaces words seen
+# fewer than 10 times, Chen et al. 2019)
+LOW_FREQUENCY = 10
 UNAVAILABLE = {
     "ppdb": "PPDB paraphrase replacement needs the PPDB database, which no package ships; "
-    "use synonym, antonym, uninformative, deletion, swap, or back_translation with your own MT models",
+    "use synonym, antonym, uninformative, tfidf_uda, deletion, swap, or back_translation with your own MT models",
 }
 _CORE = re.compile(r"^(\W*)(.*?)(\W*)$", re.S)
 
@@ -78,26 +90,69 @@ class IdfTable:
         return self.words[bisect.bisect_left(self.cumulative, rng.random() * self.cumulative[-1])]
 
 
-def replace_lexical(
-    tokens: list[str],
-    p: float,
-    rng: random.Random,
-    candidates: Callable[[str], list[str]],
-    vocabulary: set[str] | None,
-    dress: Callable[[str], str] = lambda w: w,
-) -> list[str]:
+def synonyms_with_self(tokens: list[str], rng: random.Random, candidates: Callable[[str], list[str]]) -> list[str]:
+    """DECA's synonym rule: each word redrawn uniformly from its synonyms and itself."""
     out = []
     for token in tokens:
         core = _split(token)[1]
-        options = [w for w in candidates(core) if vocabulary is None or all(x in vocabulary for x in w.split())]
-        if core and options and rng.random() < p:
-            out.append(_dress(token, dress(rng.choice(options))))
+        options = candidates(core)
+        choice = rng.randrange(len(options) + 1) if core and options else len(options)
+        out.append(_dress(token, options[choice]) if choice < len(options) else token)
+    return out
+
+
+def cores(tokens: list[str]) -> tuple[str, ...]:
+    """Each token without the punctuation around it."""
+    return tuple(_split(t)[1] for t in tokens)
+
+
+def replace_lexical(
+    tokens: list[str], p: float, rng: random.Random, candidates: Callable[[str], list[str]]
+) -> list[str]:
+    """With probability ``p``, each token with candidates becomes one of them, drawn uniformly."""
+    out = []
+    for token in tokens:
+        core = _split(token)[1]
+        options = candidates(core) if core else []
+        out.append(_dress(token, rng.choice(options)) if options and rng.random() < p else token)
+    return out
+
+
+def negated_antonyms(
+    tokens: list[str],
+    p: float,
+    rng: random.Random,
+    antonyms: Callable[[str, str], list[str]],
+    tags: Sequence[str | None],
+) -> list[str]:
+    """With probability ``p``, each adjective or verb (``tags``: WordNet's ``a`` or ``v``, else
+    None) with an antonym of its part of speech becomes "not <antonym>"."""
+    out = []
+    for token, tag in zip(tokens, tags):
+        options = antonyms(_split(token)[1], tag) if tag else []
+        out.append(_dress(token, f"not {rng.choice(options)}") if options and rng.random() < p else token)
+    return out
+
+
+def rare_to_frequent(
+    tokens: list[str], p: float, rng: random.Random, counts: Counter, synonyms: Callable[[str], list[str]]
+) -> list[str]:
+    """DECA's uninformative-word replacement: with probability ``p`` a rare word becomes one of its
+    frequent synonyms, drawn in proportion to corpus frequency."""
+    out = []
+    for token in tokens:
+        core = _split(token)[1]
+        options = []
+        if core and counts[core.lower()] < LOW_FREQUENCY:
+            options = [w for w in synonyms(core) if counts[w] >= LOW_FREQUENCY]
+        if options and rng.random() < p:
+            out.append(_dress(token, rng.choices(options, weights=[counts[w] for w in options])[0]))
         else:
             out.append(token)
     return out
 
 
-def uninformative(tokens: list[str], p: float, rng: random.Random, idf: IdfTable) -> list[str]:
+def tfidf_uda(tokens: list[str], p: float, rng: random.Random, idf: IdfTable) -> list[str]:
     cores = [_split(t)[1].lower() for t in tokens]
     counts = Counter(cores)
     scores = [counts[c] / len(tokens) * idf.idf.get(c, idf.default) for c in cores]

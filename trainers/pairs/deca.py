@@ -2,50 +2,73 @@
 
 The augmentation (``augmentation``) and its rate (``aug_p``) are searched; the operations are in
 ``trainers.augment.word_level``. With ``dictionary_constraint`` (DECA's default), synonym and
-antonym replacements come only from this worker's corpus vocabulary; the uninformative-word rule
-draws from the corpus vocabulary by construction. Trained with NT-Xent (SimCLR) or SimSiam
-(``loss``), as in the paper.
+antonym replacements come only from words this worker's corpus holds at least
+``LOW_FREQUENCY`` times; DECA's uninformative-word rule reads the same counts. Trained with
+NT-Xent (SimCLR) or SimSiam (``loss``), as in the paper. The paper's Doc2vecC backbone is not
+offered (doctune trains transformer encoders; docs/recipes.md).
 
-DECA: "DECA: Document Embedding with Contrastive Augmentation"; the augmentations follow EDA (Wei
-& Zou 2019) and UDA (Xie et al. 2020).
+DECA: Li et al., "DECA: Document Embedding with Contrastive Augmentation" (§3.3 for the
+augmentations); the rate rule follows EDA (Wei & Zou 2019), ``tfidf_uda`` UDA (Xie et al. 2020).
 """
 
 from __future__ import annotations
 
 import random
+from collections import Counter
+from functools import lru_cache
 
 from trainers.augment.word_level import (
+    LOW_FREQUENCY,
     IdfTable,
     check_augmentation,
+    cores,
     deletion,
+    negated_antonyms,
+    rare_to_frequent,
     replace_lexical,
     swap,
-    uninformative,
+    synonyms_with_self,
+    tfidf_uda,
 )
+from trainers.config import Hyperparameters
 from trainers.pairs import PairContext, register
 
 
-def corpus_vocabulary(documents: list[list[str]]) -> set[str]:
-    return {word.strip(".,;:!?\"'()[]").lower() for doc in documents for s in doc for word in s.split()}
+def corpus_counts(documents: list[list[str]]) -> Counter:
+    """How often each lower-cased word (punctuation stripped) occurs in the documents."""
+    return Counter(word.strip(".,;:!?\"'()[]").lower() for doc in documents for s in doc for word in s.split())
 
 
-def make_augmenter(name: str, p: float, documents: list[list[str]], dictionary_constraint: bool):
-    """A function ``(tokens, rng) -> tokens`` for augmentation ``name``."""
+def make_augmenter(hp: Hyperparameters, documents: list[list[str]]):
+    """A function ``(tokens, rng) -> tokens`` for ``hp.augmentation``."""
+    name, p = hp.augmentation, hp.aug_p
     check_augmentation(name)
     if name == "deletion":
         return lambda tokens, rng: deletion(tokens, p, rng)
     if name == "swap":
         return lambda tokens, rng: swap(tokens, p, rng)
-    if name == "uninformative":
+    if name == "tfidf_uda":
         idf = IdfTable([" ".join(doc).split() for doc in documents])
-        return lambda tokens, rng: uninformative(tokens, p, rng, idf)
+        return lambda tokens, rng: tfidf_uda(tokens, p, rng, idf)
     from trainers.augment.wordnet import wordnet
 
     lexicon = wordnet()
-    vocabulary = corpus_vocabulary(documents) if dictionary_constraint else None
+    counts = corpus_counts(documents)
+
+    def allowed(word: str) -> bool:
+        return not hp.dictionary_constraint or all(counts[w] >= LOW_FREQUENCY for w in word.split())
+
+    synonyms = lru_cache(maxsize=None)(lambda core: [w for w in lexicon.synonyms(core) if allowed(w)])
+    if name == "uninformative":
+        return lambda tokens, rng: rare_to_frequent(tokens, p, rng, counts, lexicon.synonyms)
+    if name == "synonym" and hp.synonym_rule == "paper":
+        return lambda tokens, rng: synonyms_with_self(tokens, rng, synonyms)
     if name == "synonym":
-        return lambda tokens, rng: replace_lexical(tokens, p, rng, lexicon.synonyms, vocabulary)
-    return lambda tokens, rng: replace_lexical(tokens, p, rng, lexicon.antonyms, vocabulary, lambda w: f"not {w}")
+        return lambda tokens, rng: replace_lexical(tokens, p, rng, synonyms)
+    from trainers.augment.pos import wordnet_pos
+
+    antonyms = lru_cache(maxsize=None)(lambda core, pos: [w for w in lexicon.antonyms(core, pos) if allowed(w)])
+    return lambda tokens, rng: negated_antonyms(tokens, p, rng, antonyms, wordnet_pos(cores(tokens)))
 
 
 def back_translation_pairs(context: PairContext):
@@ -67,7 +90,7 @@ def deca_pairs(context: PairContext):
     hp = context.hp
     if hp.augmentation == "back_translation":
         return back_translation_pairs(context)
-    augment = make_augmenter(hp.augmentation, hp.aug_p, context.documents, hp.dictionary_constraint)
+    augment = make_augmenter(hp, context.documents)
 
     def build(sentences: list[str], rng: random.Random) -> tuple[str, str] | None:
         tokens = " ".join(sentences).split()[: context.max_length]  # words past the token budget are cut anyway
