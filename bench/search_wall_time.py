@@ -53,7 +53,7 @@ def main() -> None:
     walls = [wall for wall, _, _ in runs]
     rows, timings = runs[-1][1], runs[-1][2]
     baseline = next(r for r in rows if r["trial"] == "baseline")
-    best = next(r for r in rows if r["trial"] != "baseline" and r["objective"] is not None)
+    best = next(r for r in rows if not r["trial"].startswith("baseline") and r["objective"] is not None)
 
     import ray
     import torch
@@ -67,7 +67,7 @@ def main() -> None:
         f"- wall time, median of {len(walls)}: {statistics.median(walls):.0f} s "
         f"(runs: {', '.join(f'{w:.0f}' for w in walls)})"
     )
-    trials = [r for r in rows if r["trial"] != "baseline"]
+    trials = [r for r in rows if not r["trial"].startswith("baseline")]
     statuses = Counter(r["status"].split(" (")[0] for r in trials)
     print(f"- trials: {len(trials)} ({', '.join(f'{n} {s}' for s, n in sorted(statuses.items()))})")
     print(f"- objective: winner {best['objective']:.4f} (trial {best['trial']}), baseline {baseline['objective']:.4f}")

@@ -91,7 +91,7 @@ class Evaluator:
                     seen.update(dict.fromkeys(texts))
                 return self.cache.embed(key, texts, lambda missing: embed_missing(missing, policy))
 
-            embed.key, embed.seen = key, seen
+            embed.key, embed.seen, embed.max_length = key, seen, max_length
             yield name, embed
 
     def _finish(self, name: str, model_dir: str, embed, scores: dict) -> None:
@@ -104,7 +104,7 @@ class Evaluator:
             from trainers.encoder import over_length_share
 
             tokenizer = AutoTokenizer.from_pretrained(model_dir)
-            self._over_length[name] = over_length_share(tokenizer, list(embed.seen), self.plan.max_length)
+            self._over_length[name] = over_length_share(tokenizer, list(embed.seen), embed.max_length)
         scores["chunked" if self.tasks[name].metadata.long_inputs == "chunk" else "truncated"] = self._over_length[name]
 
 

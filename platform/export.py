@@ -221,9 +221,9 @@ def model_card(row: Row, record: dict, search: SearchRecord, model_type: str, pa
     ]
     if row.confirmation:
         stats = row.confirmation["test_objective"]
+        spread = f" ± {stats['std']:.4f} (mean ± sample std)" if stats["std"] is not None else ""
         objective_lines.append(
-            f"Over {stats['n']} training seeds this configuration's test objective is "
-            f"{stats['mean']:.4f} ± {stats['std']:.4f} (mean ± sample std)"
+            f"Over {stats['n']} training seeds this configuration's test objective is {stats['mean']:.4f}{spread}"
         )
     score_rows = []
     for task in row.scores:

@@ -102,7 +102,8 @@ def read_run(run_dir: Path) -> Run:
         raise ReportError(
             f"{run_dir}: leaderboard.json or search.json is not one this doctune wrote ({type(err).__name__}: {err})"
         ) from None
-    return Run(run_dir, summary, name, rows, objectives, tasks, searched, trial_histories(run_dir / "tune"))
+    # the search's own experiment; a confirmation's (tune/<name>-confirm) re-runs the winner and is no trial
+    return Run(run_dir, summary, name, rows, objectives, tasks, searched, trial_histories(run_dir / "tune" / name))
 
 
 def trial_histories(tune_dir: Path) -> dict[str, pd.DataFrame]:

@@ -273,6 +273,8 @@ def run_search(resolved: ResolvedSearch, resume: bool, clock: PhaseClock | None 
             print(f"doctune: warning: {warning}", file=sys.stderr, flush=True)
     with clock.phase("trials"):
         results = _tuner(resolved, resume).fit()
+    if not finished(results):  # Ctrl-C: Tune stopped and saved the experiment; --resume continues it
+        return baseline, results
     if resolved.spec.search.space and (zombies := fail_unfinished_study_trials(resolved.run_dir, resolved.spec.name)):
         print(
             f"doctune: note: {zombies} Optuna trial(s) a killed search left RUNNING were never reported; "
@@ -280,6 +282,12 @@ def run_search(resolved: ResolvedSearch, resume: bool, clock: PhaseClock | None 
             flush=True,
         )
     return baseline, results
+
+
+def finished(results) -> bool:
+    """Whether every trial of a Tune result grid ended (completed, stopped or errored); a search
+    interrupted by Ctrl-C returns from ``fit`` with trials still pending or running."""
+    return all(trial.status in ("TERMINATED", "ERROR") for trial in results._experiment_analysis.trials)
 
 
 def fail_unfinished_study_trials(run_dir: Path, name: str) -> int:
@@ -336,6 +344,8 @@ def confirm_winner(resolved: ResolvedSearch, winner) -> dict:
         )
     print(f"doctune: confirming {winner.trial} with {len(seeds)} more training seed(s): {seeds}", flush=True)
     results = tuner.fit()
+    if not finished(results):
+        raise KeyboardInterrupt  # the search's own handling: continue with --resume
     runs = {resolved.plan.seed: winner}
     for result, row in zip(results, rows_from_results(results, resolved)):
         if row.test_objective is not None:
@@ -348,7 +358,7 @@ def confirm_winner(resolved: ResolvedSearch, winner) -> dict:
         },
         "test_objective": {
             "mean": statistics.fmean(values),
-            "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+            "std": statistics.stdev(values) if len(values) > 1 else None,
             "n": len(values),
         },
         "failed": len(seeds) + 1 - len(runs),

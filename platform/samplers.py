@@ -78,7 +78,7 @@ class SamplerPlan:
 
     @property
     def guided_trials(self) -> int:
-        return self.samples - self.random_trials
+        return max(0, self.samples - self.random_trials)
 
     def describe(self) -> str:
         if self.kind == "tpe":
@@ -86,10 +86,9 @@ class SamplerPlan:
             kind = "multivariate TPE" if self.multivariate else "TPE"
             return f"{kind}{liar}: {self.random_trials} random start-up trial(s), {self.guided_trials} model-guided"
         if self.kind == "nsga2":
-            return (
-                f"NSGA-II, population {self.random_trials}: {self.random_trials} random (first generation), "
-                f"{self.guided_trials} evolved"
-            )
+            first = min(self.samples, self.random_trials)
+            population = f"NSGA-II, population {self.random_trials}"
+            return f"{population}: {first} random (first generation), {self.guided_trials} evolved"
         if self.kind == "grid":
             return f"grid search ({self.grid_points} points per numeric range): {self.samples} grid point(s)"
         return f"random search: {self.samples} trial(s)"
@@ -109,7 +108,7 @@ def plan_sampler(
 ) -> SamplerPlan:
     random_trials = {
         "tpe": min(samples, startup_trials(samples)),
-        "nsga2": min(samples, population_size(samples)),
+        "nsga2": population_size(samples),  # a generation needs at least 4 here, whatever the budget
     }.get(kind, samples)
     return SamplerPlan(kind, samples, random_trials, concurrent, multivariate, grid_points)
 

@@ -203,6 +203,8 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path, clock: PhaseC
         with clock.phase("evaluators start"):
             evaluators = runner.start_evaluators(resolved)  # noqa: F841 - held so the actors live
         baseline, results = runner.run_search(resolved, args.resume, clock)
+        if not runner.finished(results):
+            raise KeyboardInterrupt
         tasks = list(resolved.plan.evaluation.tasks)
         rows = report.rows_from_results(results, resolved)
         scored = [r for r in rows if r.objective is not None]
@@ -233,10 +235,9 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path, clock: PhaseC
             print(f"doctune: test objective of {best.trial} over {against}: {Gain(**gain['interval']).describe()}")
         if best.confirmation:
             stats = best.confirmation["test_objective"]
-            print(
-                f"doctune: {best.trial}'s configuration over {stats['n']} training seeds: test objective "
-                f"{stats['mean']:.4f} ± {stats['std']:.4f} (mean ± std)"
-            )
+            spread = f" ± {stats['std']:.4f} (mean ± std)" if stats["std"] is not None else " (the other seeds failed)"
+            seeds = f"{best.trial}'s configuration over {stats['n']} training seeds"
+            print(f"doctune: {seeds}: test objective {stats['mean']:.4f}{spread}")
         if exported.sentence_transformers_gap:
             print(f"doctune: {exported.path} has no sentence-transformers files: {exported.sentence_transformers_gap}")
         print(f"doctune: leaderboard in {run_dir}/leaderboard.csv; TensorBoard: tensorboard --logdir {run_dir}")
@@ -266,7 +267,7 @@ def _compare_with_baselines(best, baselines, resolved) -> None:
     bootstrap over the same test items (``evaluators.noise``), so the leaderboard says whether the
     gain is beyond noise."""
     from evaluators.noise import paired_bootstrap
-    from evaluators.pool import checkpoint_outcomes
+    from evaluators.pool import CheckpointMissing, checkpoint_outcomes
 
     evaluation = resolved.plan.evaluation
     weights = next(iter(evaluation.objectives.values()))  # the ranking objective
@@ -275,10 +276,13 @@ def _compare_with_baselines(best, baselines, resolved) -> None:
         return checkpoint_outcomes(evaluation, row.checkpoint, row.hyperparameters["pooling"], list(weights), "test")
 
     print(f"doctune: comparing {best.trial} with the baseline rows on the test items (paired bootstrap)", flush=True)
-    mine = outcomes(best)
-    for baseline in baselines:
-        gain = paired_bootstrap(mine, outcomes(baseline), weights)
-        best.gains[baseline.trial] = {"test_objective": gain.difference, "interval": asdict(gain), **gain.record()}
+    try:
+        mine = outcomes(best)
+        for baseline in baselines:
+            gain = paired_bootstrap(mine, outcomes(baseline), weights)
+            best.gains[baseline.trial] = {"test_objective": gain.difference, "interval": asdict(gain), **gain.record()}
+    except (CheckpointMissing, RuntimeError) as err:  # the leaderboard, best/ and the report still follow
+        best.status += f"; not compared with the baselines: {err}"
 
 
 def _score_report_tasks(scored, resolved) -> None:

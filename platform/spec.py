@@ -660,6 +660,16 @@ def _check_grid(search: SearchSection) -> None:
 
     if search.sampler != "grid" or not search.space:
         return
+    if search.objective.objectives:
+        raise SpecError(
+            "search.sampler: grid searches one objective; several objectives are searched with NSGA-II "
+            "(drop sampler: grid, or name one objective under search.objective.tasks)"
+        )
+    if search.warm_start:
+        raise SpecError(
+            "search.warm_start: a grid search visits its own points, and a warm-start point would take a grid "
+            "point's place; drop warm_start or use sampler: tpe or random"
+        )
     conditional = [name for name, dist in search.space.items() if dist.when]
     if conditional:
         raise SpecError(

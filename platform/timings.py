@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 TIMINGS_FILE = "timings.json"
-EVALUATION_PHASES = ("baseline", "report-only tasks")
+EVALUATION_PHASES = ("baseline", "report-only tasks", "noise")
 
 
 class PhaseClock:
@@ -51,7 +51,8 @@ class PhaseClock:
         training = trials["train_seconds"] / concurrency
         evaluation = trials["eval_seconds"] / concurrency + sum(self.phases.get(p, 0.0) for p in EVALUATION_PHASES)
         base = self.phases.get("base stage", 0.0)
-        overhead = max(0.0, wall - training - evaluation - base)
+        confirmation = self.phases.get("confirmation", 0.0)  # whole trials again (search.confirm_seeds)
+        overhead = max(0.0, wall - training - evaluation - base - confirmation)
         inside = max(0.0, trials["wall_seconds"] - trials["train_seconds"] - trials["eval_seconds"])
         return {
             "wall_seconds": wall,
@@ -65,6 +66,7 @@ class PhaseClock:
                 "training": training / wall,
                 "evaluation": evaluation / wall,
                 "base stage": base / wall,
+                "confirmation": confirmation / wall,
                 "overhead": overhead / wall,
             },
         }

@@ -74,7 +74,15 @@ class Hyperparameters:
         metadata=constraint("laser: which sentence anchors the pair (first: the paper's main setting, Sec. 4)"),
     )
     elongation_min: int = field(default=1, metadata=constraint("laser / elongation: smallest copy count m", 1, 512))
-    elongation_max: int = field(default=25, metadata=constraint("laser / elongation: largest copy count m", 1, 512))
+    elongation_max: int = field(
+        default=256,
+        metadata=constraint(
+            "laser / elongation: largest copy count m (the token budget caps it too; 256: the budget alone, as in "
+            "LA(SER)^3 Sec. 4)",
+            1,
+            512,
+        ),
+    )
     elongate: bool = field(
         default=False, metadata=constraint("docsplit: also elongate view A (copy-and-concatenate, LA(SER)^3)")
     )

@@ -123,18 +123,23 @@ def embed_in_length_groups(
     return torch.cat(parts)[torch.argsort(order)]
 
 
+PADDED_POSITIONS = ("roberta", "xlm-roberta", "camembert")  # position ids start at pad + 1
+
+
 def embedding_length(model_dir: str, max_length: int) -> int:
     """The tokens per text an evaluation embeds ``model_dir`` with: ``max_length``, or fewer where
     the model has fewer positions (the base encoder of a Longformer search, whose evaluation length
-    is the Longformer's). Only BERT-like position numbering (from 0) is read; models numbering from
-    pad + 1 (RoBERTa, Longformer) keep ``max_length``."""
+    is the Longformer's). Models that number positions from pad + 1 (RoBERTa's convention) have
+    ``pad + 1`` fewer; a Longformer's own conversion sets its positions to its length."""
     from transformers import AutoConfig
 
     config = AutoConfig.from_pretrained(model_dir)
     positions = getattr(config, "max_position_embeddings", None)
-    if config.model_type in ("bert", "electra", "distilbert") and positions:
-        return min(max_length, positions)
-    return max_length
+    if not positions or config.model_type == "longformer":
+        return max_length
+    if config.model_type in PADDED_POSITIONS:
+        positions -= (config.pad_token_id or 0) + 1
+    return min(max_length, positions)
 
 
 def load_encoder(model_dir: str, with_mlm_head: bool = False) -> tuple[nn.Module, object]:

@@ -108,6 +108,15 @@ class Task(ABC):
         """Both parts' scores: ``{"val": {...}, "test": {...}}``, each with ``main`` and ``main_se``."""
         return {split: self.outcomes(embed, split).summary() for split in SPLITS}
 
+    def check_parts(self, sizes: dict[Split, int]) -> None:
+        """Refuse, with the reason, a part with nothing to score (data too small to split)."""
+        for split, size in sizes.items():
+            if size == 0:
+                raise ValueError(
+                    f"task {self.metadata.name}: its {split} part is empty ({self.metadata.split}); "
+                    "the data is too small to give both parts"
+                )
+
 
 def held_out_indices(labels: list, size: int, seed: int = SPLIT_SEED) -> list[int]:
     """About ``size`` indices drawn per class in proportion to its share, never a class's last

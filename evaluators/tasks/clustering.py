@@ -27,7 +27,9 @@ class OrangeClustering(Task):
         test_x, test_y = read_orange_tab(f"{root}/{self.dataset}-test.tab")
         kept = stratified_subsample(test_y, self.budget.max_test) if self.budget.max_test else range(len(test_y))
         train_x, train_y = read_orange_tab(f"{root}/{self.dataset}-train.tab")
-        val = stratified_subsample(train_y, len(kept), seed=SPLIT_SEED)
+        in_test = {test_x[i] for i in kept}  # the published splits share a few identical texts
+        candidates = [i for i in range(len(train_y)) if train_x[i] not in in_test]
+        val = [candidates[i] for i in stratified_subsample([train_y[i] for i in candidates], len(kept), SPLIT_SEED)]
         self.parts = {
             "val": ([train_x[i] for i in val], [train_y[i] for i in val]),
             "test": ([test_x[i] for i in kept], [test_y[i] for i in kept]),

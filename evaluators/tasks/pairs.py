@@ -72,7 +72,10 @@ class PairClassification(Task):
         train, val, test = self.read()
         cap = lambda pairs, n: pairs[:n] if n else pairs  # noqa: E731
         self.train_pairs = cap(train, self.budget.max_train)
+        test_pairs = {(a, b) for a, b, _ in test}
+        val = [p for p in val if (p[0], p[1]) not in test_pairs]  # a pair in both files is a test pair
         self.parts = {"val": cap(val, self.budget.max_test), "test": cap(test, self.budget.max_test)}
+        self.check_parts({split: len(pairs) for split, pairs in self.parts.items()})
         self._fitted = PerEncoder()  # (vectors, classifier, cosine threshold), shared by both parts
 
     def _fit(self, embed: Embedder) -> tuple[dict[str, np.ndarray], object, float]:

@@ -97,8 +97,10 @@ class ProbeTask(Task):
 
     Validation: a stratified, seeded part of the training split (``held_out_indices``; as many
     documents as the test part scores, at most a fifth of the split) that no classifier is ever
-    fitted on; the few-shot draws and the full probe's training set come from the rest. Both
-    parts are scored by the same fitted classifiers."""
+    fitted on; the few-shot draws and the full probe's training set come from the rest. A training
+    document whose text is also in the test part (the published splits share a few duplicates)
+    is never drawn for validation, and no copy of a validation text is fitted on. Both parts are
+    scored by the same fitted classifiers."""
 
     fewshot: bool = True
 
@@ -110,8 +112,13 @@ class ProbeTask(Task):
         test_strata = [_stratum(y) for y in test_y]
         kept = stratified_subsample(test_strata, self.budget.max_test) if self.budget.max_test else range(len(test_y))
         strata = [_stratum(y) for y in train_y]
-        held_out = set(held_out_indices(strata, validation_size(len(train_y), len(kept))))
-        fit_pool = [i for i in range(len(train_y)) if i not in held_out]
+        # the published splits share some identical texts (duplicate articles): those never validate
+        in_test = {test_x[i] for i in kept}
+        candidates = [i for i in range(len(train_y)) if train_x[i] not in in_test]
+        drawn = held_out_indices([strata[i] for i in candidates], validation_size(len(train_y), len(kept)))
+        held_out = {candidates[i] for i in drawn}
+        validating = {train_x[i] for i in held_out}  # duplicates of a validation text are not fitted on either
+        fit_pool = [i for i in range(len(train_y)) if train_x[i] not in validating]
         pool_strata = [strata[i] for i in fit_pool]
         if self.fewshot:
             draws = [fewshot_indices(pool_strata, self.budget.fewshot_k, seed) for seed in range(self.budget.repeats)]
@@ -127,6 +134,7 @@ class ProbeTask(Task):
             "val": ([train_x[i] for i in sorted(held_out)], [train_y[i] for i in sorted(held_out)]),
             "test": ([test_x[i] for i in kept], [test_y[i] for i in kept]),
         }
+        self.check_parts({split: len(texts) for split, (texts, _) in self.parts.items()})
         self.multilabel = isinstance(train_y[0], tuple)
         self._classifiers = PerEncoder()  # one classifier per draw, shared by both parts
 

@@ -31,6 +31,12 @@ class RetrievalTask(Task):
 
     def load(self) -> None:
         self.parts = {split: self._limited(*collection) for split, collection in self.read().items()}
+        for split, (_, queries, _) in self.parts.items():
+            if not queries:
+                raise ValueError(
+                    f"task {self.metadata.name}: its {split} part has no judged query; a collection needs at least "
+                    "two judged queries (or dev judgments) to have a validation and a test part"
+                )
 
     def _limited(self, corpus, queries, qrels) -> Collection:
         """The part within the budget: the first ``max_queries`` judged queries (by id) and a corpus
@@ -77,7 +83,8 @@ def split_queries(qrels: dict[str, dict[str, int]], seed: int = SPLIT_SEED) -> t
 def query_parts(corpus, queries, test_qrels, dev_qrels=None) -> dict[Split, Collection]:
     """Both parts over one corpus: the collection's dev judgments for validation where it has them,
     else a seeded half of its test queries (``split_queries``)."""
-    if dev_qrels:
+    if dev_qrels:  # a query judged in both files is a test query
+        dev_qrels = {q: r for q, r in dev_qrels.items() if q not in test_qrels}
         return {"val": (corpus, queries, dev_qrels), "test": (corpus, queries, test_qrels)}
     val, test = split_queries(test_qrels)
     return {

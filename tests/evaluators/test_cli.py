@@ -125,7 +125,7 @@ def test_clustering_nmi_is_one_for_an_encoder_that_separates_the_classes():
     task = make_task("r8-clustering", EvalBudget(max_test=60))
     task.load()
     (val_texts, val_labels), (texts, labels) = task.parts["val"], task.parts["test"]
-    assert len(val_texts) == len(texts) == 60 and not set(val_texts) & set(texts)
+    assert abs(len(val_texts) - len(texts)) <= 3 and not set(val_texts) & set(texts)
     classes = sorted(set(labels))
     by_text = dict(zip([*val_texts, *texts], [*val_labels, *labels]))
     perfect = task.evaluate(lambda texts: np.eye(len(classes))[[classes.index(by_text[t]) for t in texts]])

@@ -147,3 +147,27 @@ def test_blocked_numpy_and_faiss_top_k_agree(monkeypatch):
         expected = np.argsort(-full[i])[:10]
         assert {j for j, _ in mine} == {j for j, _ in theirs} == set(expected.tolist())
         assert dict(theirs) == pytest.approx({j: float(full[i, j]) for j in expected}, abs=1e-5)
+
+
+def test_a_collection_too_small_for_two_parts_is_refused_with_the_reason(tmp_path):
+    news = make_task("news-title-retrieval", EvalBudget(max_queries=1, max_documents=5))
+    news.load()
+    _write_collection(news.parts["test"], tmp_path / "one", hub_layout=False)
+    task = make_task(f"beir:{tmp_path / 'one'}", EvalBudget())
+    with pytest.raises(ValueError, match="its val part has no judged query"):
+        task.load()
+
+
+def test_a_base_encoder_is_embedded_within_its_own_positions(tmp_path):
+    from transformers import BertConfig, LongformerConfig, RobertaConfig
+
+    from trainers.encoder import embedding_length
+
+    for name, config, expected in (
+        ("bert", BertConfig(max_position_embeddings=512), 512),
+        ("roberta", RobertaConfig(max_position_embeddings=514, pad_token_id=1), 512),  # numbered from pad + 1
+        ("longformer", LongformerConfig(max_position_embeddings=4098), 4096),  # its own length
+    ):
+        config.save_pretrained(tmp_path / name)
+        assert embedding_length(str(tmp_path / name), 4096) == expected
+        assert embedding_length(str(tmp_path / name), 256) == 256

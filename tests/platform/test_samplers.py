@@ -119,3 +119,22 @@ def test_trials_a_killed_search_left_running_are_failed_when_the_search_ends(tmp
     assert fail_unfinished_study_trials(tmp_path, "s") == 1
     states = [t.state for t in optuna.load_study(study_name="s", storage=study_storage(tmp_path)).trials]
     assert states == [optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL]
+
+
+def test_grid_refuses_several_objectives_and_warm_starts():
+    space = {"mlm_weight": {"choice": [0.0, 0.1]}}
+    two = {"objectives": {"q": {"r8-fewshot": 1.0}, "r": {"length-robustness": 1.0}}}
+    spec = _spec({"sampler": "grid", "samples": 2, "space": space})
+    with pytest.raises(SpecError, match="grid searches one objective"):
+        parse_spec({**spec, "search": {**spec["search"], "objective": two}}, "full")
+    with pytest.raises(SpecError, match="a warm-start point would take a grid point's place"):
+        parse_spec(
+            _spec({"sampler": "grid", "samples": 2, "space": space, "warm_start": [{"mlm_weight": 0.1}]}), "full"
+        )
+
+
+def test_nsga2_keeps_a_population_of_at_least_four_at_any_budget():
+    for samples in (1, 2, 4):
+        plan = plan_sampler("nsga2", samples, False)
+        assert plan.random_trials == 4 and plan.guided_trials == 0 and plan.warning()
+        assert isinstance(make_sampler(plan, SPACE, 0), optuna.samplers.NSGAIISampler)

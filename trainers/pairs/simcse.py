@@ -1,7 +1,7 @@
 """SimCSE positive pairs: the same text twice; dropout in the encoder is the only noise.
 
 Gao et al., "SimCSE: Simple Contrastive Learning of Sentence Embeddings" (EMNLP 2021), Sec. 3.
-The Bregman method builds on these pairs too (Sheikh et al.).
+The self-contrastive Bregman method builds on these pairs too (Rezaei et al. 2021; Saggau et al. 2023).
 """
 
 from __future__ import annotations
