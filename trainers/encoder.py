@@ -152,7 +152,14 @@ def load_encoder(model_dir: str, with_mlm_head: bool = False) -> tuple[nn.Module
     hf_logging.disable_progress_bar()
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     if with_mlm_head:
-        model = AutoModelForMaskedLM.from_pretrained(model_dir)
+        model, loading = AutoModelForMaskedLM.from_pretrained(model_dir, output_loading_info=True)
+        fresh = [k for k in loading["missing_keys"] if not k.endswith("decoder.weight")]  # the decoder is tied
+        if fresh:
+            print(
+                f"doctune: {model_dir} has no masked-LM head ({len(fresh)} weights missing); the auxiliary MLM term "
+                "trains a head that starts from random weights",
+                flush=True,
+            )
         _initialise_unset(model)
     else:
         model = AutoModel.from_pretrained(model_dir, add_pooling_layer=False)

@@ -8,8 +8,11 @@ the local ones, and set a sliding attention window. [CLS] gets global attention
 
 With a window wide enough to cover a short input, the converted model computes exactly what the
 original does (a test checks it); at 4096 tokens its attention costs grow linearly with length.
-The result is an ordinary ``LongformerModel`` directory (config, safetensors, tokenizer) that
-``AutoModel`` loads.
+The result is an ordinary Longformer directory (config, safetensors, tokenizer) that ``AutoModel``
+loads. A base that carries a masked-LM head (a BERT pretrained with MLM, doctune's vanilla base)
+keeps it: the head is converted with the encoder (``LongformerForMaskedLM``, BERT's prediction
+transform and bias under RoBERTa's names, the decoder tied to the word embeddings), so the
+auxiliary MLM term of DocSplit / SimDE continues from it instead of from random weights.
 """
 
 from __future__ import annotations
@@ -20,6 +23,31 @@ import shutil
 from pathlib import Path
 
 GLOBAL_PROJECTIONS = ("query", "key", "value")
+# a BERT masked-LM head's weights under a Longformer's names (RoBERTa-style bases already use them)
+MLM_HEAD = {
+    "cls.predictions.transform.dense.weight": "lm_head.dense.weight",
+    "cls.predictions.transform.dense.bias": "lm_head.dense.bias",
+    "cls.predictions.transform.LayerNorm.weight": "lm_head.layer_norm.weight",
+    "cls.predictions.transform.LayerNorm.bias": "lm_head.layer_norm.bias",
+    "cls.predictions.bias": "lm_head.bias",
+}
+
+
+def mlm_head_weights(model_dir: str) -> dict:
+    """The masked-LM head of the checkpoint in ``model_dir`` under a Longformer's names (empty when it
+    has none); the decoder weight is left out, being tied to the word embeddings."""
+    from safetensors.torch import load_file
+
+    head = {}
+    for shard in sorted(Path(model_dir).glob("*.safetensors")):
+        for key, value in load_file(str(shard)).items():
+            roberta_style = key.startswith("lm_head.") and key != "lm_head.decoder.weight"
+            name = MLM_HEAD.get(key) or (key if roberta_style else None)
+            if name:
+                head[name] = value
+    if "lm_head.bias" in head:  # the decoder's bias is the head's bias (tied in BERT, a copy in some versions)
+        head.setdefault("lm_head.decoder.bias", head["lm_head.bias"])
+    return head
 
 
 def convert_to_longformer(source_dir: str, target_dir: str, max_length: int, attention_window: int) -> Path:
@@ -69,6 +97,18 @@ def convert_to_longformer(source_dir: str, target_dir: str, max_length: int, att
     missing, unexpected = longformer.load_state_dict(state, strict=False)
     if missing or unexpected:
         raise RuntimeError(f"conversion left weights unmatched: missing {missing}, unexpected {unexpected}")
+    head = mlm_head_weights(source_dir)
+    if head:  # keep the base's MLM head: save the masked-LM model, whose encoder AutoModel still loads
+        from transformers import LongformerForMaskedLM
+
+        with_head = LongformerForMaskedLM(config)
+        with_head.longformer.load_state_dict(longformer.state_dict())
+        missing, _ = with_head.load_state_dict(head, strict=False)
+        absent = [k for k in missing if k.startswith("lm_head.") and k != "lm_head.decoder.weight"]
+        if absent:
+            raise RuntimeError(f"{source_dir}: its masked-LM head lacks {absent}")
+        with_head.tie_weights()
+        longformer = with_head
     target = Path(target_dir)
     partial = target.with_name(target.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)

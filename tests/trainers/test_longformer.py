@@ -57,3 +57,43 @@ def test_an_odd_window_is_refused(minilm_dir, tmp_path):
 def test_its_masked_lm_head_starts_finite(converted):
     model, _ = load_encoder(str(converted), with_mlm_head=True)
     assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+def test_a_base_with_a_masked_lm_head_keeps_it_through_the_conversion(minilm_dir, tmp_path):
+    """The MLM head of an MLM-pretrained base (doctune's vanilla base, any BERT) is converted with
+    the encoder: with a window covering the input, the converted model predicts masked tokens
+    exactly as the original does."""
+    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+
+    tokenizer = AutoTokenizer.from_pretrained(minilm_dir)
+    torch.manual_seed(0)
+    bert = BertForMaskedLM(
+        BertConfig(
+            vocab_size=len(tokenizer),
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=64,
+        )
+    )
+    with torch.no_grad():  # a head that is visibly not the fresh one: trained weights, not zeros and ones
+        for parameter in bert.cls.parameters():
+            parameter.add_(torch.randn_like(parameter) * 0.5)
+    bert.save_pretrained(tmp_path / "bert")
+    tokenizer.save_pretrained(tmp_path / "bert")
+    converted = convert_to_longformer(str(tmp_path / "bert"), str(tmp_path / "lf"), 256, 64)
+    longformer, _ = load_encoder(str(converted), with_mlm_head=True)
+    assert type(longformer).__name__ == "LongformerForMaskedLM"
+    assert type(AutoModel.from_pretrained(converted)).__name__ == "LongformerModel"  # the encoder still loads alone
+    bert.eval(), longformer.eval()
+    batch = tokenize(tokenizer, [f"the weather in {tokenizer.mask_token} was mild."], 32)
+    with torch.no_grad():
+        expected = bert.cls(encode(bert.bert, batch["input_ids"], batch["attention_mask"]))
+        got = longformer.lm_head(encode(longformer.longformer, batch["input_ids"], batch["attention_mask"]))
+    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_a_base_without_one_says_its_head_starts_random(converted, capsys):
+    load_encoder(str(converted), with_mlm_head=True)  # all-MiniLM-L6-v2 ships its encoder only
+    assert "has no masked-LM head" in capsys.readouterr().out
