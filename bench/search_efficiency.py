@@ -480,6 +480,28 @@ def aggregate(table: Table, traces: dict[str, list[Trace]], samples: dict[str, i
     }
 
 
+def diagnostics(table: Table) -> dict[str, float]:
+    """How much there is to find in the table, on the last round: the spread of the validation
+    objective over configurations, how well the validation ranking predicts the test ranking
+    (Spearman), and the test objective of the best-validation configuration against the best test
+    objective any configuration has (the most a search could report). A rank correlation near 0
+    means the validation objective is mostly noise, and no sampler can beat random search."""
+    from scipy.stats import spearmanr
+
+    val, test = table.val[:, -1], table.test[:, -1]
+    ok = np.isfinite(val) & np.isfinite(test)
+    val, test = val[ok], test[ok]
+    return {
+        "configurations": int(ok.sum()),
+        "val_range": float(val.max() - val.min()),
+        "val_std": float(val.std(ddof=1)),
+        "spearman_val_test": float(spearmanr(val, test).statistic),
+        "test_of_best_val": float(test[np.argmax(val)]),
+        "best_test": float(test.max()),
+        "median_test": float(np.median(test)),
+    }
+
+
 def replay(table: Table, samples: dict[str, int], seeds: int) -> dict:
     """Every method of ``samples`` (name -> trials) replayed with seeds ``0..seeds-1``, aggregated;
     each method's replay wall time is under ``methods.<name>.seconds``."""
@@ -492,6 +514,7 @@ def replay(table: Table, samples: dict[str, int], seeds: int) -> dict:
     result = aggregate(table, traces, samples)
     for name, entry in result["methods"].items():
         entry["seconds"] = round(seconds[name], 3)
+    result["diagnostics"] = diagnostics(table)
     return result
 
 
@@ -524,6 +547,15 @@ def markdown(result: dict) -> str:
             f"| {_iqr(entry['final_test_of_pick'])} | {'never' if reached is None else reached} "
             f"| {'-' if ratio is None else f'{ratio:.2f}'} |"
         )
+    if "diagnostics" in result:
+        d = result["diagnostics"]
+        lines += [
+            "",
+            f"Last round over {d['configurations']} configurations: validation objective range {d['val_range']:.4f} "
+            f"(std {d['val_std']:.4f}); Spearman(validation, test) {d['spearman_val_test']:.2f}; test objective of "
+            f"the best-validation configuration {d['test_of_best_val']:.4f}, best test {d['best_test']:.4f}, "
+            f"median test {d['median_test']:.4f}.",
+        ]
     return "\n".join(lines)
 
 

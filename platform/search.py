@@ -95,7 +95,10 @@ def _recorded_address_if_alive(temp_dir: str | None = None) -> str | None:
         return "local"
 
 
-def _ray_init(address: str | None) -> dict[str, float]:
+RESUMED_START_TIMEOUT_S = "1800"
+
+
+def _ray_init(address: str | None, resume: bool = False) -> dict[str, float]:
     import ray
 
     os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.5")  # default 2 s caps short trials
@@ -104,6 +107,12 @@ def _ray_init(address: str | None) -> dict[str, float]:
         "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": os.environ["RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"],
         "TOKENIZERS_PARALLELISM": "false",
     }
+    if resume:
+        # Tune restarts every unfinished trial of a restored experiment at once, past the concurrency
+        # limit; where the cluster fits fewer, the rest wait for workers. Their wait would end after
+        # Ray Train's 60 s start-up timeout (four tries) and error the trial; the resources were
+        # checked feasible when the search started, so they wait for the trials ahead instead
+        env_vars["RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"] = RESUMED_START_TIMEOUT_S
     for passthrough in ("HF_HUB_OFFLINE", "DOCTUNE_CACHE", "HF_HOME"):
         if passthrough in os.environ:
             env_vars[passthrough] = os.environ[passthrough]
@@ -159,7 +168,7 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path, clock: PhaseC
     import ray
 
     with clock.phase("ray start"):
-        cluster = _ray_init(spec.address)
+        cluster = _ray_init(spec.address, args.resume)
     try:
         profile = args.profile
         if profile is None:

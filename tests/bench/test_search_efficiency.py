@@ -352,3 +352,14 @@ def test_bad_method_is_refused(capsys):
     with pytest.raises(SystemExit):
         main(["replay", "--table", "x.csv", "--methods", "annealing:4"])
     assert "NAME:SAMPLES" in capsys.readouterr().err
+
+
+def test_diagnostics_say_how_much_validation_predicts_test(smooth_table):
+    from bench.search_efficiency import diagnostics
+
+    d = diagnostics(smooth_table)
+    val, test = smooth_table.val[:, -1], smooth_table.test[:, -1]
+    assert d["configurations"] == len(smooth_table.configs)
+    assert d["val_range"] == pytest.approx(float(val.max() - val.min()))
+    assert d["test_of_best_val"] == pytest.approx(float(test[np.argmax(val)])) and d["best_test"] >= d["median_test"]
+    assert -1 <= d["spearman_val_test"] <= 1

@@ -54,3 +54,20 @@ def test_the_driver_starts_its_own_ray_beside_a_stale_record():
     assert done.returncode == 0, done.stderr[-2000:]
     assert float(done.stdout.split()[-1]) > 0 and not left
     assert "starting a local Ray" in done.stderr
+
+
+def test_a_resumed_search_lets_restored_trials_wait_for_workers(monkeypatch):
+    """Tune restarts every unfinished trial of a restored experiment at once; the driver gives their
+    Ray Train worker groups time to wait for the trials ahead instead of erroring after 60 s."""
+    import ray
+
+    from platform import search
+
+    seen = []
+    monkeypatch.setattr(ray, "init", lambda **kwargs: seen.append(kwargs["runtime_env"]))
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2.0})
+    monkeypatch.setenv("RAY_ADDRESS", "local")
+    search._ray_init(None, resume=True)
+    search._ray_init(None)
+    timeout = "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"
+    assert seen[0]["env_vars"][timeout] == search.RESUMED_START_TIMEOUT_S and timeout not in seen[1]["env_vars"]
