@@ -1,13 +1,23 @@
-"""The search-efficiency table, built from a real doctune grid search.
+"""The search-efficiency table, built from real doctune searches and kept in the repository.
 
-``build`` runs (or, when its run directory exists, resumes) ``python -m platform.search SPEC``
-for a spec with ``sampler: grid`` and no early stopping, so every configuration of the grid is
-trained to the last round, then ``extract`` reads every trial's checkpoints (``doctune.json``:
-hyperparameters and step; ``scores.json``: each task's validation and test scores) into the table
-``bench/search_efficiency.py replay`` reads: ``NAME.csv`` (one row per configuration and round,
-with the validation and test objectives the spec's objective weights give) and ``NAME.json``
-(steps, rounds, the grid, the ASHA settings to replay, and the command, versions, machine and
-wall time that made it). A configuration whose trial failed gets empty objective cells.
+The table (``bench/data/<spec name>.csv`` and ``.json``, the format ``bench/search_efficiency.py
+replay`` reads) holds, for every configuration of a spec's grid (``sampler: grid``, no early
+stopping), its validation and test objective (the spec's objective weights over each task's
+``val`` and ``test`` main scores) after every evaluation round. Only trained configurations have
+rows, so a partly built table is refused by the replay until it is complete.
+
+``build`` makes progress from wherever the table stands, on any machine:
+
+- nothing yet: runs ``python -m platform.search SPEC`` (the grid search) in the run directory;
+- a table with configurations missing: runs a search of exactly those (a copy of the spec with
+  ``sampler: random``, the missing configurations as its ``warm_start`` points and as many
+  samples, written beside the run directory);
+- a run directory left by an interrupted build: resumes it (``--resume``).
+
+Each call then merges every scored checkpoint of its run directory into the table and appends
+how it was made (command, versions, machine, date, wall time) to ``made_by``. A run is killed
+at any point without losing a finished configuration: the next call resumes it, or, on a new
+machine, trains only what the table lacks.
 """
 
 from __future__ import annotations
@@ -22,127 +32,203 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 
-
-def _grid(search: dict) -> dict[str, dict[str, list]]:
-    """The spec's grid (``platform.samplers.grid_space``) as ``{name: {kind: values}}``."""
-    from platform.samplers import grid_values
-    from platform.spec import Distribution
-
-    grid = {}
-    for name, dist in search["space"].items():
-        kind = dist["kind"]
-        values = grid_values(Distribution(kind, tuple(dist["values"])), search["grid_points"])
-        grid[name] = {kind: values}
-    return grid
+Cells = dict[tuple[int, ...], dict[int, tuple[float, float]]]  # grid point -> round -> (val, test)
 
 
-def _nearest(values: list, value) -> int:
-    """The grid index of a trial's value (the grid sampler suggests the grid's values themselves)."""
-    if isinstance(value, str) or isinstance(values[0], str):
-        return values.index(value)
-    return min(range(len(values)), key=lambda i: abs(values[i] - value))
+class Layout:
+    """A grid spec's table: its dimensions' grid values, rounds and objective weights."""
+
+    def __init__(self, spec) -> None:
+        from platform.samplers import grid_space
+
+        search = spec.search
+        if search.sampler != "grid" or search.scheduler.asha is not None:
+            raise SystemExit(f"{spec.name}: a table needs a grid search without early stopping (asha: null)")
+        self.grid = grid_space(search.space, search.grid_points)
+        self.kinds = {name: dist.kind for name, dist in search.space.items()}
+        self.names = list(self.grid)
+        self.eval_every = spec.train.eval_every
+        self.rounds = -(-spec.train.steps // spec.train.eval_every)
+        self.weights = next(iter(search.objective.named().values()))
+
+    def points(self) -> list[tuple[int, ...]]:
+        """Every grid point, in the table's configuration order."""
+        return list(itertools.product(*(range(len(self.grid[n])) for n in self.names)))
+
+    def point_of(self, hyperparameters: dict) -> tuple[int, ...]:
+        """The grid point of a trial's values (the nearest grid value along each dimension)."""
+        point = []
+        for name in self.names:
+            values, value = self.grid[name], hyperparameters[name]
+            if isinstance(value, str) or isinstance(values[0], str):
+                point.append(values.index(value))
+            else:
+                point.append(min(range(len(values)), key=lambda i: abs(values[i] - value)))
+        return tuple(point)
+
+    def values_at(self, point: tuple[int, ...]) -> dict:
+        return {name: self.grid[name][i] for name, i in zip(self.names, point)}
+
+    def objective(self, scores: dict, split: str) -> float:
+        return sum(w * scores[t][split]["main"] for t, w in self.weights.items()) / sum(self.weights.values())
 
 
-def _objective(scores: dict, weights: dict[str, float], split: str) -> float:
-    return sum(w * scores[task][split]["main"] for task, w in weights.items()) / sum(weights.values())
-
-
-def extract(run_dir: Path, out_csv: Path, made_by: dict) -> Path:
-    """Write ``out_csv`` and the JSON beside it from the finished (or partly finished) grid search
-    in ``run_dir``; returns the CSV's path."""
-    summary = json.loads((run_dir / "search.json").read_text())
-    spec = summary["resolved_spec"]
-    search, train = spec["search"], spec["train"]
-    if search["sampler"] != "grid" or (search["scheduler"]["asha"] is not None):
-        raise SystemExit(f"{run_dir}: the table needs a grid search without early stopping (sampler: grid, asha: null)")
-    objective = search["objective"]
-    weights = objective["tasks"] or next(iter(objective["objectives"].values()))
-    grid = _grid(search)
-    names = list(grid)
-    values = [next(iter(grid[n].values())) for n in names]
-    rounds = -(-train["steps"] // train["eval_every"])
-    cells: dict[tuple[int, ...], dict[int, tuple[float, float]]] = {}
+def cells_of_run(layout: Layout, run_dir: Path) -> Cells:
+    """Every scored checkpoint of a search's run directory, by grid point and round."""
+    cells: Cells = {}
     for record_file in sorted(run_dir.glob("trials/*/checkpoints/step_*/doctune.json")):
         scores_file = record_file.with_name("scores.json")
-        if not scores_file.exists():
-            continue
-        record = json.loads(record_file.read_text())
-        point = tuple(_nearest(values[i], record["hyperparameters"][n]) for i, n in enumerate(names))
-        scores = json.loads(scores_file.read_text())
-        round_ = -(-record["step"] // train["eval_every"])
-        cells.setdefault(point, {})[round_] = (_objective(scores, weights, "val"), _objective(scores, weights, "test"))
-    out_csv.parent.mkdir(parents=True, exist_ok=True)
-    with out_csv.open("w", newline="") as handle:
+        if scores_file.exists():
+            record, scores = json.loads(record_file.read_text()), json.loads(scores_file.read_text())
+            round_ = -(-record["step"] // layout.eval_every)
+            pair = (layout.objective(scores, "val"), layout.objective(scores, "test"))
+            cells.setdefault(layout.point_of(record["hyperparameters"]), {})[round_] = pair
+    return cells
+
+
+def cells_of_table(layout: Layout, csv_path: Path) -> Cells:
+    """The scored cells of an existing table."""
+    cells: Cells = {}
+    if csv_path.exists():
+        with csv_path.open(newline="") as handle:
+            for row in csv.DictReader(handle):
+                if row["val_objective"]:
+                    point = layout.point_of({n: _cell(row[f"hp.{n}"]) for n in layout.names})
+                    pair = (float(row["val_objective"]), float(row["test_objective"]))
+                    cells.setdefault(point, {})[int(row["round"])] = pair
+    return cells
+
+
+def _cell(text: str):
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def write_table(layout: Layout, cells: Cells, csv_path: Path, made_by: list[dict]) -> Path:
+    """The table's CSV (trained configurations only; a round never scored stays empty) and JSON."""
+    csv_path.parent.mkdir(parents=True, exist_ok=True)
+    with csv_path.open("w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["config", "round", "step", "val_objective", "test_objective", *(f"hp.{n}" for n in names)])
-        for config, point in enumerate(itertools.product(*(range(len(v)) for v in values))):
-            for round_ in range(1, rounds + 1):
-                val, test = cells.get(point, {}).get(round_, ("", ""))
-                hp = [values[i][j] for i, j in enumerate(point)]
-                writer.writerow([config, round_, round_ * train["eval_every"], val, test, *hp])
-    asha = {"grace_period": 1, "reduction_factor": 2}  # AshaSpec's defaults, the ones a search replays
+        writer.writerow(
+            ["config", "round", "step", "val_objective", "test_objective", *(f"hp.{n}" for n in layout.names)]
+        )
+        for config, point in enumerate(layout.points()):
+            if point not in cells:
+                continue
+            for round_ in range(1, layout.rounds + 1):
+                val, test = cells[point].get(round_, ("", ""))
+                writer.writerow(
+                    [config, round_, round_ * layout.eval_every, val, test, *layout.values_at(point).values()]
+                )
     meta = {
-        "name": out_csv.stem,
-        "steps": rounds * train["eval_every"],
-        "eval_every": train["eval_every"],
-        "rounds": rounds,
-        "space": grid,
-        "asha": asha,
-        "objective": weights,
+        "name": csv_path.stem,
+        "steps": layout.rounds * layout.eval_every,
+        "eval_every": layout.eval_every,
+        "rounds": layout.rounds,
+        "space": {name: {layout.kinds[name]: values} for name, values in layout.grid.items()},
+        "asha": {"grace_period": 1, "reduction_factor": 2},  # AshaSpec's defaults, the ones a search replays
+        "objective": layout.weights,
         "configurations_trained": len(cells),
-        "made_by": made_by,
+        "configurations": len(layout.points()),
+        "made_by": {"runs": made_by},
     }
-    out_csv.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")
-    return out_csv
+    csv_path.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")
+    return csv_path
+
+
+def fill_spec(raw: dict, missing: list[dict]) -> dict:
+    """The spec, searching exactly the ``missing`` configurations: each a warm-start point of a
+    random-sampler search of as many samples (in the spec's own search and in every profile's)."""
+    filled = json.loads(json.dumps(raw))
+    for holder in [filled, *filled.get("profiles", {}).values()]:
+        if "search" in holder:
+            holder["search"] = {
+                **holder["search"],
+                "sampler": "random",
+                "samples": len(missing),
+                "warm_start": missing,
+            }
+    return filled
 
 
 def _machine() -> str:
-    cpu = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if "model name" in line
-        ),
-        "unknown CPU",
-    )
+    lines = Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").exists() else []
+    cpu = next((line.split(":", 1)[1].strip() for line in lines if "model name" in line), "unknown CPU")
     gpus = "no GPU"
-    try:
-        import torch
+    import torch
 
-        if torch.cuda.is_available():
-            gpus = f"{torch.cuda.device_count()} x {torch.cuda.get_device_name(0)}"
-    except ImportError:
-        pass
+    if torch.cuda.is_available():
+        gpus = f"{torch.cuda.device_count()} x {torch.cuda.get_device_name(0)}"
     return f"{os.cpu_count()} CPUs ({cpu}), {gpus}"
 
 
 def _versions() -> dict[str, str]:
     from importlib.metadata import version
 
-    versions = {"python": sys.version.split()[0]}
-    for package in ("torch", "ray", "optuna", "transformers"):
-        versions[package] = version(package)
-    return versions
+    return {"python": sys.version.split()[0], **{p: version(p) for p in ("torch", "ray", "optuna", "transformers")}}
 
 
-def build(spec: Path, run_dir: Path, out_csv: Path, profile: str) -> Path:
-    """Run or resume the grid search, then extract its table."""
-    command = [sys.executable, "-m", "platform.search", str(spec), "--profile", profile, "--run-dir", str(run_dir)]
-    resume = ["--resume"] if (run_dir / "search.json").exists() else []
+def _shown(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def build(spec_path: Path, run_dir: Path, csv_path: Path, profile: str, train: bool = True) -> Path:
+    """One step of progress on the table (see the module docstring); returns the CSV's path. With
+    ``train`` false, only what ``run_dir`` holds already is merged into the table."""
+    from platform.spec import load_spec, read_raw
+
+    spec, spec_path = load_spec(str(spec_path), profile)
+    layout = Layout(spec)
+    cells = cells_of_table(layout, csv_path)
+    previous = json.loads(csv_path.with_suffix(".json").read_text())["made_by"].get("runs", []) if cells else []
+    if (run_dir / "leaderboard.json").exists():  # a finished earlier run: its results in, the rest elsewhere
+        cells |= cells_of_run(layout, run_dir)
+        run_dir = next(
+            run_dir.with_name(f"{run_dir.name}-{k}")
+            for k in itertools.count(2)
+            if not run_dir.with_name(f"{run_dir.name}-{k}").exists()
+        )
+    searched, resume = spec_path, (run_dir / "search.json").exists()
+    missing = [layout.values_at(p) for p in layout.points() if p not in cells]
+    if resume:
+        searched = Path(json.loads((run_dir / "search.json").read_text())["spec"])
+    elif not missing:
+        print(f"{csv_path}: every configuration is trained")
+        return write_table(layout, cells, csv_path, previous)
+    elif cells:
+        searched = run_dir.with_name(f"{run_dir.name}.fill.yaml")
+        searched.parent.mkdir(parents=True, exist_ok=True)
+        searched.write_text(yaml.safe_dump(fill_spec(read_raw(spec_path), missing), sort_keys=False))
+        print(f"{csv_path}: {len(cells)} configurations trained; training the {len(missing)} missing ({searched})")
     began = time.monotonic()
-    done = subprocess.run([*command, *resume], cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    if done.returncode != 0:
-        print(f"search ended with exit code {done.returncode}; extracting what finished", file=sys.stderr)
-    timings = run_dir / "timings.json"
-    made_by = {
-        "command": f"python bench/search_efficiency.py build --spec {spec} --profile {profile}",
-        "search": " ".join(["python -m platform.search", str(spec), "--profile", profile]),
+    if train:
+        command = [
+            sys.executable,
+            "-m",
+            "platform.search",
+            str(searched),
+            "--profile",
+            profile,
+            "--run-dir",
+            str(run_dir),
+        ]
+        env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+        done = subprocess.run([*command, *(["--resume"] if resume else [])], cwd=ROOT, env=env)
+        if done.returncode != 0:
+            print(f"the search ended with exit code {done.returncode}; keeping what it finished", file=sys.stderr)
+    new = cells_of_run(layout, run_dir) if run_dir.exists() else {}
+    run = {
+        "command": f"python bench/search_efficiency.py build --spec {_shown(spec_path)} --profile {profile}",
+        "configurations": len(new),
         "versions": _versions(),
         "machine": _machine(),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
-        "search_wall_seconds": json.loads(timings.read_text()).get("wall_seconds") if timings.exists() else None,
-        "this_call_seconds": round(time.monotonic() - began),
+        "wall_seconds": round(time.monotonic() - began) if train else None,
     }
-    return extract(run_dir, out_csv, made_by)
+    return write_table(layout, {**cells, **new}, csv_path, [*previous, run])

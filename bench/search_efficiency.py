@@ -628,7 +628,8 @@ def _build_command(args: argparse.Namespace) -> int:
     from bench.efficiency_table import build
 
     run_dir = args.run_dir or ROOT / "bench" / "out" / args.spec.stem
-    table = build(args.spec, run_dir, args.table or ROOT / "bench" / "data" / f"{args.spec.stem}.csv", args.profile)
+    table_path = args.table or ROOT / "bench" / "data" / f"{args.spec.stem}.csv"
+    table = build(args.spec, run_dir, table_path, args.profile, train=not args.no_train)
     print(f"wrote {table} and {table.with_suffix('.json').name}")
     return 0
 
@@ -651,6 +652,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     build_parser.add_argument("--profile", default="local", choices=("full", "local", "smoke"))
     build_parser.add_argument("--run-dir", type=Path, help="default: bench/out/<spec name>")
     build_parser.add_argument("--table", type=Path, help="default: bench/data/<spec name>.csv")
+    build_parser.add_argument(
+        "--no-train", action="store_true", help="merge what the run directory holds into the table; train nothing"
+    )
     build_parser.set_defaults(handler=_build_command)
     args = parser.parse_args(argv)
     return args.handler(args)

@@ -1,0 +1,65 @@
+"""The search-efficiency table: built from a search's checkpoints, merged run by run, completed on
+any machine by training only what it lacks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench.efficiency_table import Layout, build, cells_of_table, fill_spec
+from bench.search_efficiency import load_table
+from platform.spec import load_spec, parse_spec, read_raw
+from tests.conftest import ROOT
+
+SPEC = ROOT / "bench" / "efficiency_docsplit.yaml"
+
+
+def _scores(val: float, test: float) -> dict:
+    return {t: {"val": {"main": val}, "test": {"main": test}} for t in ("news-title-retrieval", "r8-fewshot")}
+
+
+def _trial(run_dir, trial: str, values: dict, rounds: dict[int, tuple[float, float]]) -> None:
+    """A trial's checkpoints as a search writes them: doctune.json and scores.json per round."""
+    for round_, (val, test) in rounds.items():
+        checkpoint = run_dir / "trials" / trial / "checkpoints" / f"step_{4 * round_:06d}"
+        checkpoint.mkdir(parents=True)
+        (checkpoint / "doctune.json").write_text(json.dumps({"step": 4 * round_, "hyperparameters": values}))
+        (checkpoint / "scores.json").write_text(json.dumps(_scores(val, test)))
+
+
+def test_a_run_is_merged_into_the_table_and_a_partial_table_is_refused_by_the_replay(tmp_path):
+    layout = Layout(load_spec(str(SPEC), "local")[0])
+    points = layout.points()
+    assert (
+        len(points) == 54 and layout.rounds == 3 and layout.weights == {"news-title-retrieval": 1.0, "r8-fewshot": 1.0}
+    )
+    run_dir, table = tmp_path / "run", tmp_path / "data" / "t.csv"
+    _trial(run_dir, "a", layout.values_at(points[0]), {1: (0.5, 0.6), 2: (0.7, 0.4), 3: (0.6, 0.5)})
+    _trial(run_dir, "b", layout.values_at(points[7]), {1: (0.2, 0.3)})  # stopped after one round
+    build(SPEC, run_dir, table, "local", train=False)
+    cells = cells_of_table(layout, table)
+    assert cells == {points[0]: {1: (0.5, 0.6), 2: (0.7, 0.4), 3: (0.6, 0.5)}, points[7]: {1: (0.2, 0.3)}}
+    meta = json.loads(table.with_suffix(".json").read_text())
+    assert (meta["configurations_trained"], meta["configurations"]) == (2, 54) and len(meta["made_by"]["runs"]) == 1
+    with pytest.raises(ValueError, match="missing"):  # the replay takes only a complete grid
+        load_table(table)
+    # a second run elsewhere adds its configurations to what the table has
+    other = tmp_path / "other"
+    for i, point in enumerate(points):
+        if point not in cells:
+            _trial(other, f"t{i}", layout.values_at(point), {r: (0.1 * r, 0.2) for r in (1, 2, 3)})
+    build(SPEC, other, table, "local", train=False)
+    complete = load_table(table)
+    assert len(complete.configs) == 54 and complete.val[0].tolist() == [0.5, 0.7, 0.6]
+    assert len(json.loads(table.with_suffix(".json").read_text())["made_by"]["runs"]) == 2
+
+
+def test_the_missing_configurations_are_searched_exactly(tmp_path):
+    layout = Layout(load_spec(str(SPEC), "local")[0])
+    missing = [layout.values_at(p) for p in layout.points()[:5]]
+    filled = fill_spec(read_raw(SPEC), missing)
+    for profile in ("full", "local", "smoke"):
+        search = parse_spec(filled, profile).search
+        assert (search.sampler, search.samples) == ("random", 5)
+        assert [dict(point) for point in search.warm_start] == missing  # each run first, exactly once
