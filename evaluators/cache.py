@@ -1,9 +1,13 @@
-"""Embeddings cached per (model weights, pooling, max length, text), in memory and on disk.
+"""Embeddings cached per (model, pooling, max length, long-input policy, text), in memory and on disk.
 
-The key of a model is the sha256 of its ``model.safetensors``, so the same weights under another
-path (the exported ``best/``, a copied checkpoint) hit the same entries. The disk copy lives in
-the run directory (``embeddings/<key>.npz``); re-scoring a checkpoint, the final report and a
-resumed search embed nothing twice.
+The key of a model (``embedding_digest``) hashes everything in its directory that changes an
+embedding: the weights, ``config.json`` (two Longformers converted from one encoder with different
+attention windows share their weights, not their embeddings) and the tokenizer files; so the same
+model under another path (the exported ``best/``, a copied checkpoint) hits the same entries. The
+disk copy lives in the run directory (``embeddings/<key>.npz``) and is the source of truth:
+re-scoring a checkpoint, the final report and a resumed search embed nothing twice. In memory only
+the ``MEMORY_TABLES`` tables used last are kept, so a long search does not grow with every
+checkpoint it scores.
 """
 
 from __future__ import annotations
@@ -16,17 +20,31 @@ import numpy as np
 
 from trainers.encoder import weights_digest
 
-__all__ = ["EmbeddingCache", "text_digest", "weights_digest"]
+__all__ = ["EmbeddingCache", "embedding_digest", "text_digest", "weights_digest"]
+
+MEMORY_TABLES = 8  # tables (one per model and task policy) kept in memory; the rest are read back from disk
+# what besides the weights decides an embedding: the architecture and the tokenisation
+EMBEDDING_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
 
 
 def text_digest(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
 
 
+def embedding_digest(model_dir: str) -> str:
+    """The cache key of a model directory: its weights and the files that shape its embeddings."""
+    digest = hashlib.sha256(weights_digest(model_dir).encode())
+    for name in EMBEDDING_FILES:
+        path = Path(model_dir) / name
+        if path.exists():
+            digest.update(name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:24]
+
+
 class EmbeddingCache:
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
-        self._tables: dict[str, dict[str, np.ndarray]] = {}
+        self._tables: dict[str, dict[str, np.ndarray]] = {}  # in use order: the last used last
         self.hits = 0
         self.misses = 0
 
@@ -40,6 +58,7 @@ class EmbeddingCache:
                 with np.load(self._file(key)) as stored:
                     table = dict(zip(stored["keys"].tolist(), stored["vectors"]))
             self._tables[key] = table
+        self._tables[key] = self._tables.pop(key)  # now the most recently used
         return self._tables[key]
 
     def embed(self, key: str, texts: list[str], embed_missing) -> np.ndarray:
@@ -62,3 +81,8 @@ class EmbeddingCache:
         partial = self._file(key).with_suffix(".partial.npz")
         np.savez(partial, keys=np.array(list(table)), vectors=np.stack(list(table.values())))
         os.replace(partial, self._file(key))
+        while len(self._tables) > MEMORY_TABLES:  # saved: the least recently used can go
+            oldest = next(iter(self._tables))
+            if oldest != key and not self._file(oldest).exists():
+                break  # never drop what only memory holds
+            del self._tables[oldest]

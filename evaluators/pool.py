@@ -65,12 +65,12 @@ class Evaluator:
     def _embedders(self, model_dir: str, pooling: str, task_names: list[str] | None):
         """``(task name, embedder)`` for each task: embeddings come from the cache, the encoder is
         loaded on the first miss only."""
-        from evaluators.cache import weights_digest
+        from evaluators.cache import embedding_digest
         from trainers.encoder import embed_texts, embedding_length, load_encoder
 
         if not Path(model_dir).is_dir():
             raise CheckpointMissing(f"checkpoint {model_dir} no longer exists; it cannot be scored")
-        digest = weights_digest(model_dir)
+        digest = embedding_digest(model_dir)
         max_length = embedding_length(model_dir, self.plan.max_length)
         loaded: list = []  # (model, tokenizer), loaded on the first cache miss only
 

@@ -7,7 +7,8 @@ pairs. Contrastively trained encoders drift towards higher similarity as inputs 
 paper's "length attack"), so a positive shift is the vulnerability; 0 is ideal. Isotropy is the
 mean pairwise cosine of the texts' embeddings at each length (lower is more isotropic).
 
-The main score is ``-mean |shift|`` so that, like every main score, higher is better.
+The main score is minus the mean over pairs and elongations of each pair's absolute shift, so
+that, like every main score, higher is better (and shifts up and down cannot cancel out).
 
 Xiao et al., "Length is a Curse and a Blessing for Document-level Semantics" (EMNLP 2023),
 Sec. 3-4.
@@ -78,9 +79,10 @@ class LengthRobustness(Task):
 
 
 def robustness(shifts: np.ndarray) -> float:
-    """The main score of pairs' shifts (one row per pair, one column per elongation): minus the
-    mean over elongations of the absolute mean shift."""
-    return -float(np.mean(np.abs(np.mean(shifts, axis=0))))
+    """The main score of pairs' shifts (one row per pair, one column per elongation): minus the mean
+    absolute shift over pairs and elongations. Per pair, so that pairs moving up and pairs moving
+    down cannot cancel out."""
+    return -float(np.mean(np.abs(shifts)))
 
 
 def _mean_pairwise_cosine(vectors: np.ndarray) -> float:

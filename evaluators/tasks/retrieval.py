@@ -68,6 +68,8 @@ class RetrievalTask(Task):
         per_query = ranking_table(runs, qrels)
         scores = {name: float(np.mean(values)) for name, values in per_query.items()}
         sizes = {"queries": float(len(query_ids)), "documents": float(len(doc_ids))}
+        if len(doc_ids) >= FAISS_MIN_DOCUMENTS:  # which exact search ran, where faiss was meant to
+            sizes["faiss"] = float(search_backend(len(doc_ids)) == "faiss")
         return Outcomes({"main": scores["ndcg_at_10"], **scores, **sizes}, per_query["ndcg_at_10"], mean_of_rows)
 
 
@@ -96,22 +98,39 @@ def query_parts(corpus, queries, test_qrels, dev_qrels=None) -> dict[Split, Coll
 QUERY_SPLIT = "validation: the collection's dev judgments where it has them, else a seeded half of its judged queries"
 
 
+def search_backend(documents: int) -> str:
+    """``faiss`` for a corpus of at least ``FAISS_MIN_DOCUMENTS`` when faiss imports, else ``numpy``
+    (the same exact results, slower on large corpora). Falling back is said once, in the log."""
+    global _FALLBACK_SAID
+    if documents < FAISS_MIN_DOCUMENTS:
+        return "numpy"
+    try:
+        import faiss  # noqa: F401
+    except ImportError as err:
+        if not _FALLBACK_SAID:
+            print(f"doctune: note: faiss is not importable ({err}); exact search runs on numpy (slower)", flush=True)
+            _FALLBACK_SAID = True
+        return "numpy"
+    return "faiss"
+
+
+_FALLBACK_SAID = False
+
+
 def top_k(queries: np.ndarray, docs: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
     """Exact cosine top-``k`` (inputs are L2-normalised) for each query, as (doc index, score).
 
-    Queries go in blocks so the score matrix stays small; with faiss installed a corpus of at
-    least ``FAISS_MIN_DOCUMENTS`` is searched with its exact inner-product index instead.
+    Queries go in blocks so the score matrix stays small; a corpus of at least
+    ``FAISS_MIN_DOCUMENTS`` is searched with faiss's exact inner-product index where it imports
+    (``search_backend``).
     """
-    if len(docs) >= FAISS_MIN_DOCUMENTS:
-        try:
-            import faiss
-        except ImportError:
-            pass
-        else:
-            index = faiss.IndexFlatIP(docs.shape[1])
-            index.add(np.ascontiguousarray(docs, dtype=np.float32))
-            scores, indices = index.search(np.ascontiguousarray(queries, dtype=np.float32), k)
-            return [list(zip(row.tolist(), values.tolist())) for row, values in zip(indices, scores)]
+    if search_backend(len(docs)) == "faiss":
+        import faiss
+
+        index = faiss.IndexFlatIP(docs.shape[1])
+        index.add(np.ascontiguousarray(docs, dtype=np.float32))
+        scores, indices = index.search(np.ascontiguousarray(queries, dtype=np.float32), k)
+        return [list(zip(row.tolist(), values.tolist())) for row, values in zip(indices, scores)]
     hits = []
     for start in range(0, len(queries), QUERY_BLOCK):
         scores = queries[start : start + QUERY_BLOCK] @ docs.T

@@ -35,3 +35,43 @@ def test_weights_digest_follows_the_weights_not_the_path(tmp_path):
     assert weights_digest(str(tmp_path / "one")) == weights_digest(str(tmp_path / "two"))
     (tmp_path / "two" / "model.safetensors").write_bytes(b"other weights")
     assert weights_digest(str(tmp_path / "one")) != weights_digest(str(tmp_path / "two"))
+
+
+def test_memory_holds_a_bounded_number_of_tables_and_disk_the_rest(tmp_path):
+    from evaluators.cache import MEMORY_TABLES
+
+    calls: list[list[str]] = []
+    cache = EmbeddingCache(tmp_path)
+    for checkpoint in range(5 * MEMORY_TABLES):  # a long search: one table per scored checkpoint
+        cache.embed(f"model-{checkpoint}", ["aa", "b"], _counting_embedder(calls))
+        cache.save(f"model-{checkpoint}")
+        assert len(cache._tables) <= MEMORY_TABLES
+    assert len(calls) == 5 * MEMORY_TABLES
+    cache.embed("model-0", ["aa", "b"], _counting_embedder(calls))  # evicted long ago: read back from disk
+    assert len(calls) == 5 * MEMORY_TABLES and cache.misses == 2 * 5 * MEMORY_TABLES
+
+
+def test_two_longformers_with_the_same_weights_and_other_windows_get_their_own_entries(minilm_dir, tmp_path):
+    """Converted from one encoder at two attention windows: identical weights, other embeddings."""
+    from evaluators.cache import embedding_digest
+    from evaluators.pool import Evaluator
+    from trainers.config import EvalBudget, EvalPlan
+    from trainers.longformer import convert_to_longformer
+
+    narrow = convert_to_longformer(minilm_dir, str(tmp_path / "w16"), 128, 16)
+    wide = convert_to_longformer(minilm_dir, str(tmp_path / "w64"), 128, 64)
+    assert weights_digest(str(narrow)) == weights_digest(str(wide))
+    assert embedding_digest(str(narrow)) != embedding_digest(str(wide))
+    plan = EvalPlan(
+        objectives={"objective": {"news-title-retrieval": 1.0}},
+        actor_names=(),
+        namespace="",
+        budget=EvalBudget(max_queries=4, max_documents=8),
+        max_length=128,
+        batch_size=8,
+        threads=1,
+    )
+    evaluator = Evaluator(plan, str(tmp_path / "run"))
+    scores = [evaluator.score(str(model), "mean")["news-title-retrieval"]["test"] for model in (narrow, wide)]
+    assert len(list((tmp_path / "run" / "embeddings").glob("*.npz"))) == 2  # one entry each, no false hit
+    assert evaluator.cache.hits == 0 and all(0 <= s["main"] <= 1 for s in scores)

@@ -130,3 +130,11 @@ def test_clustering_nmi_is_one_for_an_encoder_that_separates_the_classes():
     by_text = dict(zip([*val_texts, *texts], [*val_labels, *labels]))
     perfect = task.evaluate(lambda texts: np.eye(len(classes))[[classes.index(by_text[t]) for t in texts]])
     assert perfect["test"]["nmi"] == pytest.approx(1.0) and perfect["val"]["nmi"] == pytest.approx(1.0)
+
+
+def test_length_robustness_counts_shifts_up_and_down_alike():
+    from evaluators.tasks.length import robustness
+
+    opposite = np.array([[0.1, 0.2, 0.3], [-0.1, -0.2, -0.3]])  # one pair up, one down, at each m
+    assert robustness(opposite) == pytest.approx(-0.2)  # the mean of the per-pair shifts would say 0
+    assert robustness(np.zeros((4, 3))) == 0.0

@@ -142,7 +142,8 @@ def test_blocked_numpy_and_faiss_top_k_agree(monkeypatch):
     monkeypatch.setattr(retrieval, "QUERY_BLOCK", 7)  # blocks that do not divide the queries
     blocked = retrieval.top_k(queries, docs, 10)
     monkeypatch.setattr(retrieval, "FAISS_MIN_DOCUMENTS", 1000)
-    searched = retrieval.top_k(queries, docs, 10)  # faiss-cpu is in the test extra
+    assert retrieval.search_backend(len(docs)) == "faiss"  # faiss-cpu is in the test extra: faiss runs
+    searched = retrieval.top_k(queries, docs, 10)
     for i, (mine, theirs) in enumerate(zip(blocked, searched)):
         expected = np.argsort(-full[i])[:10]
         assert {j for j, _ in mine} == {j for j, _ in theirs} == set(expected.tolist())
@@ -171,3 +172,16 @@ def test_a_base_encoder_is_embedded_within_its_own_positions(tmp_path):
         config.save_pretrained(tmp_path / name)
         assert embedding_length(str(tmp_path / name), 4096) == expected
         assert embedding_length(str(tmp_path / name), 256) == 256
+
+
+def test_without_faiss_exact_search_falls_back_to_numpy_and_says_so_once(monkeypatch, capsys):
+    import sys
+
+    from evaluators.tasks import retrieval
+
+    monkeypatch.setattr(retrieval, "FAISS_MIN_DOCUMENTS", 10)
+    monkeypatch.setattr(retrieval, "_FALLBACK_SAID", False)
+    monkeypatch.setitem(sys.modules, "faiss", None)  # what an environment without faiss gives: ImportError
+    assert retrieval.search_backend(5) == "numpy" and capsys.readouterr().out == ""  # small: numpy by choice
+    assert retrieval.search_backend(50) == retrieval.search_backend(60) == "numpy"
+    assert capsys.readouterr().out.count("faiss is not importable") == 1
