@@ -74,12 +74,14 @@ class SearchRecord:
     objectives: dict[str, dict[str, float]]  # objective name -> (task -> weight); the first ranks
     searched: tuple[str, ...]  # the hyperparameters the search varied
     max_length: int  # tokens per text when the trials were scored (evaluation.max_length)
+    run_dir: str = ""  # where the search's run directory was when the export was made
 
     @classmethod
     def read(cls, run_dir: Path) -> SearchRecord:
         summary = json.loads((run_dir / "search.json").read_text())
         spec = summary["resolved_spec"]
         return cls(
+            run_dir=str(run_dir.resolve()),
             name=spec["name"],
             spec=summary["spec"],
             profile=summary["profile"],
@@ -117,13 +119,17 @@ def export_trial(row: Row, search: SearchRecord, target: Path, checkpoint: Path 
     """Write ``row``'s checkpoint (or ``checkpoint``, where it has moved) as an exported encoder at ``target``.
 
     Everything is written under ``<target>.partial`` and renamed at the end, so a directory named
-    ``target`` is always whole; an existing ``target`` is replaced.
+    ``target`` is always whole; an existing ``target`` is replaced. An existing ``<target>.partial``
+    is removed only when it is what an interrupted export of this same run left (it carries a
+    marker naming the run directory); anything else there is refused with ``ExportError``.
     """
     source = Path(checkpoint or row.checkpoint)
     partial = target.with_name(target.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
+    _clear_leftover(partial, search)
     try:
-        shutil.copytree(source, partial, ignore=shutil.ignore_patterns("training_state"))
+        partial.mkdir(parents=True)
+        (partial / EXPORT_MARKER).write_text(json.dumps({"run_dir": search.run_dir, "trial": row.trial}))
+        shutil.copytree(source, partial, ignore=shutil.ignore_patterns("training_state"), dirs_exist_ok=True)
         record = json.loads((partial / "doctune.json").read_text())
         record |= {
             "trial_id": row.trial,
@@ -145,9 +151,27 @@ def export_trial(row: Row, search: SearchRecord, target: Path, checkpoint: Path 
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
+    (partial / EXPORT_MARKER).unlink()
     shutil.rmtree(target, ignore_errors=True)
     partial.rename(target)
     return Exported(target, gap)
+
+
+EXPORT_MARKER = ".doctune-export"  # in DIR.partial while an export writes it: whose export it is
+
+
+def _clear_leftover(partial: Path, search: SearchRecord) -> None:
+    if not partial.exists():
+        return
+    try:
+        owner = json.loads((partial / EXPORT_MARKER).read_text())["run_dir"]
+    except (OSError, ValueError, KeyError):
+        owner = None
+    if owner != search.run_dir:
+        whose = f"an export of another run ({owner})" if owner else "not left by a doctune export"
+        raise ExportError(f"{partial} exists and is {whose}; remove it, or export to another directory")
+    print(f"doctune: removing {partial}, left by an interrupted export of this run", flush=True)
+    shutil.rmtree(partial)
 
 
 def sentence_transformers_gap(pooling: str, model_type: str) -> str | None:
@@ -407,10 +431,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         row, search, checkpoint, target = check_inputs(args.run_dir, args.trial, args.to)
+        exported = export_trial(row, search, target, checkpoint)  # refuses a foreign DIR.partial first
     except ExportError as err:
         print(f"doctune: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    exported = export_trial(row, search, target, checkpoint)
     print(f"doctune: trial {row.trial} (objective {row.objective:.4f}) exported to {exported.path}")
     if exported.sentence_transformers_gap:
         print(f"doctune: no sentence-transformers files: {exported.sentence_transformers_gap}")

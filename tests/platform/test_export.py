@@ -296,3 +296,23 @@ def test_the_command_line_exits_2_on_bad_input(tmp_path):
         timeout=120,
     )
     assert done.returncode == 2 and "does not exist" in done.stderr and not (tmp_path / "out").exists()
+
+
+def test_a_partial_export_left_by_this_run_is_replaced_and_anything_else_refused(run_dir, tmp_path, capsys):
+    from platform.export import EXPORT_MARKER
+
+    stray = tmp_path / "out.partial"
+    stray.mkdir()
+    (stray / "notes.txt").write_text("someone's files")
+    assert export.main([str(run_dir), "--to", str(tmp_path / "out")]) == export.EXIT_BAD_INPUT
+    assert "not left by a doctune export" in capsys.readouterr().err
+    assert (stray / "notes.txt").read_text() == "someone's files" and not (tmp_path / "out").exists()
+    (stray / EXPORT_MARKER).write_text(json.dumps({"run_dir": "/elsewhere/run"}))
+    assert export.main([str(run_dir), "--to", str(tmp_path / "out")]) == export.EXIT_BAD_INPUT
+    assert "an export of another run (/elsewhere/run)" in capsys.readouterr().err
+    # what an interrupted export of this run leaves behind is replaced, and said
+    (stray / EXPORT_MARKER).write_text(json.dumps({"run_dir": str(run_dir.resolve())}))
+    assert export.main([str(run_dir), "--to", str(tmp_path / "out")]) == export.EXIT_OK
+    assert "left by an interrupted export of this run" in capsys.readouterr().out
+    assert not stray.exists() and not (tmp_path / "out" / "notes.txt").exists()
+    assert not (tmp_path / "out" / EXPORT_MARKER).exists() and (tmp_path / "out" / "model.safetensors").exists()
