@@ -30,10 +30,19 @@ def test_cluster_file_passes_rays_validator(path):
     assert prepared["head_node_type"] in prepared["available_node_types"]
 
 
+# AWS instance families with NVIDIA GPUs (Ray detects their GPUs; the file declares none by hand)
+GPU_FAMILIES = ("g4dn", "g5", "g6", "g6e", "p3", "p4d", "p4de", "p5")
+
+
 def test_the_cluster_has_gpu_workers_and_keeps_the_dashboard_on_localhost():
     config = yaml.safe_load((ROOT / "cluster.yaml").read_text())
     workers = [t for name, t in config["available_node_types"].items() if name != config["head_node_type"]]
     assert workers and all(t["max_workers"] >= t.get("min_workers", 0) for t in workers)
+    for worker in workers:  # every worker type is a GPU instance, or declares its GPUs
+        family = worker["node_config"]["InstanceType"].split(".")[0]
+        assert family in GPU_FAMILIES or worker.get("resources", {}).get("GPU", 0) > 0, family
+    head = config["available_node_types"][config["head_node_type"]]
+    assert head["node_config"]["InstanceType"].split(".")[0] not in GPU_FAMILIES  # the driver needs no GPU
     head_start = " ".join(config["head_start_ray_commands"])
     assert "--dashboard-host=127.0.0.1" in head_start
     assert any("scripts/setup.sh" in c for c in config["setup_commands"])

@@ -58,8 +58,12 @@ def test_public_functions_give_the_stdlib_answers():
 
 
 def test_heavy_libraries_import_with_the_package_in_place():
-    import ray  # noqa: F401
-    import torch
-    import transformers  # noqa: F401
+    # they imported with the project's package as `platform`, and it still answers as the stdlib does
+    import sys
 
-    assert torch.tensor([1.0]).sum().item() == 1.0
+    import ray
+    import torch
+    import transformers
+
+    assert sys.modules["platform"] is package and package.system() == _stdlib_platform().system()
+    assert torch.__version__ and ray.__version__ and transformers.__version__
