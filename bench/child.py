@@ -24,3 +24,12 @@ def run_child(script: str, config: dict) -> dict:
     if done.returncode != 0:
         raise SystemExit(done.stderr[-3000:])
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def gpus() -> str:
+    """The GPUs this machine has, as detected (not assumed): "no GPU", or their count and name."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return "no GPU"
+    return f"{torch.cuda.device_count()} x {torch.cuda.get_device_name(0)}"

@@ -32,11 +32,12 @@ import time
 from pathlib import Path
 
 import yaml
+from child import gpus  # bench/child.py, beside this script
 
 import platform
 
 ROOT = Path(__file__).resolve().parent.parent
-THROUGHPUT = re.compile(r"step (\d+)/\d+ loss \S+ objective \S+ \((\d+) tokens/s\)")
+THROUGHPUT = re.compile(r"step (\d+)/\d+ loss \S+ objective \S+ (?:\(validation\) )?\((\d+) tokens/s\)")
 CONFIGS = {  # name: (workers, CPUs per worker; threads = floor(CPUs))
     "1 worker x 1 thread": (1, 0.9),
     "2 workers x 1 thread": (2, 0.9),
@@ -105,7 +106,7 @@ def main() -> None:
 
     print("## Data-parallel scaling (`bench/data_parallel.py`)\n")
     print(
-        f"- machine: {os.cpu_count()} CPUs, {platform.machine()}, no GPU; Python {platform.python_version()}, "
+        f"- machine: {os.cpu_count()} CPUs, {platform.machine()}, {gpus()}; Python {platform.python_version()}, "
         f"torch {torch.__version__}, ray {ray.__version__}; {time.strftime('%Y-%m-%d')}; "
         f"benchmark wall time {time.perf_counter() - began:.0f} s"
     )

@@ -160,12 +160,9 @@ def fill_spec(raw: dict, missing: list[dict]) -> dict:
 def _machine() -> str:
     lines = Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").exists() else []
     cpu = next((line.split(":", 1)[1].strip() for line in lines if "model name" in line), "unknown CPU")
-    gpus = "no GPU"
-    import torch
+    from bench.child import gpus
 
-    if torch.cuda.is_available():
-        gpus = f"{torch.cuda.device_count()} x {torch.cuda.get_device_name(0)}"
-    return f"{os.cpu_count()} CPUs ({cpu}), {gpus}"
+    return f"{os.cpu_count()} CPUs ({cpu}), {gpus()}"
 
 
 def _versions() -> dict[str, str]:

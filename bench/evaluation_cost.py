@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 
-from child import ROOT, run_child  # bench/child.py, beside this script
+from child import ROOT, gpus, run_child  # bench/child.py, beside this script
 
 TASKS = ("news-title-retrieval", "r8-fewshot")
 LIMITS = {"max_documents": 2000, "max_queries": 200, "max_test": 1000, "fewshot_k": 8, "repeats": 5}
@@ -154,7 +154,7 @@ def main() -> None:
     first = rescore["first"]
     print("## Evaluation cost (`bench/evaluation_cost.py`)\n")
     print(
-        f"- machine: {os.cpu_count()} CPUs, {platform.machine()}, no GPU; Python {platform.python_version()}, "
+        f"- machine: {os.cpu_count()} CPUs, {platform.machine()}, {gpus()}; Python {platform.python_version()}, "
         f"torch {torch.__version__}, {args.threads} threads; {time.strftime('%Y-%m-%d')}; "
         f"benchmark wall time {time.perf_counter() - began:.0f} s"
     )

@@ -21,6 +21,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from child import gpus  # bench/child.py, beside this script
+
 import platform
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,7 +62,7 @@ def main() -> None:
 
     print(f"### `{args.spec}` at `--profile {args.profile}`\n")
     print(
-        f"- machine: {os.cpu_count()} CPUs, {platform.machine()}, no GPU used; Python {platform.python_version()}, "
+        f"- machine: {os.cpu_count()} CPUs, {platform.machine()}, {gpus()}; Python {platform.python_version()}, "
         f"torch {torch.__version__}, ray {ray.__version__}; {time.strftime('%Y-%m-%d')}"
     )
     print(

@@ -74,7 +74,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from child import run_child  # bench/child.py, beside this script
+from child import gpus, run_child  # bench/child.py, beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPERATURE = 0.05  # SimCSE (Gao et al. 2021) Eq. 1; MNRL's scale 20 = 1 / 0.05
@@ -340,7 +340,7 @@ def report(
     shape = rows[ROWS[0][0]][0]  # a doctune process reports the model's shape
     parameters, layers, hidden = shape["non_embedding_parameters"], shape["layers"], shape["hidden"]
     peak = max(peaks)
-    gpu = torch.cuda.get_device_name(0) if args.device == "cuda" else "no GPU"
+    gpu = f"{gpus()}, measured on the {args.device}"
     print(
         f"machine: {_cpu_model()}, {os.cpu_count()} CPUs, {gpu}; Python {sys.version.split()[0]}, "
         f"torch {torch.__version__}, transformers {transformers.__version__}, "
