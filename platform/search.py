@@ -157,7 +157,8 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path, clock: PhaseC
     from trainers.data import DataUnavailable
     from trainers.encoder import ModelUnavailable
 
-    spec, _ = load_spec(str(spec_path), args.profile or "local")
+    chosen_profile = _check_before_ray(args, spec_path, run_dir)
+    spec, _ = load_spec(str(spec_path), args.profile or chosen_profile or "local")
     try:
         with clock.phase("inputs"):
             model_dir, corpus, source_model = _prepare_inputs(spec)
@@ -170,7 +171,7 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path, clock: PhaseC
     with clock.phase("ray start"):
         cluster = _ray_init(spec.address, args.resume)
     try:
-        profile = args.profile
+        profile = args.profile or (chosen_profile if args.resume else None)
         if profile is None:
             profile = "full" if cluster.get("GPU", 0) > 0 else "local"
             why = "the cluster has GPUs" if profile == "full" else "the cluster has no GPU"
@@ -269,6 +270,48 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path, clock: PhaseC
 
 
 REPORT_TOP_TRIALS = 3  # trials scored on the report-only tasks, beside the baseline
+
+
+def _check_before_ray(args: argparse.Namespace, spec_path: Path, run_dir: Path) -> str | None:
+    """What can be refused before Ray starts, so bad input starts nothing. ``--resume``: the spec
+    and profile must be the ones the run was started with (a resumed search keeps its recorded
+    profile unless ``--profile`` names one); returns that profile. A search that starts its own
+    local Ray: the resources it asks for must fit this machine (a running cluster's can only be
+    read once Ray is up, and are checked then)."""
+    import dataclasses
+
+    from platform.resources import plan_resources
+
+    profile = args.profile
+    if args.resume:
+        recorded = json.loads((run_dir / "search.json").read_text())
+        profile = profile or recorded["profile"]
+        spec, _ = load_spec(str(spec_path), profile)
+        if recorded["resolved_spec"] != json.loads(json.dumps(dataclasses.asdict(spec), default=str)):
+            raise UsageError(
+                f"--resume: the spec or profile differs from the one {run_dir} was started with "
+                f"({recorded['spec']}, profile {recorded['profile']!r})"
+            )
+    spec, _ = load_spec(str(spec_path), profile or "local")
+    if _starts_its_own_ray(spec.address):
+        import torch
+
+        machine = {"CPU": float(os.cpu_count() or 1), "GPU": float(torch.cuda.device_count())}
+        if profile is None:  # the choice the driver makes once Ray is up, from the same GPUs
+            profile = "full" if machine["GPU"] > 0 else "local"
+            spec, _ = load_spec(str(spec_path), profile)
+        plan_resources(spec.train, spec.evaluation, spec.search.samples, spec.search.max_concurrent, machine)
+    return profile
+
+
+def _starts_its_own_ray(address: str | None) -> bool:
+    """Whether ``_ray_init`` will start a Ray on this machine rather than join one."""
+    from ray._private.utils import read_ray_address
+
+    address = address or os.environ.get("RAY_ADDRESS")
+    if "RAY_JOB_CONFIG_JSON_ENV_VAR" in os.environ:
+        return False
+    return address == "local" or (address is None and not read_ray_address())
 
 
 def _compare_with_baselines(best, baselines, resolved) -> None:

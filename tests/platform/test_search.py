@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -71,3 +72,31 @@ def test_a_resumed_search_lets_restored_trials_wait_for_workers(monkeypatch):
     search._ray_init(None)
     timeout = "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"
     assert seen[0]["env_vars"][timeout] == search.RESUMED_START_TIMEOUT_S and timeout not in seen[1]["env_vars"]
+
+
+def _search(*args: str):
+    """The CLI's result, and whether it started a Ray (each Ray leaves a session directory)."""
+    sessions = Path(tempfile.gettempdir()) / "ray"
+    before = set(sessions.glob("session_2*"))
+    env = {**os.environ, "RAY_ADDRESS": "local"}
+    done = subprocess.run(
+        [sys.executable, "-m", "platform.search", *args], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env
+    )
+    return done, set(sessions.glob("session_2*")) != before
+
+
+def test_resources_this_machine_lacks_are_refused_before_ray_starts(tmp_path):
+    # docsplit_long's full profile: 4 workers x 4 CPUs and a GPU each, far beyond this machine
+    done, started_ray = _search("docsplit_long", "--profile", "full", "--run-dir", str(tmp_path / "run"))
+    assert done.returncode == 2 and done.stderr.startswith("doctune: error: one trial needs")
+    assert not started_ray and not (tmp_path / "run").exists()
+
+
+def test_a_resume_with_another_spec_is_refused_before_ray_starts(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    record = {"spec": "elsewhere.yaml", "profile": "smoke", "resolved_spec": {"name": "another search"}}
+    (run_dir / "search.json").write_text(json.dumps(record))
+    done, started_ray = _search("smoke", "--run-dir", str(run_dir), "--resume")
+    assert done.returncode == 2 and "the spec or profile differs" in done.stderr
+    assert not started_ray and sorted(p.name for p in run_dir.iterdir()) == ["search.json"]
