@@ -16,7 +16,8 @@ point, and the winner's configuration is retrained with the remaining seeds. The
 itself (untouched) is the first row. The study directory holds one finished run per row and seed
 (``runs/ROW/seedN/result.json``): an interrupted study started again redoes only what had not
 finished. It ends with ``study.md`` (the table, mean ± std over seeds), ``study.csv``,
-``study.json`` and ``study.png``. Exit codes as the search's: 0 done, 2 bad input, 1 other failure.
+``study.json``, ``study.png`` and ``timings.json`` (this call's wall time per row). Exit codes as the
+search's: 0 done, 2 bad input, 1 other failure.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import json
 import shutil
 import statistics
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +48,7 @@ from platform.search import (
     _write_atomic,
 )
 from platform.spec import SearchSpec, SpecError, load_spec
+from platform.timings import PhaseClock
 
 BASE_ROW = "base (MLM only)"
 RESULT_FILE = "result.json"
@@ -287,11 +290,22 @@ def _run(spec: SearchSpec, spec_path: Path, profile: str, columns, run_dir: Path
         study = Study(spec, spec_path, profile, run_dir, inputs, cluster, tasks)
         pool_plan = study.resolve(spec, run_dir)
         evaluators = runner.start_evaluators(pool_plan)  # noqa: F841 - held so the actors live
-        rows = [study.base_row(pool_plan)]
-        fixed = [study.seeded(name, values) for name, values in spec.study.rows.items()]
-        tuned = [study.tuned(name) for name in rank_rows(fixed, pool_plan.plan.evaluation)[: spec.study.tune_best]]
+        clock = PhaseClock()
+        with clock.phase("base row"):
+            rows = [study.base_row(pool_plan)]
+        fixed = []
+        for name, values in spec.study.rows.items():
+            with clock.phase(name):
+                fixed.append(study.seeded(name, values))
+        tuned = []
+        for name in rank_rows(fixed, pool_plan.plan.evaluation)[: spec.study.tune_best]:
+            with clock.phase(f"{name} (tuned)"):
+                tuned.append(study.tuned(name))
         rows += fixed + tuned
         write_table(rows, columns, run_dir, spec)
+        # this call's wall time per row (a row finished by an earlier call takes about no time here)
+        timings = {"wall_seconds": time.monotonic() - clock.began, "rows": clock.phases}
+        _write_atomic(run_dir / "timings.json", json.dumps(timings, indent=2))
         print((run_dir / "study.md").read_text())
         print(f"doctune: study table in {run_dir}/study.md, chart in {run_dir}/study.png")
         return EXIT_OK if all(r.seeds for r in rows) else EXIT_FAILURE

@@ -45,6 +45,8 @@ def test_every_row_and_column_is_filled_and_finite(finished):
     table = (run_dir / "study.md").read_text()
     assert all(f"| {name} |" in table for name in rows) and "—" not in table
     assert (run_dir / "study.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    timings = json.loads((run_dir / "timings.json").read_text())  # where the study's time went, per row
+    assert set(timings["rows"]) == {"base row", *rows[1:]} and timings["wall_seconds"] >= sum(timings["rows"].values())
 
 
 def test_the_tuned_row_is_chosen_on_validation_and_the_table_shows_test(finished):
