@@ -3,8 +3,8 @@
 The table (``bench/data/<spec name>.csv`` and ``.json``, the format ``bench/search_efficiency.py
 replay`` reads) holds, for every configuration of a spec's grid (``sampler: grid``, no early
 stopping), its validation and test objective (the spec's objective weights over each task's
-``val`` and ``test`` main scores) after every evaluation round. Only trained configurations have
-rows, so a partly built table is refused by the replay until it is complete.
+``val`` and ``test`` main scores) after every evaluation round. Only configurations with every
+round scored have rows, so a partly built table is refused by the replay until it is complete.
 
 ``build`` makes progress from wherever the table stands, on any machine:
 
@@ -111,7 +111,9 @@ def _cell(text: str):
 
 
 def write_table(layout: Layout, cells: Cells, csv_path: Path, made_by: list[dict]) -> Path:
-    """The table's CSV (trained configurations only; a round never scored stays empty) and JSON."""
+    """The table's CSV and JSON: configurations with every round scored only, so one whose run was
+    cut short counts as missing and the next build trains it again."""
+    cells = {point: rounds for point, rounds in cells.items() if len(rounds) == layout.rounds}
     csv_path.parent.mkdir(parents=True, exist_ok=True)
     with csv_path.open("w", newline="") as handle:
         writer = csv.writer(handle)
@@ -122,7 +124,7 @@ def write_table(layout: Layout, cells: Cells, csv_path: Path, made_by: list[dict
             if point not in cells:
                 continue
             for round_ in range(1, layout.rounds + 1):
-                val, test = cells[point].get(round_, ("", ""))
+                val, test = cells[point][round_]
                 writer.writerow(
                     [config, round_, round_ * layout.eval_every, val, test, *layout.values_at(point).values()]
                 )
