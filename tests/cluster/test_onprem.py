@@ -22,12 +22,14 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import psutil
 import pytest
 import yaml
 from ray._private.utils import get_ray_address_file
 
 from tests.conftest import ROOT
+from trainers.encoder import embed_texts, load_encoder
 
 pytestmark = pytest.mark.onprem
 
@@ -157,6 +159,24 @@ def _launcher(*args: str, config: Path, timeout: float) -> subprocess.CompletedP
     return done
 
 
+def _check_exported_winner(best: Path, leaderboard: list[dict]) -> None:
+    """The search's winner, exported to best/, loads and embeds: doctune's own loader and, where the
+    export wrote its module files, sentence-transformers, which must give the same vectors."""
+    record = json.loads((best / "doctune.json").read_text())
+    assert record["trial_id"] in {row["trial"] for row in leaderboard}
+    texts = ["The central bank raised interest rates on Tuesday.", "A late goal settled the cup final."]
+    model, tokenizer = load_encoder(str(best))
+    ours = embed_texts(model, tokenizer, texts, pooling=record["pooling"], max_length=128)
+    assert ours.shape == (2, model.config.hidden_size) and np.isfinite(ours).all()
+    np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+    assert float(ours[0] @ ours[1]) < 0.99  # two unrelated texts: two different vectors
+    if (best / "modules.json").exists():
+        from sentence_transformers import SentenceTransformer
+
+        theirs = SentenceTransformer(str(best), device="cpu").encode(texts, convert_to_numpy=True)
+        np.testing.assert_allclose(theirs, ours, atol=1e-5)
+
+
 def test_ray_up_runs_a_smoke_search_job_and_ray_down_leaves_nothing(sshd, tmp_path):
     config = yaml.safe_load((ROOT / "cluster_onprem.yaml").read_text())
     config["provider"] |= {"head_ip": "127.0.0.1", "worker_ips": []}
@@ -188,7 +208,7 @@ def test_ray_up_runs_a_smoke_search_job_and_ray_down_leaves_nothing(sshd, tmp_pa
         trials = [row for row in leaderboard if row["trial"] != "baseline"]
         assert len(trials) == 2 and all(row["status"] == "completed" for row in trials)
         assert all(row["objective"] is not None for row in trials)
-        assert (run_dir / "best" / "model.safetensors").exists()
+        _check_exported_winner(run_dir / "best", leaderboard)
     finally:
         _launcher("down", "-y", config=cluster, timeout=300)
 
