@@ -25,8 +25,9 @@ batches of text, the same maximum length and the same torch thread count.
   itself is not used: it needs ``accelerate``, which this project does not install, and its
   dataloader, logging and callbacks are not part of the step being compared. MNRL embeds the
   anchor column in a forward of its own and the positive column in another (``embed_columns``,
-  ``separate_first=True``), each padded to its own column's width; doctune runs one forward over
-  both views, padded to one width.
+  ``separate_first=True``), each padded to its own column's width; doctune embeds both views
+  together, on the CPU in up to 4 forwards over rows of similar length, each cut to its own longest
+  row (``trainers.encoder.embed_in_length_groups``), on a GPU in one forward padded to one width.
 
 One-directional InfoNCE (``symmetric=False``) is the like-for-like row for MNRL's default
 (``query_to_doc``); the symmetric rows compare doctune's default with MNRL's
@@ -47,10 +48,11 @@ per-layer forward is 24Bsh^2 + 4Bs^2h, tripled for forward and backward):
 with s_i the non-padding length of sequence i, N the non-embedding parameters (the encoder
 layers' weights and biases: embedding lookups are not matrix products, and there is no output
 vocabulary layer), h the hidden size. Padding, pooling, the loss and the optimizer are not
-counted in MFU; a second column counts the padded positions as tokens (the work the CPU really
-does on them). MFU = achieved FLOP/s over the float32 GEMM rate measured in the same run
-(``torch.mm`` of two square matrices, same thread count, median of 10), before the first round
-and after each round; the highest of these is the peak.
+counted in MFU; a second column counts every position a forward computes, padding included (the
+work the device really does: each length group's or column's width times its rows). The padding
+column is the share of the computed positions that are padding. MFU = achieved FLOP/s over the
+float32 GEMM rate measured in the same run (``torch.mm`` of two square matrices, same thread count,
+median of 10), before the first round and after each round; the highest of these is the peak.
 
 Every measurement runs in a fresh process: each configuration ``--rounds`` times, the order of
 the configurations reversed from one round to the next (so a slow drift of a shared machine
@@ -121,7 +123,7 @@ def train_doctune(config: dict) -> dict:
     import torch
 
     from trainers.config import Hyperparameters
-    from trainers.encoder import bf16_autocast, resolve_model, tokenize
+    from trainers.encoder import bf16_autocast, computed_widths, resolve_model, tokenize
     from trainers.loop import build_module
     from trainers.objective import training_loss
 
@@ -143,8 +145,9 @@ def train_doctune(config: dict) -> dict:
         loss.backward()
         torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)
         optimizer.step()
-        rows, width = batch["input_ids"].shape  # both views in one forward, padded to one width
-        return {"lengths": _sequence_lengths(batch["attention_mask"]), "widths": [width] * rows}
+        # both views in one forward, or (on the CPU) in length groups each cut to its longest row
+        widths = computed_widths(batch["attention_mask"], module.length_groups(inputs["input_ids"]))
+        return {"lengths": _sequence_lengths(batch["attention_mask"]), "widths": widths}
 
     return {
         "step": step,
@@ -362,28 +365,28 @@ def report(
     print(f"model: {parameters / 1e6:.2f}M non-embedding parameters, {layers} layers, hidden {hidden}\n")
     print(
         "| step | s/step (median) | per process | tokens/step | tokens/s | padding | GFLOP/s | MFU "
-        "| MFU counting padding |"
+        "| MFU counting computed padding |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
     summary = {}
     for name, processes in rows.items():
-        per_step = []  # (seconds, tokens, model FLOPs, FLOPs as if padding were tokens, padded slots)
+        per_step = []  # (seconds, tokens, model FLOPs, FLOPs of every computed position, computed positions)
         for r in processes:
             for t, lengths, widths in zip(r["times"], r["lengths"], r["widths"]):
                 flops = model_flops(lengths, parameters, layers, hidden)
-                padded_flops = model_flops(widths, parameters, layers, hidden)
-                per_step.append((t, sum(lengths), flops, padded_flops, sum(widths)))
+                computed_flops = model_flops(widths, parameters, layers, hidden)
+                per_step.append((t, sum(lengths), flops, computed_flops, sum(widths)))
         seconds = statistics.median(s[0] for s in per_step)
         tokens = statistics.median(s[1] for s in per_step)
         tokens_s = statistics.median(s[1] / s[0] for s in per_step)
         flops_s = statistics.median(s[2] / s[0] for s in per_step)
-        padded_flops_s = statistics.median(s[3] / s[0] for s in per_step)
+        computed_flops_s = statistics.median(s[3] / s[0] for s in per_step)
         padding = 1 - sum(s[1] for s in per_step) / sum(s[4] for s in per_step)
         by_process = ", ".join(f"{statistics.median(r['times']):.2f}" for r in processes)
         summary[name] = tokens_s
         print(
             f"| {name} | {seconds:.2f} | {by_process} | {tokens:.0f} | {tokens_s:.0f} | {padding:.1%} "
-            f"| {flops_s / 1e9:.1f} | {flops_s / peak:.1%} | {padded_flops_s / peak:.1%} |"
+            f"| {flops_s / 1e9:.1f} | {flops_s / peak:.1%} | {computed_flops_s / peak:.1%} |"
         )
     attention = {r["attention"] for processes in rows.values() for r in processes}
     print(f"\nattention implementation (config._attn_implementation): {', '.join(sorted(attention))}")

@@ -113,14 +113,38 @@ def embed_in_length_groups(
     to float rounding (and dropout draws), at fewer FLOPs: on docsplit views at 256 tokens about a
     sixth of a batch's positions are padding (bench/RESULTS.md). The rows go back in their order.
     """
-    if groups <= 1 or input_ids.shape[0] < 2 * groups:
+    split = length_groups(attention_mask, groups)
+    if len(split) == 1:
         return pool(encode(model, input_ids, attention_mask), attention_mask, pooling)
-    order, ends = by_length(attention_mask)
+    _, ends = by_length(attention_mask)
     parts = []
-    for rows in order.tensor_split(groups):
+    for rows in split:
         ids, mask = trimmed(input_ids, attention_mask, rows, ends)
         parts.append(pool(encode(model, ids, mask), mask, pooling))
-    return torch.cat(parts)[torch.argsort(order)]
+    return torch.cat(parts)[torch.argsort(torch.cat(split))]
+
+
+def length_groups(attention_mask: torch.Tensor, groups: int) -> list[torch.Tensor]:
+    """The rows of each forward ``embed_in_length_groups`` runs: ``groups`` runs of the rows sorted
+    by length, or every row as one group where a group would have fewer than two rows."""
+    if groups <= 1 or attention_mask.shape[0] < 2 * groups:
+        return [torch.arange(attention_mask.shape[0], device=attention_mask.device)]
+    order, _ = by_length(attention_mask)
+    return list(order.tensor_split(groups))
+
+
+def computed_widths(attention_mask: torch.Tensor, groups: int) -> list[int]:
+    """Per row, the positions ``embed_in_length_groups`` computes it at: the longest row of its group
+    (the padded width where there is one group)."""
+    split = length_groups(attention_mask, groups)
+    if len(split) == 1:
+        return [attention_mask.shape[1]] * attention_mask.shape[0]
+    _, ends = by_length(attention_mask)
+    widths = [0] * attention_mask.shape[0]
+    for rows in split:
+        for row in rows.tolist():
+            widths[row] = int(ends[rows].max())
+    return widths
 
 
 PADDED_POSITIONS = ("roberta", "xlm-roberta", "camembert")  # position ids start at pad + 1

@@ -56,12 +56,16 @@ class ContrastiveModel(nn.Module):
     def encoder(self) -> nn.Module:
         return self.model.base_model if self.with_mlm else self.model
 
+    @staticmethod
+    def length_groups(input_ids: torch.Tensor) -> int:
+        """How many forwards ``embed`` splits a batch into. On the CPU, rows of similar length share a
+        forward (at least 8 rows each, at most 4 forwards): fewer padded positions computed. On a GPU
+        one forward: a small encoder's step is bound by kernel launches there, and each group adds a
+        forward's launches and a sync (bench/RESULTS.md, "Training on a GPU")."""
+        return 1 if input_ids.is_cuda else min(4, input_ids.shape[0] // 8)
+
     def embed(self, input_ids, attention_mask):
-        # On the CPU, rows of similar length share a forward (at least 8 rows each, at most 4
-        # forwards): fewer padded positions computed. On a GPU one forward: a small encoder's step
-        # is bound by kernel launches there, and each group adds a forward's launches and a sync
-        # (bench/RESULTS.md, "Training on a GPU")
-        groups = 1 if input_ids.is_cuda else min(4, input_ids.shape[0] // 8)
+        groups = self.length_groups(input_ids)
         return embed_in_length_groups(self.encoder, input_ids, attention_mask, self.pooling, groups)
 
     def mlm_loss(self, input_ids, attention_mask, labels):

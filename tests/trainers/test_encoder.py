@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from trainers.encoder import (
+    computed_widths,
     embed_in_length_groups,
     embed_texts,
     encode,
@@ -84,6 +85,27 @@ def test_length_groups_give_one_forwards_embeddings_in_the_batchs_order(minilm_d
         one = pool(encode(model, batch["input_ids"], batch["attention_mask"]), batch["attention_mask"], "mean")
         grouped = embed_in_length_groups(model, batch["input_ids"], batch["attention_mask"], "mean", groups=3)
     torch.testing.assert_close(grouped, one, atol=2e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("groups", [1, 3])
+def test_computed_widths_are_the_widths_the_forwards_run_at(minilm_dir, groups):
+    model, tokenizer = load_encoder(minilm_dir)
+    words = LONG.split()
+    texts = [" ".join(words[: 3 + 7 * i]) for i in (5, 0, 9, 2, 7, 1, 4, 8, 3, 6)]
+    batch = tokenize(tokenizer, texts, 96)
+    seen = []  # (rows, width) of every forward
+    hook = model.register_forward_pre_hook(
+        lambda _, args, kwargs: seen.append(tuple(kwargs["input_ids"].shape)), with_kwargs=True
+    )
+    with torch.no_grad():
+        embed_in_length_groups(model, batch["input_ids"], batch["attention_mask"], "mean", groups=groups)
+    hook.remove()
+    widths = computed_widths(batch["attention_mask"], groups)
+    assert len(seen) == groups
+    assert sorted(widths) == sorted(width for rows, width in seen for _ in range(rows))
+    if groups > 1:  # the padding the batch's width holds is mostly not computed
+        assert sum(widths) < 0.8 * batch["input_ids"].numel()
+    assert all(w >= n for w, n in zip(widths, batch["attention_mask"].sum(1).tolist(), strict=True))
 
 
 def test_length_groups_carry_gradients_to_every_row(minilm_dir):
