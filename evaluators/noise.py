@@ -13,7 +13,7 @@ not the few-shot draws' (``main_se`` of a probe covers those).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
@@ -43,6 +43,10 @@ class Gain:
 
     def record(self) -> dict:
         return asdict(self) | {"beyond_noise": self.beyond_noise}
+
+    @classmethod
+    def from_record(cls, record: dict) -> Gain:
+        return cls(**{f.name: record[f.name] for f in fields(cls)})
 
 
 def paired_bootstrap(

@@ -241,7 +241,7 @@ def model_card(row: Row, record: dict, search: SearchRecord, model_type: str, pa
     if row.test_objective is not None:
         objective_lines.append(f"The same on the test parts (the first objective): {row.test_objective:.4f}")
     objective_lines += [
-        f"Test objective over `{against}`: {Gain(**g['interval']).describe()}" for against, g in row.gains.items()
+        f"Test objective over `{against}`: {Gain.from_record(g).describe()}" for against, g in row.gains.items()
     ]
     if row.confirmation:
         stats = row.confirmation["test_objective"]

@@ -393,7 +393,7 @@ def _winner_section(run: Run) -> str:
     text += ".</p>"
     if best.gains:
         items = "".join(
-            f"<li>over <b>{escape(against)}</b>: {escape(Gain(**gain['interval']).describe())}</li>"
+            f"<li>over <b>{escape(against)}</b>: {escape(Gain.from_record(gain).describe())}</li>"
             for against, gain in best.gains.items()
         )
         text += f"<p>Test-objective gain, paired bootstrap over the same test items:</p><ul>{items}</ul>"

@@ -13,7 +13,6 @@ import shutil
 import socket
 import sys
 import tempfile
-from dataclasses import asdict
 from pathlib import Path
 
 from evaluators.noise import Gain
@@ -242,7 +241,7 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path, clock: PhaseC
             f"{best.test_objective:.4f}) exported to {exported.path}"
         )
         for against, gain in best.gains.items():
-            print(f"doctune: test objective of {best.trial} over {against}: {Gain(**gain['interval']).describe()}")
+            print(f"doctune: test objective of {best.trial} over {against}: {Gain.from_record(gain).describe()}")
         if best.confirmation:
             stats = best.confirmation["test_objective"]
             spread = f" ± {stats['std']:.4f} (mean ± std)" if stats["std"] is not None else " (the other seeds failed)"
@@ -332,7 +331,7 @@ def _compare_with_baselines(best, baselines, resolved) -> None:
         mine = outcomes(best)
         for baseline in baselines:
             gain = paired_bootstrap(mine, outcomes(baseline), weights)
-            best.gains[baseline.trial] = {"test_objective": gain.difference, "interval": asdict(gain), **gain.record()}
+            best.gains[baseline.trial] = gain.record()
     except (CheckpointMissing, RuntimeError) as err:  # the leaderboard, best/ and the report still follow
         best.status += f"; not compared with the baselines: {err}"
 

@@ -46,8 +46,10 @@ def test_leaderboard_has_every_trial_and_the_baseline_with_finite_scores(smoke_r
     # the winner's test gain over the baseline, with its paired-bootstrap interval, is on the board
     best = max(trials, key=lambda r: r["objective"])
     gain = best["gains"]["baseline"]
-    assert gain["interval"]["low"] <= gain["test_objective"] <= gain["interval"]["high"]
-    assert gain["beyond_noise"] == (gain["interval"]["low"] > 0 or gain["interval"]["high"] < 0)
+    baseline = next(r for r in rows if r["trial"] == "baseline")
+    assert gain["difference"] == pytest.approx(best["test_objective"] - baseline["test_objective"], abs=1e-9)
+    assert gain["low"] <= gain["difference"] <= gain["high"]
+    assert gain["beyond_noise"] == (gain["low"] > 0 or gain["high"] < 0)
     assert f"test objective of {best['trial']} over baseline" in stdout and "noise" in stdout
     assert {r["status"] for r in trials} == {"completed"}
     assert all(0.3 <= r["hyperparameters"]["split_probability"] <= 0.7 for r in trials)
