@@ -1,11 +1,17 @@
-"""Wall time of whole searches, end to end through the CLI (Ray start to exported winner).
+"""Wall time of whole searches, end to end through ``scripts/search.sh`` (Ray start to exported winner).
 
-    python bench/search_wall_time.py [--spec docsplit_long] [--profile local] [--repeats 1]
+    python bench/search_wall_time.py [--spec docsplit_long] [--profile local] [--repeats 1] [--clone]
+        [--keep DIR]
 
-Prints a Markdown block (machine, versions, median wall time, trials, objective of the winner
-and of the baseline, and where the wall time went: the search's own ``timings.json``, its
-overhead share against the 5% bar) for bench/RESULTS.md. Each run uses a fresh run directory; the data cache
-is warm after the first run of a machine, as for a user.
+Prints a Markdown block (machine, versions, the load present, median wall time, trials, the
+winner's validation objective and test objective against each baseline row's, the gains with their
+noise verdict, disk use of the run directory, and where the wall time went: the search's own
+``timings.json``, its overhead share against the 5% bar) for bench/RESULTS.md and the README.
+
+``--clone`` runs the searches as a new user would: in a fresh ``git clone`` of this checkout's HEAD,
+whose ``scripts/setup.sh`` first builds its own ``.venv`` (timed and reported apart). Each run uses
+a fresh run directory (under ``--keep DIR`` if given, else a temporary one); the data cache is warm
+after the first run on a machine, as for a user.
 """
 
 from __future__ import annotations
@@ -15,7 +21,6 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -28,21 +33,44 @@ import platform
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def one_run(spec: str, profile: str) -> tuple[float, list[dict], dict]:
-    with tempfile.TemporaryDirectory() as tmp:
-        run_dir = Path(tmp) / "run"
-        began = time.perf_counter()
-        done = subprocess.run(
-            [sys.executable, "-m", "platform.search", spec, "--profile", profile, "--run-dir", str(run_dir)],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-        )
-        wall = time.perf_counter() - began
-        if done.returncode != 0:
-            raise SystemExit(f"search failed ({done.returncode}):\n{done.stderr[-3000:]}")
-        timings = json.loads((run_dir / "timings.json").read_text())
-        return wall, json.loads((run_dir / "leaderboard.json").read_text()), timings
+def load_average() -> str:
+    """The 1-minute load average and what counts as load on this machine (its CPUs)."""
+    one, five, _ = Path("/proc/loadavg").read_text().split()[:3]
+    return f"{one} (5 min: {five}) on {os.cpu_count()} CPUs"
+
+
+def disk_use(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+
+
+def clone_checkout(into: Path) -> tuple[Path, float]:
+    """A fresh clone of HEAD with its own .venv built by scripts/setup.sh; (checkout, setup seconds)."""
+    checkout = into / "doctune"
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(checkout)], check=True)
+    began = time.perf_counter()
+    subprocess.run(["bash", str(checkout / "scripts" / "setup.sh")], check=True)
+    return checkout, time.perf_counter() - began
+
+
+def one_run(checkout: Path, spec: str, profile: str, run_dir: Path) -> dict:
+    load_before = load_average()
+    began = time.perf_counter()
+    done = subprocess.run(
+        ["bash", str(checkout / "scripts" / "search.sh"), spec, "--profile", profile, "--run-dir", str(run_dir)],
+        cwd=checkout,
+        capture_output=True,
+        text=True,
+    )
+    wall = time.perf_counter() - began
+    if done.returncode != 0:
+        raise SystemExit(f"search failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return {
+        "wall": wall,
+        "load": f"before {load_before}; after {load_average()}",
+        "rows": json.loads((run_dir / "leaderboard.json").read_text()),
+        "timings": json.loads((run_dir / "timings.json").read_text()),
+        "disk": disk_use(run_dir),
+    }
 
 
 def main() -> None:
@@ -50,12 +78,27 @@ def main() -> None:
     parser.add_argument("--spec", default="docsplit_long")
     parser.add_argument("--profile", default="local")
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--clone", action="store_true", help="run in a fresh clone of HEAD with its own .venv")
+    parser.add_argument("--keep", type=Path, help="keep the run directories here (run-1, run-2, ...)")
     args = parser.parse_args()
-    runs = [one_run(args.spec, args.profile) for _ in range(args.repeats)]
-    walls = [wall for wall, _, _ in runs]
-    rows, timings = runs[-1][1], runs[-1][2]
-    baseline = next(r for r in rows if r["trial"] == "baseline")
-    best = next(r for r in rows if not r["trial"].startswith("baseline") and r["objective"] is not None)
+    with tempfile.TemporaryDirectory() as tmp:
+        checkout, setup_seconds = clone_checkout(Path(tmp)) if args.clone else (ROOT, None)
+        runs_under = args.keep or Path(tmp) / "runs"
+        runs = [one_run(checkout, args.spec, args.profile, runs_under / f"run-{i + 1}") for i in range(args.repeats)]
+    report(args, runs, setup_seconds)
+
+
+def _gain(gain: dict) -> str:
+    verdict = "beyond noise" if gain["beyond_noise"] else "within noise"
+    return f"{gain['difference']:+.4f} (95% interval {gain['low']:+.4f} to {gain['high']:+.4f}: {verdict})"
+
+
+def report(args: argparse.Namespace, runs: list[dict], setup_seconds: float | None) -> None:
+    walls = [run["wall"] for run in runs]
+    rows, timings = runs[-1]["rows"], runs[-1]["timings"]
+    baselines = [r for r in rows if r["trial"].startswith("baseline")]
+    trials = [r for r in rows if not r["trial"].startswith("baseline")]
+    best = max((r for r in trials if r["objective"] is not None), key=lambda r: r["objective"])
 
     import ray
     import torch
@@ -65,19 +108,32 @@ def main() -> None:
         f"- machine: {os.cpu_count()} CPUs, {platform.machine()}, {gpus()}; Python {platform.python_version()}, "
         f"torch {torch.__version__}, ray {ray.__version__}; {time.strftime('%Y-%m-%d')}"
     )
+    if setup_seconds is not None:
+        print(f"- a fresh clone of HEAD; its `scripts/setup.sh` built the .venv in {setup_seconds:.0f} s (not counted)")
     print(
         f"- wall time, median of {len(walls)}: {statistics.median(walls):.0f} s "
         f"(runs: {', '.join(f'{w:.0f}' for w in walls)})"
     )
-    trials = [r for r in rows if not r["trial"].startswith("baseline")]
+    for i, run in enumerate(runs, 1):
+        print(f"- load average, run {i}: {run['load']}")
+    disks = [run["disk"] / 1e6 for run in runs]
+    per_run = ", ".join(f"{d:.0f}" for d in disks)
+    print(f"- run directory on disk, median: {statistics.median(disks):.0f} MB (runs: {per_run})")
     statuses = Counter(r["status"].split(" (")[0] for r in trials)
     print(f"- trials: {len(trials)} ({', '.join(f'{n} {s}' for s, n in sorted(statuses.items()))})")
-    print(f"- objective: winner {best['objective']:.4f} (trial {best['trial']}), baseline {baseline['objective']:.4f}")
-    overheads = [t["shares"]["overhead"] for _, _, t in runs]
+    overheads = [run["timings"]["shares"]["overhead"] for run in runs]
     print(
         f"- overhead share (neither training steps, evaluation nor base stage; bar <= 5%), median of "
-        f"{len(runs)}: {statistics.median(overheads):.1%} (runs: {', '.join(f'{o:.1%}' for o in overheads)})\n"
+        f"{len(runs)}: {statistics.median(overheads):.1%} (runs: {', '.join(f'{o:.1%}' for o in overheads)})"
     )
+    print("\nThe last run's leaderboard (selection on validation, report on test):\n")
+    print("| row | validation objective | test objective |")
+    print("|---|---|---|")
+    for row in [best, *baselines]:
+        print(f"| {row['trial']} | {row['objective']:.4f} | {row['test_objective']:.4f} |")
+    for against, gain in best["gains"].items():
+        print(f"\nWinner's test objective over `{against}`: {_gain(gain)}")
+    print()
     print("Where the last run's wall time went (its `timings.json`):\n")
     print("| driver phase | seconds |")
     print("|---|---|")
