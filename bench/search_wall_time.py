@@ -70,6 +70,8 @@ def one_run(checkout: Path, spec: str, profile: str, run_dir: Path) -> dict:
         "rows": json.loads((run_dir / "leaderboard.json").read_text()),
         "timings": json.loads((run_dir / "timings.json").read_text()),
         "disk": disk_use(run_dir),
+        # what train.keep_checkpoints freed as trials ended (each trial's released.json)
+        "released": sum(json.loads(f.read_text())["bytes"] for f in run_dir.glob("trials/*/released.json")),
     }
 
 
@@ -119,6 +121,11 @@ def report(args: argparse.Namespace, runs: list[dict], setup_seconds: float | No
     disks = [run["disk"] / 1e6 for run in runs]
     per_run = ", ".join(f"{d:.0f}" for d in disks)
     print(f"- run directory on disk, median: {statistics.median(disks):.0f} MB (runs: {per_run})")
+    kept_all = [(run["disk"] + run["released"]) / 1e6 for run in runs]
+    print(
+        f"- the same without releasing ended trials' checkpoints (on disk + each trial's released.json), median: "
+        f"{statistics.median(kept_all):.0f} MB (runs: {', '.join(f'{d:.0f}' for d in kept_all)})"
+    )
     statuses = Counter(r["status"].split(" (")[0] for r in trials)
     print(f"- trials: {len(trials)} ({', '.join(f'{n} {s}' for s, n in sorted(statuses.items()))})")
     overheads = [run["timings"]["shares"]["overhead"] for run in runs]
