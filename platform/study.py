@@ -101,6 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     except (SpecError, UsageError, InfeasibleResources) as err:
         print(f"doctune: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("doctune: study interrupted; the same command continues it", file=sys.stderr)
+        return EXIT_FAILURE
 
 
 def _check_tasks(names: list[str]) -> None:
@@ -206,6 +209,8 @@ class Study:
         base["scores"] = json.loads((self.run_dir / BASE_FILE).read_text())
         _write_atomic(directory / "baseline.json", json.dumps({BASELINE_ID: base}, indent=2))
         _, results = runner.run_search(resolved, resume=False)
+        if not runner.finished(results):  # Ctrl-C: Tune stopped the trial; this run is redone next call
+            raise KeyboardInterrupt
         rows = report.rows_from_results(results, resolved)
         scored = [r for r in rows if r.objective is not None]
         if not scored:
