@@ -12,6 +12,7 @@ that errored keeps everything: ``--resume`` may retry it from its last checkpoin
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from ray import tune
@@ -20,18 +21,24 @@ from platform.report import chosen_checkpoint
 from trainers.checkpoint import release_finished_trial, trial_checkpoint_dir
 from trainers.config import EvalPlan
 
+RELEASED_FILE = "released.json"
 ENDED = "TERMINATED"  # Tune's status for a trial that completed or was stopped by the scheduler
 
 
 def release(run_dir: Path, trial_id: str, evaluation: EvalPlan, keep: str) -> int:
-    """Free one ended trial's checkpoints under the policy ``keep``; the bytes freed."""
+    """Free one ended trial's checkpoints under the policy ``keep``; the bytes freed, also added up
+    in the trial's ``released.json`` (what the policy removed, for the user and bench/)."""
     checkpoints = trial_checkpoint_dir(str(run_dir), trial_id)
-    if keep == "all":
-        return release_finished_trial(checkpoints, keep_weights=None)
     chosen = chosen_checkpoint(checkpoints, evaluation)
-    if chosen is None:  # never scored: no row can show it, and there is nothing to choose by
+    if keep == "best" and chosen is None:  # never scored: no row can show it, and nothing to choose by
         return 0
-    return release_finished_trial(checkpoints, keep_weights=chosen)
+    freed = release_finished_trial(checkpoints, keep_weights=chosen if keep == "best" else None)
+    if freed:
+        record = checkpoints.parent / RELEASED_FILE
+        before = json.loads(record.read_text())["bytes"] if record.exists() else 0
+        payload = {"policy": keep, "bytes": before + freed, "weights_kept": chosen.name if chosen else None}
+        record.write_text(json.dumps(payload, indent=2))
+    return freed
 
 
 class ReleaseEndedTrials(tune.Callback):

@@ -95,6 +95,10 @@ def test_every_round_was_scored_and_an_ended_trial_keeps_only_its_rows_weights(s
             assert {"model.safetensors", "config.json", "doctune.json"} <= files
         else:  # train.keep_checkpoints: best
             assert files == {"doctune.json", "scores.json"}
+    for row in trials:
+        released = json.loads((run_dir / "trials" / row["trial"] / "released.json").read_text())
+        assert released["policy"] == "best" and released["bytes"] > 0
+        assert released["weights_kept"] == Path(row["checkpoint"]).name
     for row in trials:  # every trial the leaderboard lists still exports
         target = tmp_path / row["trial"]
         done = subprocess.run(

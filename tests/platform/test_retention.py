@@ -67,7 +67,13 @@ def test_best_keeps_the_rows_weights_only_and_every_rounds_scores(tmp_path, enco
 
     freed = release(tmp_path, TRIAL, _plan("objective"), "best")
 
-    assert freed == before - _size(tmp_path)
+    assert freed == before - _size(tmp_path) + (tmp_path / "trials" / TRIAL / "released.json").stat().st_size
+    assert json.loads((tmp_path / "trials" / TRIAL / "released.json").read_text()) == {
+        "policy": "best",
+        "bytes": freed,
+        "weights_kept": "step_000004",
+    }
+    assert release(tmp_path, TRIAL, _plan("objective"), "best") == 0  # a second sweep finds nothing
     assert _size(tmp_path) - _size(rounds[1]) < 10_000  # one model left; the other rounds' records and scores
     assert not leftover.exists()
     for checkpoint in rounds:
