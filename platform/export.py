@@ -418,7 +418,8 @@ def _locate_checkpoint(row: Row, run_dir: Path) -> Path:
     or copied (the leaderboard records absolute paths)."""
     recorded = Path(row.checkpoint)
     candidates = [recorded, run_dir / "trials" / row.trial / "checkpoints" / recorded.name]
-    found = next((c for c in candidates if (c / "doctune.json").is_file()), None)
+    # a round whose weights train.keep_checkpoints released keeps only its record and scores
+    found = next((c for c in candidates if (c / "doctune.json").is_file() and (c / "config.json").is_file()), None)
     if found is None:
         raise ExportError(
             f"trial {row.trial!r}: its checkpoint {recorded} no longer exists (nor in {candidates[1].parent}); "

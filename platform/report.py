@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from evaluators.scores import main_scores, part, unflatten
+from trainers.checkpoint import SCORES_FILE, step_dirs
 
 BASELINE_ID = "baseline"  # the base encoder as the spec names it
 CONVERTED_BASELINE_ID = "baseline-converted"  # the same after the backbone conversion, untrained
@@ -108,6 +109,20 @@ def rows_from_results(results, resolved) -> list[Row]:
     if resolved.plan.evaluation.multi_objective:
         mark_pareto_front(rows)
     return rows
+
+
+def chosen_checkpoint(checkpoints: Path, evaluation) -> Path | None:
+    """The checkpoint an ended trial's row shows, from its scored checkpoints on disk, by the rule
+    ``rows_from_results`` applies to its reports: one objective, the round with the best validation
+    objective (the earliest on a tie); several, the last round. None when nothing was scored."""
+    scored = [c for c in step_dirs(checkpoints) if (c / SCORES_FILE).is_file()]
+    if not scored or evaluation.multi_objective:
+        return scored[-1] if scored else None
+    objectives = [
+        evaluation.reported_objectives(main_scores(json.loads((c / SCORES_FILE).read_text()), "val"))["objective"]
+        for c in scored
+    ]
+    return scored[objectives.index(max(objectives))]
 
 
 def mark_pareto_front(rows: list[Row]) -> None:

@@ -200,8 +200,24 @@ def _tuner(resolved: ResolvedSearch, resume: bool):
             name=spec.name,
             storage_path=str((resolved.run_dir / "tune").resolve()),
             failure_config=tune.FailureConfig(max_failures=0),
+            callbacks=[_release_callback(resolved)],
         ),
     )
+
+
+def _release_callback(resolved: ResolvedSearch):
+    from platform.retention import ReleaseEndedTrials
+
+    return ReleaseEndedTrials(resolved.run_dir, resolved.plan.evaluation, resolved.spec.train.keep_checkpoints)
+
+
+def _release_ended(results, resolved: ResolvedSearch) -> None:
+    from platform.retention import release_ended_trials
+
+    keep = resolved.spec.train.keep_checkpoints
+    freed = release_ended_trials(results, resolved.run_dir, resolved.plan.evaluation, keep)
+    if freed:
+        print(f"doctune: ended trials' checkpoints released ({freed / 1e6:.0f} MB; train.keep_checkpoints: {keep})")
 
 
 STUDY_FILE = "optuna.journal"
@@ -275,6 +291,7 @@ def run_search(resolved: ResolvedSearch, resume: bool, clock: PhaseClock | None 
         results = _tuner(resolved, resume).fit()
     if not finished(results):  # Ctrl-C: Tune stopped and saved the experiment; --resume continues it
         return baseline, results
+    _release_ended(results, resolved)
     if resolved.spec.search.space and (zombies := fail_unfinished_study_trials(resolved.run_dir, resolved.spec.name)):
         print(
             f"doctune: note: {zombies} Optuna trial(s) a killed search left RUNNING were never reported; "
@@ -340,12 +357,14 @@ def confirm_winner(resolved: ResolvedSearch, winner) -> dict:
                 name=experiment.name,
                 storage_path=str(experiment.parent.resolve()),
                 failure_config=tune.FailureConfig(max_failures=0),
+                callbacks=[_release_callback(resolved)],
             ),
         )
     print(f"doctune: confirming {winner.trial} with {len(seeds)} more training seed(s): {seeds}", flush=True)
     results = tuner.fit()
     if not finished(results):
         raise KeyboardInterrupt  # the search's own handling: continue with --resume
+    _release_ended(results, resolved)
     runs = {resolved.plan.seed: winner}
     for result, row in zip(results, rows_from_results(results, resolved)):
         if row.test_objective is not None:

@@ -231,6 +231,14 @@ class TrainSection:
             1,
         ),
     )
+    keep_checkpoints: Literal["best", "all"] = field(
+        default="best",
+        metadata=constraint(
+            "what an ended trial keeps: best (the weights of the round its leaderboard row shows, so every row "
+            "and the Pareto front stay exportable; the other rounds keep their scores) or all (every round's "
+            "weights); training state stays only where a resume can need it"
+        ),
+    )
     fault_nan_at_step: int | None = field(
         default=None,
         metadata=constraint("fault injection for testing: the training loss becomes NaN at this step", 0),

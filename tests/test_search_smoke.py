@@ -6,6 +6,7 @@ import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -78,16 +79,37 @@ def test_best_loads_with_transformers_and_describes_itself(smoke_run):
     assert out.shape[-1] == 384 and torch.isfinite(out).all()
 
 
-def test_every_checkpoint_was_scored_and_kept_and_only_the_latest_can_resume(smoke_run):
+def test_every_round_was_scored_and_an_ended_trial_keeps_only_its_rows_weights(smoke_run, tmp_path):
     run_dir, _ = smoke_run
+    rows = json.loads((run_dir / "leaderboard.json").read_text())
+    trials = [r for r in rows if not r["trial"].startswith("baseline")]
     checkpoints = sorted(run_dir.glob("trials/*/checkpoints/step_*"))
-    assert len(checkpoints) == 4  # 2 trials x 2 evaluation rounds
+    assert len(checkpoints) == 4 and not list(run_dir.glob("trials/*/checkpoints/*.partial"))  # 2 trials x 2 rounds
+    kept = {(r["trial"], Path(r["checkpoint"]).name) for r in trials}
     for checkpoint in checkpoints:
-        scores = json.loads((checkpoint / "scores.json").read_text())
+        scores = json.loads((checkpoint / "scores.json").read_text())  # every round's scores stay
         assert set(scores) == {"news-title-retrieval", "r8-fewshot"}
-        assert (checkpoint / "model.safetensors").exists()  # every round can be exported and rescored
-        # the training state (module again + AdamW moments) only where a resume can need it
-        assert (checkpoint / "training_state").exists() == (checkpoint.name == "step_000004")
+        files = {p.name for p in checkpoint.iterdir()}
+        assert "training_state" not in files  # ended trials never resume
+        if (checkpoint.parent.parent.name, checkpoint.name) in kept:
+            assert {"model.safetensors", "config.json", "doctune.json"} <= files
+        else:  # train.keep_checkpoints: best
+            assert files == {"doctune.json", "scores.json"}
+    for row in trials:
+        released = json.loads((run_dir / "trials" / row["trial"] / "released.json").read_text())
+        assert released["policy"] == "best" and released["bytes"] > 0
+        assert released["weights_kept"] == Path(row["checkpoint"]).name
+    for row in trials:  # every trial the leaderboard lists still exports
+        target = tmp_path / row["trial"]
+        done = subprocess.run(
+            [sys.executable, "-m", "platform.export", str(run_dir), "--trial", row["trial"], "--to", str(target)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert (target / "model.safetensors").exists()
 
 
 def test_tensorboard_shows_every_trial(smoke_run):

@@ -7,10 +7,13 @@ Layout of ``<run_dir>/trials/<trial_id>/checkpoints/step_000040/``::
     training_state/model.safetensors                  the full trained module (MLM head included)
     training_state/optimizer.safetensors              AdamW moments, per parameter index
     training_state/state.json                         step, eval round, optimizer param groups
+    scores.json                                       the evaluators' scores, once scored
 
 A checkpoint is written under ``step_N.partial`` and renamed when complete, so a directory named
 ``step_N`` is always whole. Once a newer checkpoint is scored, an older one loses its
 ``training_state/`` (``drop_superseded_training_state``): only the latest is ever resumed from.
+Once the trial has ended, nothing is resumed from it, and ``release_finished_trial`` frees the rest
+the spec's ``train.keep_checkpoints`` does not keep (docs/decisions.md, "Disk").
 Everything is safetensors or JSON: nothing is unpickled on load.
 Checkpoints live in the run directory (shared storage on a cluster) so evaluator actors on any
 node read them, and a restarted worker group or a resumed search finds the latest one.
@@ -27,6 +30,8 @@ import torch
 from safetensors.torch import load_file, load_model, save_file, save_model
 
 STEP_PREFIX = "step_"
+RECORD_FILE = "doctune.json"
+SCORES_FILE = "scores.json"  # written into a checkpoint once the evaluators scored it
 
 
 def trial_checkpoint_dir(run_dir: str, trial_id: str) -> Path:
@@ -56,9 +61,14 @@ def latest_checkpoint(run_dir: str, trial_id: str) -> Path | None:
     return latest_step_dir(trial_checkpoint_dir(run_dir, trial_id))
 
 
+def step_dirs(root: Path) -> list[Path]:
+    """The complete ``step_N`` checkpoints under ``root``, oldest first."""
+    return sorted(p for p in root.glob(f"{STEP_PREFIX}*") if p.is_dir() and not p.name.endswith(".partial"))
+
+
 def latest_step_dir(root: Path) -> Path | None:
     """The complete ``step_N`` checkpoint under ``root`` with the largest N, if any."""
-    done = sorted(p for p in root.glob(f"{STEP_PREFIX}*") if p.is_dir() and not p.name.endswith(".partial"))
+    done = step_dirs(root)
     return done[-1] if done else None
 
 
@@ -77,7 +87,7 @@ def save_checkpoint(
     partial.mkdir(parents=True)
     encoder.save_pretrained(partial, safe_serialization=True)
     tokenizer.save_pretrained(partial)
-    (partial / "doctune.json").write_text(json.dumps(record, indent=2, sort_keys=True))
+    (partial / RECORD_FILE).write_text(json.dumps(record, indent=2, sort_keys=True))
     training = partial / "training_state"
     training.mkdir()
     save_model(full_model, str(training / "model.safetensors"))
@@ -122,3 +132,31 @@ def drop_superseded_training_state(latest: Path) -> list[Path]:
             shutil.rmtree(state)
             removed.append(state)
     return removed
+
+
+def release_finished_trial(checkpoints: Path, keep_weights: Path | None) -> int:
+    """Free the checkpoints of a trial that has ended (completed or stopped early): nothing resumes
+    from it, so every ``training_state/`` and any half-written ``step_N.partial`` goes; with
+    ``keep_weights`` set, every other checkpoint keeps only its record and scores (the round's
+    history for the report), so the trial's disk is one model. ``keep_weights=None`` keeps every
+    round's weights. Returns the bytes freed."""
+    freed = 0
+
+    def remove(path: Path) -> None:
+        nonlocal freed
+        if path.is_dir():
+            freed += sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+            shutil.rmtree(path)
+        elif path.exists():
+            freed += path.stat().st_size
+            path.unlink()
+
+    for partial in checkpoints.glob(f"{STEP_PREFIX}*.partial"):
+        remove(partial)
+    for checkpoint in step_dirs(checkpoints):
+        remove(checkpoint / "training_state")
+        if keep_weights is not None and checkpoint != keep_weights:
+            for path in checkpoint.iterdir():
+                if path.name not in (RECORD_FILE, SCORES_FILE):
+                    remove(path)
+    return freed

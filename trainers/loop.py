@@ -19,6 +19,7 @@ import torch.distributed as dist
 import torch.nn as nn
 
 from trainers.checkpoint import (
+    SCORES_FILE,
     drop_superseded_training_state,
     latest_checkpoint,
     load_training_state,
@@ -37,7 +38,6 @@ from trainers.objective import LossHeads, training_loss
 from trainers.pairs import PairContext, build_pairs
 
 T = TypeVar("T")
-SCORES_FILE = "scores.json"  # written into a checkpoint once the evaluators scored it
 
 
 class ContrastiveModel(nn.Module):

@@ -27,10 +27,11 @@ def _kill_tree(pid: int) -> None:
 
 
 def _checkpoints(run_dir) -> dict[str, int]:
-    """Each checkpoint's weights file and when it was written (a checkpoint directory itself changes
-    when a newer checkpoint supersedes its training state)."""
+    """Each checkpoint and when it was written, read off its record, which every checkpoint keeps (a
+    checkpoint directory itself changes when its training state or, once the trial has ended, its
+    weights are released: train.keep_checkpoints)."""
     return {
-        str(p.relative_to(run_dir)): (p / "model.safetensors").stat().st_mtime_ns
+        str(p.relative_to(run_dir)): (p / "doctune.json").stat().st_mtime_ns
         for p in run_dir.glob("trials/*/checkpoints/step_*/")
         if not p.name.endswith(".partial")
     }

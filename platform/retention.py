@@ -1,0 +1,57 @@
+"""What an ended trial keeps on disk (``train.keep_checkpoints``; docs/decisions.md, "Disk").
+
+A checkpoint is the encoder's weights plus about three times as much training state (the full
+module again and AdamW's two moments). While a trial runs, only its latest checkpoint keeps that
+state (``trainers.checkpoint.drop_superseded_training_state``). Once it has ended, completed or
+stopped by ASHA, nothing resumes from it: ``ReleaseEndedTrials`` frees its training state and, under
+``keep_checkpoints: best``, the weights of every round but the one its leaderboard row shows, as
+soon as Tune marks it ended; ``release_ended_trials`` sweeps every ended trial once more when the
+search (or its resume) is over, for anything a stopped trial's workers wrote after that. A trial
+that errored keeps everything: ``--resume`` may retry it from its last checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ray import tune
+
+from platform.report import chosen_checkpoint
+from trainers.checkpoint import release_finished_trial, trial_checkpoint_dir
+from trainers.config import EvalPlan
+
+RELEASED_FILE = "released.json"
+ENDED = "TERMINATED"  # Tune's status for a trial that completed or was stopped by the scheduler
+
+
+def release(run_dir: Path, trial_id: str, evaluation: EvalPlan, keep: str) -> int:
+    """Free one ended trial's checkpoints under the policy ``keep``; the bytes freed, also added up
+    in the trial's ``released.json`` (what the policy removed, for the user and bench/)."""
+    checkpoints = trial_checkpoint_dir(str(run_dir), trial_id)
+    chosen = chosen_checkpoint(checkpoints, evaluation)
+    if keep == "best" and chosen is None:  # never scored: no row can show it, and nothing to choose by
+        return 0
+    freed = release_finished_trial(checkpoints, keep_weights=chosen if keep == "best" else None)
+    if freed:
+        record = checkpoints.parent / RELEASED_FILE
+        before = json.loads(record.read_text())["bytes"] if record.exists() else 0
+        payload = {"policy": keep, "bytes": before + freed, "weights_kept": chosen.name if chosen else None}
+        record.write_text(json.dumps(payload, indent=2))
+    return freed
+
+
+class ReleaseEndedTrials(tune.Callback):
+    """Frees each trial's checkpoints as soon as it ends (completed or stopped early)."""
+
+    def __init__(self, run_dir: Path, evaluation: EvalPlan, keep: str) -> None:
+        self.run_dir, self.evaluation, self.keep = run_dir, evaluation, keep
+
+    def on_trial_complete(self, iteration: int, trials: list, trial, **info) -> None:
+        release(self.run_dir, trial.trial_id, self.evaluation, self.keep)
+
+
+def release_ended_trials(results, run_dir: Path, evaluation: EvalPlan, keep: str) -> int:
+    """The sweep at the end of a search over every trial Tune holds as ended; the bytes freed."""
+    trials = results._experiment_analysis.trials
+    return sum(release(run_dir, t.trial_id, evaluation, keep) for t in trials if t.status == ENDED)
