@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -81,6 +82,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # Ctrl-C must stop the study: Tune's own handler ends the running trial "gracefully", and the
+    # run would be recorded as failed and skipped by the next call. An interrupted run is redone.
+    tune_handler = os.environ.get("TUNE_DISABLE_SIGINT_HANDLER")
+    os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"
+    try:
+        return _main(args)
+    finally:
+        if tune_handler is None:
+            os.environ.pop("TUNE_DISABLE_SIGINT_HANDLER")
+        else:
+            os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = tune_handler
+
+
+def _main(args: argparse.Namespace) -> int:
     try:
         spec, spec_path = load_spec(args.spec, args.profile)
         if spec.study is None:
@@ -209,8 +224,6 @@ class Study:
         base["scores"] = json.loads((self.run_dir / BASE_FILE).read_text())
         _write_atomic(directory / "baseline.json", json.dumps({BASELINE_ID: base}, indent=2))
         _, results = runner.run_search(resolved, resume=False)
-        if not runner.finished(results):  # Ctrl-C: Tune stopped the trial; this run is redone next call
-            raise KeyboardInterrupt
         rows = report.rows_from_results(results, resolved)
         scored = [r for r in rows if r.objective is not None]
         if not scored:

@@ -5,16 +5,12 @@ from __future__ import annotations
 
 import json
 import math
-import signal
-import subprocess
-import sys
-import time
 
 import pytest
 
 from platform import study
 from platform.spec import load_spec
-from tests.conftest import ROOT, spec_variant
+from tests.conftest import spec_variant
 
 
 @pytest.fixture(scope="module")
@@ -89,24 +85,6 @@ def test_a_second_call_redoes_nothing(finished, capsys):
     assert study.main([spec, "--profile", "smoke", "--run-dir", str(run_dir)]) == 0
     assert {path: path.stat().st_mtime_ns for path in results} == before
     assert "trial(s)" not in capsys.readouterr().out  # no search was started
-
-
-def test_ctrl_c_during_a_row_records_nothing(finished, tmp_path):
-    """An interrupted row must not be recorded as a failed run (the next call would skip it)."""
-    spec, _, _ = finished  # the smoke base is in the cache by now
-    run_dir = tmp_path / "run"
-    log = tmp_path / "study.log"
-    command = [sys.executable, "-m", "platform.study", spec, "--profile", "smoke", "--run-dir", str(run_dir)]
-    with log.open("w") as out:
-        driver = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 600
-        while not list(run_dir.glob("runs/*/seed*/tune/*/run_trial_*")):  # the first row's trial has started
-            assert driver.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
-            time.sleep(0.2)
-        driver.send_signal(signal.SIGINT)
-        assert driver.wait(timeout=300) == 1
-    assert "study interrupted" in log.read_text()
-    assert not list(run_dir.glob("runs/*/seed*/result.json"))
 
 
 def test_another_spec_in_the_same_directory_is_refused(finished, capsys):
