@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import json
 import math
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
 from platform import study
 from platform.spec import load_spec
-from tests.conftest import spec_variant
+from tests.conftest import ROOT, spec_variant
 
 
 @pytest.fixture(scope="module")
@@ -99,3 +103,32 @@ def test_a_spec_without_a_study_and_an_unknown_task_are_refused(tmp_path, capsys
     assert study.main(["seed_study", "--task", "beir:/nonexistent", "--run-dir", str(tmp_path / "b")]) == 2
     assert "--task" in capsys.readouterr().err
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_ctrl_c_stops_the_study_and_records_nothing_for_the_interrupted_row(tmp_path):
+    """Tune ends a trial 'gracefully' on SIGINT; the study must stop instead, and the interrupted row
+    must have no result (it was once recorded as failed and skipped by the next call)."""
+    rows = {"simcse": load_spec("seed_study", "smoke")[0].study.rows["simcse"]}
+    # long enough that the trial is still training when the signal comes
+    changes = {"study.rows": rows, "study.tune_best": 0, "train.steps": 400, "train.eval_every": 400}
+    spec = spec_variant("seed_study", tmp_path, **changes)
+    run_dir = tmp_path / "run"
+    log = tmp_path / "study.log"
+    command = [sys.executable, "-m", "platform.study", spec, "--profile", "smoke", "--run-dir", str(run_dir)]
+    with log.open("w") as out:
+        process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 300
+            while not list(run_dir.glob("runs/*/seed*/tune/*/run_trial_*")):
+                assert process.poll() is None, log.read_text()[-3000:]
+                assert time.monotonic() < deadline, "no trial started within 300 s"
+                time.sleep(0.5)
+            time.sleep(2)
+            process.send_signal(signal.SIGINT)
+            code = process.wait(timeout=180)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert code == 1, log.read_text()[-3000:]
+    assert "study interrupted; the same command continues it" in log.read_text()
+    assert not list(run_dir.glob("runs/*/seed*/result.json"))
