@@ -19,13 +19,13 @@ global keys:
 
     q: (B, L/b, H, b, d)   keys, values: (B, L/b, H, b + 2w + |G|, d)   mask: (B, L/b, 1, b, b + 2w + |G|)
 
-and one ``scaled_dot_product_attention`` over all blocks: its fused (flash) kernel in evaluation
-and on a GPU. On the CPU that kernel has no dropout, and a training step with dropout goes through
+and one ``scaled_dot_product_attention`` over all blocks: a fused kernel that takes an additive
+mask (memory-efficient attention on a GPU, the flash-style CPU kernel in evaluation). On the CPU that kernel has no dropout, and a training step with dropout goes through
 ``_WindowAttentionWithDropout`` instead: the same math in six large batched matmuls and a few
 elementwise passes, keeping for backward the probabilities and the kept probabilities only (the
 key and value blocks are rebuilt). Blocks of b = 64 queries score b + 2w keys per query (320 at
-w = 128, against 2w + 1 = 257 needed), fewer than blocks of w (3w) at a bearable copy of the key
-and value blocks ((b + 2w) / b times the keys); they measured faster than b = 128 here.
+w = 128, against 2w + 1 = 257 needed), fewer than blocks of w (3w), at the price of copying the
+keys and values (b + 2w) / b times into their blocks: a trade between scored and copied entries.
 Global rows are a (G x L) attention; for a few global tokens it is reassociated,
 q . (W h + c) = (q W) . h + q . c, so the global key and value projections of all L positions
 are not computed at all.
