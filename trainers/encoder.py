@@ -168,7 +168,9 @@ def embedding_length(model_dir: str, max_length: int) -> int:
 
 def load_encoder(model_dir: str, with_mlm_head: bool = False) -> tuple[nn.Module, object]:
     """(model, tokenizer). The model is an ``AutoModel`` encoder, or ``AutoModelForMaskedLM``
-    (whose ``base_model`` is the encoder) when an MLM head is needed."""
+    (whose ``base_model`` is the encoder) when an MLM head is needed. A Longformer computes its
+    attention with ``trainers.longformer_attention`` (the same math, faster); what it saves stays
+    a plain Longformer."""
     from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -187,6 +189,10 @@ def load_encoder(model_dir: str, with_mlm_head: bool = False) -> tuple[nn.Module
         _initialise_unset(model)
     else:
         model = AutoModel.from_pretrained(model_dir, add_pooling_layer=False)
+    if model.config.model_type == "longformer":
+        from trainers.longformer_attention import use_fused_attention
+
+        use_fused_attention(model)
     return model, tokenizer
 
 
