@@ -16,7 +16,6 @@ import torch.distributed as dist
 import torch.nn as nn
 
 from trainers.checkpoint import (
-    SCORES_FILE,
     latest_checkpoint,
     load_training_state,
     record_divergence,
@@ -202,10 +201,9 @@ def train_loop_per_worker(config: dict) -> None:
         start_step, eval_round = state["step"], state["eval_round"]
         if rank == 0:
             print(f"[{trial_id}] resumed from {resume_from.name} (step {start_step})")
-        if not (resume_from / SCORES_FILE).exists() or start_step == plan.steps:
-            # the interruption came between saving and reporting: report that round now
-            reporter.submit(resume_from, state["train_metrics"], start_step)
-            reporter.wait(start_step)
+        # the latest round may not have reached the search (trainers.reporting): report it again
+        reporter.submit(resume_from, state["train_metrics"], start_step)
+        reporter.wait(start_step)
 
     mask_rng = torch.Generator().manual_seed(plan.seed * 1000 + rank)
     window_terms, window_tokens, window_time = {}, 0, 0.0

@@ -10,9 +10,15 @@ arrived (one small all-reduce, only while a round is in flight) and report the r
 the first step after they have. At most one round is in flight: the next checkpoint, a diverged
 loss and the end of the trial first wait for it, so the search sees every round, in order, the
 last one before the trial ends. A trial the scheduler stops is torn down by Tune wherever it then
-is, as without overlap. Resuming is unchanged: only the latest checkpoint can lack its scores (the
-next is saved only once they arrived), and it is scored when the trial resumes from it.
-``report_step`` records the step at which each round was reported.
+is, as without overlap. Each report carries ``report_step`` (the step the trial had reached),
+``scoring_seconds`` (the pool's time on the round) and ``eval_seconds`` (the time training stood
+still for it).
+
+A round's ``scores.json`` is written just before its report, so a checkpoint without one was never
+reported; only the latest checkpoint can be one (the next is saved only after the report). A
+trial that resumes reports its latest round again, scored now or read from its file: a round
+interrupted between its scores and its report reaches the search, and one reported twice is
+harmless (ASHA counts ``eval_round``).
 """
 
 from __future__ import annotations
@@ -76,9 +82,13 @@ class RoundReporter:
         metrics = dict(pending.train_metrics) | {"report_step": step}
         if self._pool is not None:
             began = time.perf_counter()
-            scores = pending.scores.result()
+            scores, metrics["scoring_seconds"] = pending.scores.result()
             metrics["eval_seconds"] = time.perf_counter() - began  # training stood still for the scores
             metrics |= self._scored_metrics(scores, pending.checkpoint, metrics)
+            # written just before the report: a checkpoint with scores has (all but) reached the search
+            scores_file = pending.checkpoint / SCORES_FILE
+            if not scores_file.exists():
+                scores_file.write_text(json.dumps(scores, indent=2))
         if dist.is_initialized():
             shared = [metrics]
             dist.broadcast_object_list(shared, src=0)
@@ -91,16 +101,18 @@ class RoundReporter:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
-    def _scores(self, checkpoint: Path) -> dict:
-        """The checkpoint's scores: from the pool once, then from the file kept beside it."""
+    def _scores(self, checkpoint: Path) -> tuple[dict, float]:
+        """The checkpoint's scores (from the pool, or from the file kept beside it once it was
+        reported) and the seconds they took."""
         from evaluators.pool import score_checkpoint
 
+        began = time.perf_counter()
         scores_file = checkpoint / SCORES_FILE
         if scores_file.exists():
-            return json.loads(scores_file.read_text())
-        scores = score_checkpoint(self.plan.evaluation, str(checkpoint), self.hp.pooling)
-        scores_file.write_text(json.dumps(scores, indent=2))
-        return scores
+            scores = json.loads(scores_file.read_text())
+        else:
+            scores = score_checkpoint(self.plan.evaluation, str(checkpoint), self.hp.pooling)
+        return scores, time.perf_counter() - began
 
     def _scored_metrics(self, scores: dict, checkpoint: Path, metrics: dict) -> dict:
         from evaluators.scores import flatten, main_scores
