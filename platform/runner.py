@@ -102,6 +102,7 @@ def resolve(
         evaluation=eval_plan,
         gradient_checkpointing=train.gradient_checkpointing,
         chunk_size=train.chunk_size,
+        overlap_scoring=train.overlap_scoring,
         fault_nan_at_step=train.fault_nan_at_step,
     )
     fixed = spec.fixed_hyperparameters()

@@ -231,6 +231,13 @@ class TrainSection:
             1,
         ),
     )
+    overlap_scoring: bool = field(
+        default=True,
+        metadata=constraint(
+            "train on while the evaluators score a round (its scores reach the search at the first step after they "
+            "arrive, rounds in order); false: training waits for each round's scores"
+        ),
+    )
     keep_checkpoints: Literal["best", "all"] = field(
         default="best",
         metadata=constraint(

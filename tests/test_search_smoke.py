@@ -154,6 +154,19 @@ def test_the_wall_time_is_accounted_for(smoke_run):
     assert "wall time" in stdout and "overhead" in stdout
 
 
+def test_training_goes_on_while_a_round_is_scored_and_every_round_is_reported_in_order(smoke_run):
+    # train.overlap_scoring (the default): while the pool scored round 1, the trial trained on, so it
+    # stood still for less than the scoring took; the last round is awaited before the trial ends
+    # (quality_vs_length below runs without overlap)
+    run_dir, _ = smoke_run
+    reports = _reports(run_dir)
+    assert len(reports) == 2
+    for trial in reports:
+        assert [(r["eval_round"], r["step"]) for r in trial] == [(1, 2), (2, 4)]
+        assert trial[0]["report_step"] in (3, 4) and trial[1]["report_step"] == 4
+        assert trial[0]["eval_seconds"] < trial[0]["scoring_seconds"]
+
+
 def test_resume_of_a_finished_search_reruns_nothing(smoke_run):
     run_dir, _ = smoke_run
     before = {p: p.stat().st_mtime_ns for p in run_dir.glob("trials/*/checkpoints/step_*/model.safetensors")}
@@ -170,12 +183,16 @@ def test_resume_of_a_finished_search_reruns_nothing(smoke_run):
     assert len(json.loads((run_dir / "leaderboard.json").read_text())) == 3
 
 
+def _reports(run_dir) -> list[list[dict]]:
+    """Every trial's reports to Tune, in the order Tune received them."""
+    return [
+        [json.loads(line) for line in result_file.read_text().splitlines() if line.strip()]
+        for result_file in sorted(run_dir.glob("tune/*/*/result.json"))
+    ]
+
+
 def _last_results(run_dir) -> list[dict]:
-    results = []
-    for result_file in sorted(run_dir.glob("tune/*/*/result.json")):
-        lines = [line for line in result_file.read_text().splitlines() if line.strip()]
-        results.append(json.loads(lines[-1]))
-    return results
+    return [trial[-1] for trial in _reports(run_dir)]
 
 
 @pytest.mark.parametrize(
@@ -238,8 +255,9 @@ def test_two_objectives_give_a_pareto_front_from_warm_started_trials(tmp_path):
     from platform.runner import study_storage
 
     run_dir = tmp_path / "run"
+    variant = spec_variant("quality_vs_length", tmp_path, **{"train.overlap_scoring": False})
     done = subprocess.run(
-        [sys.executable, "-m", "platform.search", "quality_vs_length", "--profile", "smoke", "--run-dir", str(run_dir)],
+        [sys.executable, "-m", "platform.search", variant, "--profile", "smoke", "--run-dir", str(run_dir)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -275,3 +293,7 @@ def test_two_objectives_give_a_pareto_front_from_warm_started_trials(tmp_path):
         [[r["objectives"]["quality"], r["objectives"]["robustness"]] for r in trials]
     )
     assert (run_dir / "plots" / "pareto_front.png").stat().st_size > 10_000
+    # without train.overlap_scoring each round is reported at its own step, training waiting for it
+    for trial in _reports(run_dir):
+        assert [r["report_step"] for r in trial] == [r["step"] for r in trial] == [2, 4]
+        assert all(r["eval_seconds"] >= r["scoring_seconds"] for r in trial)

@@ -7,7 +7,7 @@ Layout of ``<run_dir>/trials/<trial_id>/checkpoints/step_000040/``::
     training_state/model.safetensors                  the full trained module (MLM head included)
     training_state/optimizer.safetensors              AdamW moments, per parameter index
     training_state/state.json                         step, eval round, optimizer param groups
-    scores.json                                       the evaluators' scores, once scored
+    scores.json                                       the evaluators' scores, once reported
 
 A checkpoint is written under ``step_N.partial`` and renamed when complete, so a directory named
 ``step_N`` is always whole. Once a newer checkpoint is scored, an older one loses its
@@ -31,7 +31,7 @@ from safetensors.torch import load_file, load_model, save_file, save_model
 
 STEP_PREFIX = "step_"
 RECORD_FILE = "doctune.json"
-SCORES_FILE = "scores.json"  # written into a checkpoint once the evaluators scored it
+SCORES_FILE = "scores.json"  # the evaluators' scores, written into a checkpoint as its round is reported
 
 
 def trial_checkpoint_dir(run_dir: str, trial_id: str) -> Path:

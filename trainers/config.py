@@ -254,6 +254,7 @@ class TrainPlan:
     gradient_checkpointing: bool = False
     # GradCache chunk (sequences per forward); "auto": measured per worker; None: the whole batch at once
     chunk_size: int | str | None = None
+    overlap_scoring: bool = True  # train on while the pool scores a round (trainers.reporting)
     fault_nan_at_step: int | None = None  # testing: the loss is made NaN at this step
 
     @property

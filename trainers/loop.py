@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import json
-import math
 import random
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from pathlib import Path
 from typing import TypeVar
 
 import torch
@@ -19,8 +16,6 @@ import torch.distributed as dist
 import torch.nn as nn
 
 from trainers.checkpoint import (
-    SCORES_FILE,
-    drop_superseded_training_state,
     latest_checkpoint,
     load_training_state,
     record_divergence,
@@ -36,6 +31,7 @@ from trainers.losses import mask_tokens
 from trainers.memory import MIB
 from trainers.objective import LossHeads, training_loss
 from trainers.pairs import PairContext, build_pairs
+from trainers.reporting import RoundReporter
 
 T = TypeVar("T")
 
@@ -198,15 +194,16 @@ def train_loop_per_worker(config: dict) -> None:
     optimizer = torch.optim.AdamW(module.parameters(), lr=hp.lr, weight_decay=hp.weight_decay)
 
     start_step, eval_round = 0, 0
+    reporter = RoundReporter(plan, hp, trial_id, rank, device)
     resume_from = latest_checkpoint(plan.run_dir, trial_id)
     if resume_from is not None:
         state = load_training_state(resume_from, module, optimizer)
         start_step, eval_round = state["step"], state["eval_round"]
         if rank == 0:
             print(f"[{trial_id}] resumed from {resume_from.name} (step {start_step})")
-        if not (resume_from / SCORES_FILE).exists() or start_step == plan.steps:
-            # the interruption came between saving and reporting: report that round now
-            _score_and_report(plan, hp, trial_id, rank, resume_from, state["train_metrics"])
+        # the latest round may not have reached the search (trainers.reporting): report it again
+        reporter.submit(resume_from, state["train_metrics"], start_step)
+        reporter.wait(start_step)
 
     mask_rng = torch.Generator().manual_seed(plan.seed * 1000 + rank)
     window_terms, window_tokens, window_time = {}, 0, 0.0
@@ -246,6 +243,8 @@ def train_loop_per_worker(config: dict) -> None:
         if not finite_everywhere(loss):
             # a diverged trial ends here, on every rank at once (a worker-group restart would only
             # diverge again); run_trial turns the record into the trial's error
+            reporter.wait(step)
+            reporter.close()
             if rank == 0:
                 record_divergence(plan.run_dir, trial_id, step, loss.item())
                 print(f"[{trial_id}] loss became {loss.item()} at step {step}; the trial ends")
@@ -257,9 +256,11 @@ def train_loop_per_worker(config: dict) -> None:
             window_terms.setdefault(name, []).append(value)
         window_tokens += tokens
         window_time += time.perf_counter() - began
+        reporter.poll(step + 1)
 
         if (step + 1) % plan.eval_every == 0 or step + 1 == plan.steps:
             eval_round += 1
+            reporter.wait(step + 1)  # the previous round first: only the latest checkpoint may lack scores
             train_metrics = {
                 "step": step + 1,
                 "eval_round": eval_round,
@@ -280,10 +281,10 @@ def train_loop_per_worker(config: dict) -> None:
                     record=_record(plan, hp, trial_id, step + 1),
                     state={"step": step + 1, "eval_round": eval_round, "train_metrics": train_metrics},
                 )
-            _score_and_report(plan, hp, trial_id, rank, target, train_metrics)
-            if rank == 0:
-                drop_superseded_training_state(target)
+            reporter.submit(target, train_metrics, step + 1)
             window_terms, window_tokens, window_time = {}, 0, 0.0
+    reporter.wait(plan.steps)
+    reporter.close()
     batches.close()
 
 
@@ -340,41 +341,3 @@ def _peak_gpu_memory(device: torch.device) -> dict[str, float]:
     peak = torch.cuda.max_memory_allocated(device) / MIB
     torch.cuda.reset_peak_memory_stats(device)
     return {"gpu_peak_mib": peak}
-
-
-def _score_and_report(plan, hp, trial_id: str, rank: int, checkpoint: Path, train_metrics: dict) -> None:
-    """Rank 0 scores the checkpoint on the evaluator pool (once: the scores are kept beside it);
-    every rank then reports the same metrics, so the scores reach Optuna and ASHA."""
-    import ray.train
-
-    from evaluators.pool import score_checkpoint
-    from evaluators.scores import flatten, main_scores
-
-    metrics = dict(train_metrics)
-    if rank == 0:
-        scores_file = checkpoint / SCORES_FILE
-        began = time.perf_counter()
-        if scores_file.exists():
-            scores = json.loads(scores_file.read_text())
-        else:
-            scores = score_checkpoint(plan.evaluation, str(checkpoint), hp.pooling)
-            scores_file.write_text(json.dumps(scores, indent=2))
-        metrics["eval_seconds"] = time.perf_counter() - began  # waiting for the evaluators' scores
-        # the objective (what Optuna, ASHA and the best round see) reads validation scores only; the
-        # test scores are logged beside it for the leaderboard and never steer anything
-        objectives = plan.evaluation.reported_objectives(main_scores(scores, "val"))
-        objective = objectives["objective"]
-        if not all(math.isfinite(v) for v in objectives.values()):
-            raise FloatingPointError(f"trial {trial_id}: objectives {objectives} at step {metrics['step']}")
-        metrics |= flatten(scores)
-        metrics |= {**objectives, "test_objective": plan.evaluation.objective_of(main_scores(scores, "test"))}
-        metrics["checkpoint"] = str(checkpoint.resolve())
-        print(
-            f"[{trial_id}] step {metrics['step']}/{plan.steps} loss {metrics['loss']:.4f} "
-            f"objective {objective:.4f} (validation) ({metrics['tokens_per_s']:.0f} tokens/s)"
-        )
-    if dist.is_initialized():
-        shared = [metrics]
-        dist.broadcast_object_list(shared, src=0)
-        metrics = shared[0]
-    ray.train.report(metrics)
