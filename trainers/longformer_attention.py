@@ -20,7 +20,8 @@ global keys:
     q: (B, L/b, H, b, d)   keys, values: (B, L/b, H, b + 2w + |G|, d)   mask: (B, L/b, 1, b, b + 2w + |G|)
 
 and one ``scaled_dot_product_attention`` over all blocks: a fused kernel that takes an additive
-mask (memory-efficient attention on a GPU, the flash-style CPU kernel in evaluation). On the CPU that kernel has no dropout, and a training step with dropout goes through
+mask (memory-efficient attention on a GPU, the flash-style CPU kernel in evaluation). On the CPU
+that kernel has no dropout, and a training step with dropout goes through
 ``_WindowAttentionWithDropout`` instead: the same math in six large batched matmuls and a few
 elementwise passes, keeping for backward the probabilities and the kept probabilities only (the
 key and value blocks are rebuilt). Blocks of b = 64 queries score b + 2w keys per query (320 at
