@@ -110,13 +110,16 @@ def test_ctrl_c_stops_the_study_and_records_nothing_for_the_interrupted_row(tmp_
     must have no result (it was once recorded as failed and skipped by the next call)."""
     rows = {"simcse": load_spec("seed_study", "smoke")[0].study.rows["simcse"]}
     # long enough that the trial is still training when the signal comes
-    changes = {"study.rows": rows, "study.tune_best": 0, "train.steps": 400, "train.eval_every": 400}
+    changes = {"study.rows": rows, "study.tune_best": 0, "train.steps": 4000, "train.eval_every": 4000}
     spec = spec_variant("seed_study", tmp_path, **changes)
     run_dir = tmp_path / "run"
     log = tmp_path / "study.log"
     command = [sys.executable, "-m", "platform.study", spec, "--profile", "smoke", "--run-dir", str(run_dir)]
     with log.open("w") as out:
-        process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        # as from a terminal: a shell's background job (a suite started with &) ignores SIGINT, and
+        # its children would inherit that
+        restore_sigint = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
+        process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, preexec_fn=restore_sigint)
         try:
             deadline = time.monotonic() + 300
             while not list(run_dir.glob("runs/*/seed*/tune/*/run_trial_*")):
@@ -129,6 +132,6 @@ def test_ctrl_c_stops_the_study_and_records_nothing_for_the_interrupted_row(tmp_
         finally:
             if process.poll() is None:
                 process.kill()
-    assert code == 1, log.read_text()[-3000:]
+    assert code == 1, log.read_text()[-6000:]
     assert "study interrupted; the same command continues it" in log.read_text()
     assert not list(run_dir.glob("runs/*/seed*/result.json"))
