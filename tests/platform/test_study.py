@@ -105,6 +105,12 @@ def test_a_spec_without_a_study_and_an_unknown_task_are_refused(tmp_path, capsys
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 
+def _default_sigint_handling() -> None:
+    """As under a terminal: a shell's background job (a suite started with &) ignores SIGINT, and
+    its children would inherit that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_stops_the_study_and_records_nothing_for_the_interrupted_row(tmp_path):
     """Tune ends a trial 'gracefully' on SIGINT; the study must stop instead, and the interrupted row
     must have no result (it was once recorded as failed and skipped by the next call)."""
@@ -116,10 +122,9 @@ def test_ctrl_c_stops_the_study_and_records_nothing_for_the_interrupted_row(tmp_
     log = tmp_path / "study.log"
     command = [sys.executable, "-m", "platform.study", spec, "--profile", "smoke", "--run-dir", str(run_dir)]
     with log.open("w") as out:
-        # as from a terminal: a shell's background job (a suite started with &) ignores SIGINT, and
-        # its children would inherit that
-        restore_sigint = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
-        process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, preexec_fn=restore_sigint)
+        process = subprocess.Popen(
+            command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_default_sigint_handling
+        )
         try:
             deadline = time.monotonic() + 300
             while not list(run_dir.glob("runs/*/seed*/tune/*/run_trial_*")):
