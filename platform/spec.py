@@ -40,6 +40,9 @@ BUILTIN_PROFILES: dict[str, dict] = {
             "cpus_per_worker": 0.5,
             "gpus_per_worker": 0.0,
             "bf16": False,
+            # trials and evaluators share the same 2 cores here: scoring beside training slowed both
+            # (bench/RESULTS.md, "Scoring overlapping training")
+            "overlap_scoring": False,
         },
         "search": {"samples": 4},
         # a BERT-Mini at 256 tokens (evaluation's length here): see docs/decisions.md, "Base stage"
