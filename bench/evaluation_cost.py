@@ -37,8 +37,8 @@ LIMITS = {"max_documents": 2000, "max_queries": 200, "max_test": 1000, "fewshot_
 
 
 def _evaluator(tasks: tuple[str, ...], limits: dict, threads: int, run_dir: str):
+    from evaluators.plan import EvalBudget, EvalPlan
     from evaluators.pool import Evaluator
-    from trainers.config import EvalBudget, EvalPlan
 
     plan = EvalPlan(
         objectives={"objective": dict.fromkeys(tasks, 1.0)},
@@ -54,7 +54,7 @@ def _evaluator(tasks: tuple[str, ...], limits: dict, threads: int, run_dir: str)
 
 def _timed_encoder(evaluator) -> dict:
     """Wrap the encoder calls so their time and text count are known."""
-    import trainers.encoder as encoder
+    import core.encoder as encoder
 
     spent = {"seconds": 0.0, "texts": 0}
     plain = encoder.embed_texts
@@ -73,8 +73,8 @@ def _timed_encoder(evaluator) -> dict:
 def _padded_collection(directory: str, size: int) -> str:
     """news-title-retrieval's queries and documents plus distractor documents, ``size`` in all,
     written as a BEIR directory; returns the ``beir:`` task name."""
+    from core.data.news import held_out_articles, pretraining_articles
     from evaluators.tasks.probe import read_orange_splits
-    from trainers.data.news import held_out_articles, pretraining_articles
 
     held_out = held_out_articles()
     queries = held_out[: LIMITS["max_queries"]]
@@ -93,7 +93,7 @@ def _padded_collection(directory: str, size: int) -> str:
 
 def child(config: dict) -> dict:
     sys.path.insert(0, str(ROOT))
-    from trainers.encoder import resolve_model
+    from core.encoder import resolve_model
 
     model = resolve_model("all-minilm-l6-v2")
     run_dir = config["run_dir"]

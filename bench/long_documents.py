@@ -40,13 +40,13 @@ def measure(config: dict) -> dict:
     import torch
 
     sys.path.insert(0, str(ROOT))
+    from core.data import cache_dir
+    from core.encoder import resolve_model, tokenize
+    from core.longformer import cached_longformer
     from trainers.config import Hyperparameters
-    from trainers.data import cache_dir
-    from trainers.encoder import resolve_model, tokenize
     from trainers.grad_cache import cached_step
-    from trainers.longformer import cached_longformer
     from trainers.loop import build_module
-    from trainers.objective import training_loss
+    from trainers.training_loss import training_loss
 
     torch.set_num_threads(config["threads"])
     model_dir = resolve_model("all-minilm-l6-v2")

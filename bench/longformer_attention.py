@@ -1,4 +1,4 @@
-"""A Longformer training step with doctune's attention (trainers/longformer_attention.py) against
+"""A Longformer training step with doctune's attention (core/longformer_attention.py) against
 Hugging Face's, at 512 to 4096 tokens.
 
     python bench/longformer_attention.py [--threads 2] [--rounds 3] [--steps 3] [--device cpu|cuda]
@@ -60,13 +60,13 @@ def measure(config: dict) -> dict:
     from transformers.models.longformer.modeling_longformer import LongformerSelfAttention
 
     sys.path.insert(0, str(ROOT))
+    from core.data import cache_dir
+    from core.encoder import resolve_model, tokenize
+    from core.longformer import cached_longformer
+    from core.longformer_attention import FusedLongformerSelfAttention
     from trainers.config import Hyperparameters
-    from trainers.data import cache_dir
-    from trainers.encoder import resolve_model, tokenize
-    from trainers.longformer import cached_longformer
-    from trainers.longformer_attention import FusedLongformerSelfAttention
     from trainers.loop import build_module
-    from trainers.objective import training_loss
+    from trainers.training_loss import training_loss
 
     torch.set_num_threads(config["threads"])
     device = torch.device(config["device"])

@@ -27,7 +27,7 @@ batches of text, the same maximum length and the same torch thread count.
   anchor column in a forward of its own and the positive column in another (``embed_columns``,
   ``separate_first=True``), each padded to its own column's width; doctune embeds both views
   together, on the CPU in up to 4 forwards over rows of similar length, each cut to its own longest
-  row (``trainers.encoder.embed_in_length_groups``), on a GPU in one forward padded to one width.
+  row (``core.encoder.embed_in_length_groups``), on a GPU in one forward padded to one width.
 
 One-directional InfoNCE (``symmetric=False``) is the like-for-like row for MNRL's default
 (``query_to_doc``); the symmetric rows compare doctune's default with MNRL's
@@ -88,9 +88,9 @@ def build_batches(pairs: int, steps: int) -> list[tuple[list[str], list[str]]]:
     sys.path.insert(0, str(ROOT))
     from transformers import AutoTokenizer
 
+    from core.data import prepare_corpus, read_prepared
+    from core.encoder import resolve_model
     from trainers.config import Hyperparameters
-    from trainers.data import prepare_corpus, read_prepared
-    from trainers.encoder import resolve_model
     from trainers.loop import PairStream
     from trainers.pairs import PairContext, build_pairs
 
@@ -122,10 +122,10 @@ def _synchronizer(device: str) -> Callable[[], None]:
 def train_doctune(config: dict) -> dict:
     import torch
 
+    from core.encoder import bf16_autocast, computed_widths, resolve_model, tokenize
     from trainers.config import Hyperparameters
-    from trainers.encoder import bf16_autocast, computed_widths, resolve_model, tokenize
     from trainers.loop import build_module
-    from trainers.objective import training_loss
+    from trainers.training_loss import training_loss
 
     hp = Hyperparameters(
         recipe="docsplit", mlm_weight=0.0, temperature=TEMPERATURE, symmetric=config["symmetric"], pooling="mean"
@@ -165,7 +165,7 @@ def train_sentence_transformers(config: dict) -> dict:
     from sentence_transformers.sentence_transformer.data_collator import SentenceTransformerDataCollator
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
-    from trainers.encoder import bf16_autocast, resolve_model
+    from core.encoder import bf16_autocast, resolve_model
 
     device = torch.device(config["device"])
     model = SentenceTransformer(resolve_model("all-minilm-l6-v2"), device=config["device"])

@@ -13,8 +13,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from evaluators.tasks import PARAMETRISED, TASKS, UnknownTask, check_task_name
-from trainers.config import EvalBudget, EvalPlan
+from evaluators.plan import EvalBudget, EvalPlan
+from evaluators.tasks import TASK_FAMILIES, TASKS, UnknownTask, check_task_name
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -53,12 +53,12 @@ def _pooling(model_dir: str, requested: str | None) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.list:
-        rows = [(name, cls.metadata) for name, cls in sorted(TASKS.items())]
+        rows = [(name, TASKS[name].metadata) for name in TASKS]
         for name, meta in rows:
             print(f"{name:24s} {meta.type:10s} main: {meta.main_score:16s} {meta.long_inputs:9s} {meta.description}")
             print(f"{'':24s} parts: {meta.split}")
-        for prefix, (cls, _) in PARAMETRISED.items():
-            print(f"{prefix + '<location>':24s} {(cls.__doc__ or '').strip().splitlines()[0]}")
+        for prefix in TASK_FAMILIES:
+            print(f"{prefix + '<location>':24s} {(TASK_FAMILIES[prefix].__doc__ or '').strip().splitlines()[0]}")
         return 0
     tasks = [*args.task, *(f"beir:{d}" for d in args.beir)]
     try:
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             raise UnknownTask("name a --model and at least one --task or --beir (see --list)")
         for task in tasks:
             check_task_name(task)
-        from trainers.encoder import ModelUnavailable, resolve_model
+        from core.encoder import ModelUnavailable, resolve_model
 
         try:
             model_dir = resolve_model(args.model)

@@ -18,9 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from trainers.encoder import weights_digest
-
-__all__ = ["EmbeddingCache", "embedding_digest", "text_digest", "weights_digest"]
+from core.encoder import weights_digest
 
 MEMORY_TABLES = 8  # tables (one per model and task policy) kept in memory; the rest are read back from disk
 # what besides the weights decides an embedding: the architecture and the tokenisation

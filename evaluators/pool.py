@@ -1,17 +1,19 @@
 """The evaluator actor pool.
 
-The driver starts ``EvalPlan.actor_names`` as named Ray actors (``start_pool``); each loads its
-task data once. A trial's rank 0 calls ``score_checkpoint`` after saving a checkpoint and before
-it reports, so the scores reach Optuna and ASHA. Actors are restarted if they die and the call
-is retried on another actor.
+The driver starts ``EvalPlan.actor_names`` as named Ray actors (``EvaluatorPool``); each loads its
+task data once. The driver hands every trial a ``CheckpointScorer``; the trial's rank 0 calls it
+on each saved checkpoint and reports what it returns, so the scores reach Optuna and ASHA.
+Actors are restarted if they die and the call is retried on another actor.
 """
 
 from __future__ import annotations
 
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 
-from trainers.config import EvalPlan
+from evaluators.plan import EvalPlan
+from evaluators.scores import Scores, flatten, main_scores
 
 MAX_ATTEMPTS = 3
 
@@ -65,8 +67,8 @@ class Evaluator:
     def _embedders(self, model_dir: str, pooling: str, task_names: list[str] | None):
         """``(task name, embedder)`` for each task: embeddings come from the cache, the encoder is
         loaded on the first miss only."""
+        from core.encoder import embed_texts, embedding_length, load_encoder
         from evaluators.cache import embedding_digest
-        from trainers.encoder import embed_texts, embedding_length, load_encoder
 
         if not Path(model_dir).is_dir():
             raise CheckpointMissing(f"checkpoint {model_dir} no longer exists; it cannot be scored")
@@ -101,41 +103,84 @@ class Evaluator:
         if name not in self._over_length:
             from transformers import AutoTokenizer
 
-            from trainers.encoder import over_length_share
+            from core.encoder import over_length_share
 
             tokenizer = AutoTokenizer.from_pretrained(model_dir)
             self._over_length[name] = over_length_share(tokenizer, list(embed.seen), embed.max_length)
         scores["chunked" if self.tasks[name].metadata.long_inputs == "chunk" else "truncated"] = self._over_length[name]
 
 
-def start_pool(plan: EvalPlan, run_dir: str, cpus_per_actor: float, gpus_per_actor: float = 0.0) -> list:
-    """Create (or reattach to) the named evaluator actors and wait until each has loaded its data."""
-    import ray
+class EvaluatorPool:
+    """A search's named evaluator actors, alive for a ``with`` block: ``start`` (or entering)
+    creates them, or reattaches to those of a resumed search, and waits until each has loaded its
+    task data; leaving the block ends them. Trials reach them by name (``score_checkpoint``)."""
 
-    remote = ray.remote(Evaluator)
-    # Said explicitly: Ray 2.60 no longer hides the GPUs from an actor that holds none
-    # (CUDA_VISIBLE_DEVICES is left as it is), so "is CUDA available" would be yes on any GPU node
-    device = "cuda" if gpus_per_actor > 0 else "cpu"
-    actors = [
-        remote.options(
-            name=name,
-            namespace=plan.namespace,
-            get_if_exists=True,
-            num_cpus=cpus_per_actor,
-            num_gpus=gpus_per_actor,
-            max_restarts=3,
-            max_task_retries=2,
-        ).remote(plan, run_dir, device)
-        for name in plan.actor_names
-    ]
-    ray.get([actor.ready.remote() for actor in actors])
-    return actors
+    def __init__(self, plan: EvalPlan, run_dir: str, cpus_per_actor: float, gpus_per_actor: float = 0.0) -> None:
+        self.plan, self.run_dir = plan, run_dir
+        self.cpus_per_actor, self.gpus_per_actor = cpus_per_actor, gpus_per_actor
+        self.actors: list = []
+
+    def start(self) -> EvaluatorPool:
+        import ray
+
+        if self.actors:
+            return self
+        remote = ray.remote(Evaluator)
+        # Said explicitly: Ray 2.60 no longer hides the GPUs from an actor that holds none
+        # (CUDA_VISIBLE_DEVICES is left as it is), so "is CUDA available" would be yes on any GPU node
+        device = "cuda" if self.gpus_per_actor > 0 else "cpu"
+        self.actors = [
+            remote.options(
+                name=name,
+                namespace=self.plan.namespace,
+                get_if_exists=True,
+                num_cpus=self.cpus_per_actor,
+                num_gpus=self.gpus_per_actor,
+                max_restarts=3,
+                max_task_retries=2,
+            ).remote(self.plan, self.run_dir, device)
+            for name in self.plan.actor_names
+        ]
+        ray.get([actor.ready.remote() for actor in self.actors])
+        return self
+
+    def __enter__(self) -> EvaluatorPool:
+        return self.start()
+
+    def __exit__(self, *exc_info) -> None:
+        import ray
+
+        if ray.is_initialized():
+            for actor in self.actors:
+                ray.kill(actor, no_restart=True)
+        self.actors = []
 
 
 def score_checkpoint(plan: EvalPlan, model_dir: str, pooling: str, task_names: list[str] | None = None) -> dict:
     """Score ``model_dir`` on one of the pool's actors (chosen by the path), retrying on another
     actor if that one dies mid-call."""
     return _call_pool(plan, model_dir, "score", pooling, task_names)
+
+
+@dataclass(frozen=True)
+class CheckpointScorer:
+    """How a trial scores its checkpoints (``trainers.config.Scorer``): built by the driver, so
+    trainers never import the evaluators."""
+
+    plan: EvalPlan
+
+    def __call__(self, checkpoint: str, pooling: str) -> Scores:
+        return score_checkpoint(self.plan, checkpoint, pooling)
+
+    def metrics(self, scores: Scores) -> dict[str, float]:
+        """What a round reports of its scores: every score flattened, the objectives, which read
+        validation scores only (what Optuna, ASHA and the best round see), and the test objective,
+        logged beside them for the leaderboard and never steering anything."""
+        return {
+            **flatten(scores),
+            **self.plan.reported_objectives(main_scores(scores, "val")),
+            "test_objective": self.plan.objective_of(main_scores(scores, "test")),
+        }
 
 
 def checkpoint_outcomes(plan: EvalPlan, model_dir: str, pooling: str, task_names: list[str], split: str = "test"):

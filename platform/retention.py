@@ -17,9 +17,9 @@ from pathlib import Path
 
 from ray import tune
 
-from platform.report import chosen_checkpoint
+from evaluators.plan import EvalPlan
+from platform.leaderboard import chosen_checkpoint
 from trainers.checkpoint import release_finished_trial, trial_checkpoint_dir
-from trainers.config import EvalPlan
 
 RELEASED_FILE = "released.json"
 ENDED = "TERMINATED"  # Tune's status for a trial that completed or was stopped by the scheduler

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from platform.spec import Distribution
+    from platform.spec.schema import Distribution
 
 OPTUNA_DEFAULT_STARTUP = 10  # TPESampler's n_startup_trials
 OPTUNA_DEFAULT_POPULATION = 50  # NSGAIISampler's population_size

@@ -27,48 +27,22 @@ import dataclasses
 import json
 import os
 import shutil
-import statistics
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from evaluators.scores import main_scores, part
-from platform import runner
-from platform.report import BASELINE_ID
+from platform import common, tuner
+from platform.common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, ROOT, UsageError
+from platform.leaderboard import BASELINE_ID
 from platform.resources import InfeasibleResources
-from platform.search import (
-    EXIT_BAD_INPUT,
-    EXIT_FAILURE,
-    EXIT_OK,
-    ROOT,
-    UsageError,
-    _check_run_dir,
-    _prepare_inputs,
-    _ray_init,
-    _write_atomic,
-)
 from platform.spec import SearchSpec, SpecError, load_spec
+from platform.study_table import RowResult, rank_rows, write_table
 from platform.timings import PhaseClock
 
 BASE_ROW = "base (MLM only)"
 RESULT_FILE = "result.json"
 BASE_FILE = "base.json"  # the base model's scores on every table task
 MARKER = "study_spec.json"  # the resolved spec a study directory was started with
-
-
-@dataclass
-class RowResult:
-    """One row's scores: per seed, task -> metric -> value."""
-
-    name: str
-    hyperparameters: dict
-    seeds: dict[int, dict[str, dict[str, float]]]
-    failed: dict[int, str]
-
-    def values(self, task: str, metric: str) -> list[float]:
-        """The metric's test scores, one per seed that has it."""
-        return [s[task]["test"][metric] for s in self.seeds.values() if metric in part(s, task, "test")]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -134,7 +108,7 @@ def _check_tasks(names: list[str]) -> None:
 def _check_study_dir(run_dir: Path, marker: str) -> None:
     """A new directory, or one this same study started (it then goes on where it stopped)."""
     if not run_dir.exists():
-        _check_run_dir(run_dir, resume=False)
+        common.check_run_dir(run_dir, resume=False)
     elif not (run_dir / MARKER).exists():
         raise UsageError(f"{run_dir} exists and holds no study ({MARKER}); choose another --run-dir")
     elif (run_dir / MARKER).read_text() != marker:
@@ -195,22 +169,22 @@ class Study:
         self.cluster = cluster
         self.tasks = tasks  # every table task
 
-    def resolve(self, spec: SearchSpec, run_dir: Path) -> runner.ResolvedSearch:
-        return runner.resolve(spec, self.spec_path, self.profile, run_dir, self.model_dir, self.corpus, self.cluster)
+    def resolve(self, spec: SearchSpec, run_dir: Path) -> tuner.ResolvedSearch:
+        return tuner.resolve(spec, self.spec_path, self.profile, run_dir, self.model_dir, self.corpus, self.cluster)
 
-    def score(self, resolved: runner.ResolvedSearch, checkpoint: str, have: dict) -> dict:
+    def score(self, resolved: tuner.ResolvedSearch, checkpoint: str, have: dict) -> dict:
         """``have`` completed with the table tasks it lacks, scored on ``checkpoint``."""
         from evaluators.pool import score_checkpoint
 
         missing = [t for t in self.tasks if t not in have]
         if not missing:
             return have
-        return have | score_checkpoint(resolved.plan.evaluation, checkpoint, resolved.fixed.pooling, missing)
+        return have | score_checkpoint(resolved.evaluation, checkpoint, resolved.fixed.pooling, missing)
 
     def trial(self, spec: SearchSpec, directory: Path) -> dict:
         """Run ``spec``'s search in ``directory`` (once: a finished one is read back); its best
         trial's hyperparameters and table scores, or its failure."""
-        from platform import report
+        from platform import leaderboard
 
         done = directory / RESULT_FILE
         if done.exists():
@@ -222,9 +196,9 @@ class Study:
         # every run shares the study's base, scored once on every table task (base_row)
         base = {"model": self.model_dir, "status": "base model, untouched"}
         base["scores"] = json.loads((self.run_dir / BASE_FILE).read_text())
-        _write_atomic(directory / "baseline.json", json.dumps({BASELINE_ID: base}, indent=2))
-        _, results = runner.run_search(resolved, resume=False)
-        rows = report.rows_from_results(results, resolved)
+        common.write_atomic(directory / "baseline.json", json.dumps({BASELINE_ID: base}, indent=2))
+        _, results = tuner.run_search(resolved, resume=False)
+        rows = leaderboard.rows_from_results(results, resolved)
         scored = [r for r in rows if r.objective is not None]
         if not scored:
             result = {"failed": "; ".join(r.status for r in rows) or "no trial ran"}
@@ -235,19 +209,19 @@ class Study:
                 "objective": best.objective,
                 "scores": self.score(resolved, best.checkpoint, best.scores),
             }
-        _write_atomic(done, json.dumps(result, indent=2))
+        common.write_atomic(done, json.dumps(result, indent=2))
         return result
 
-    def base_row(self, pool_plan: runner.ResolvedSearch) -> RowResult:
+    def base_row(self, pool_plan: tuner.ResolvedSearch) -> RowResult:
         """The base model, untouched, on every table task (scored once)."""
         from evaluators.pool import score_checkpoint
 
         base_file = self.run_dir / BASE_FILE
         if not base_file.exists():
             print("doctune: study: scoring the base model", flush=True)
-            evaluation = pool_plan.plan.evaluation
+            evaluation = pool_plan.evaluation
             scores = score_checkpoint(evaluation, self.model_dir, pool_plan.fixed.pooling, self.tasks)
-            _write_atomic(base_file, json.dumps(scores, indent=2))
+            common.write_atomic(base_file, json.dumps(scores, indent=2))
         return RowResult(BASE_ROW, {}, {self.spec.study.seeds[0]: json.loads(base_file.read_text())}, {})
 
     def seeded(self, name: str, values: dict) -> RowResult:
@@ -289,41 +263,41 @@ class Study:
 def _run(spec: SearchSpec, spec_path: Path, profile: str, columns, run_dir: Path, marker: str) -> int:
     import ray
 
-    from trainers.base import BaseStageFailed
-    from trainers.data import DataUnavailable
-    from trainers.encoder import ModelUnavailable
+    from core.data import DataUnavailable
+    from core.encoder import ModelUnavailable
+    from trainers.base_stage import BaseStageFailed
 
     tasks = list(dict.fromkeys(task for task, _ in columns))
     try:
-        inputs = _prepare_inputs(spec)
+        inputs = common.prepare_inputs(spec)
     except (ModelUnavailable, DataUnavailable) as err:
         print(f"doctune: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    cluster = _ray_init(spec.address)
+    cluster = common.ray_init(spec.address)
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
-        _write_atomic(run_dir / MARKER, marker)
+        common.write_atomic(run_dir / MARKER, marker)
         if spec.base is not None:  # the vanilla base: trained once, then taken from the cache
-            inputs = _prepare_inputs(spec, build_base_in=run_dir)
+            inputs = common.prepare_inputs(spec, build_base_in=run_dir)
         study = Study(spec, spec_path, profile, run_dir, inputs, cluster, tasks)
         pool_plan = study.resolve(spec, run_dir)
-        evaluators = runner.start_evaluators(pool_plan)  # noqa: F841 - held so the actors live
-        clock = PhaseClock()
-        with clock.phase("base row"):
-            rows = [study.base_row(pool_plan)]
-        fixed = []
-        for name, values in spec.study.rows.items():
-            with clock.phase(name):
-                fixed.append(study.seeded(name, values))
-        tuned = []
-        for name in rank_rows(fixed, pool_plan.plan.evaluation)[: spec.study.tune_best]:
-            with clock.phase(f"{name} (tuned)"):
-                tuned.append(study.tuned(name))
-        rows += fixed + tuned
-        write_table(rows, columns, run_dir, spec)
-        # this call's wall time per row (a row finished by an earlier call takes about no time here)
-        timings = {"wall_seconds": time.monotonic() - clock.began, "rows": clock.phases}
-        _write_atomic(run_dir / "timings.json", json.dumps(timings, indent=2))
+        with tuner.evaluator_pool(pool_plan):
+            clock = PhaseClock()
+            with clock.phase("base row"):
+                rows = [study.base_row(pool_plan)]
+            fixed = []
+            for name, values in spec.study.rows.items():
+                with clock.phase(name):
+                    fixed.append(study.seeded(name, values))
+            tuned = []
+            for name in rank_rows(fixed, pool_plan.evaluation)[: spec.study.tune_best]:
+                with clock.phase(f"{name} (tuned)"):
+                    tuned.append(study.tuned(name))
+            rows += fixed + tuned
+            write_table(rows, columns, run_dir, spec)
+            # this call's wall time per row (a row finished by an earlier call takes about no time here)
+            timings = {"wall_seconds": time.monotonic() - clock.began, "rows": clock.phases}
+            common.write_atomic(run_dir / "timings.json", json.dumps(timings, indent=2))
         print((run_dir / "study.md").read_text())
         print(f"doctune: study table in {run_dir}/study.md, chart in {run_dir}/study.png")
         return EXIT_OK if all(r.seeds for r in rows) else EXIT_FAILURE
@@ -332,89 +306,6 @@ def _run(spec: SearchSpec, spec_path: Path, profile: str, columns, run_dir: Path
         return EXIT_FAILURE
     finally:
         ray.shutdown()
-
-
-def rank_rows(rows, evaluation) -> list[str]:
-    """Row names, best first, by the spec's objective on the validation parts, averaged over seeds
-    (the table then shows test scores: what picks the tuned rows never reports them)."""
-    means = {}
-    for row in rows:
-        values = [
-            evaluation.objective_of(main_scores({t: scores[t] for t in evaluation.tasks}, "val"))
-            for scores in row.seeds.values()
-        ]
-        if values:
-            means[row.name] = statistics.fmean(values)
-    return sorted(means, key=means.get, reverse=True)
-
-
-def _label(task: str, metric: str) -> str:
-    shown = task.split(":", 1)[0] + ":" + Path(task.split(":", 1)[1]).name if ":" in task else task
-    return f"{shown} {metric}"
-
-
-def _stats(values: list[float]) -> dict:
-    return {
-        "mean": statistics.fmean(values),
-        "std": statistics.stdev(values) if len(values) > 1 else 0.0,
-        "n": len(values),
-    }
-
-
-def _cell(values: list[float]) -> str:
-    if not values:
-        return "—"
-    if len(values) == 1:
-        return f"{values[0]:.4f}"
-    return f"{statistics.fmean(values):.4f} ± {statistics.stdev(values):.4f}"
-
-
-def write_table(rows: list[RowResult], columns: list[tuple[str, str]], run_dir: Path, spec: SearchSpec) -> None:
-    """study.md (mean ± sample std over seeds), study.csv, study.json and study.png."""
-    import csv
-
-    header = ["row", "seeds", *(_label(t, m) for t, m in columns)]
-    train = spec.train
-    lines = [
-        f"Study `{spec.name}`: base `{spec.base_model}`, corpus `{spec.corpus.source}`, {train.steps} steps of "
-        f"{train.batch_size} pairs at {train.max_length} tokens per row and seed; mean ± sample std over seeds. "
-        "Every score is on the tasks' test parts; the rows to tune, and each tuned row's configuration, were "
-        "chosen on the validation parts.",
-        "",
-        "| " + " | ".join(header) + " |",
-        "|" + "---|" * len(header),
-    ]
-    for row in rows:
-        seeds = str(len(row.seeds)) + (f" ({len(row.failed)} failed)" if row.failed else "")
-        lines.append("| " + " | ".join([row.name, seeds, *(_cell(row.values(t, m)) for t, m in columns)]) + " |")
-    _write_atomic(run_dir / "study.md", "\n".join(lines) + "\n")
-    with (run_dir / "study.csv").open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["row", "seed", *(_label(t, m) for t, m in columns)])
-        for row in rows:
-            for seed, scores in row.seeds.items():
-                writer.writerow([row.name, seed, *(part(scores, t, "test").get(m) for t, m in columns)])
-    summary = [
-        {
-            "row": row.name,
-            "hyperparameters": row.hyperparameters,
-            "failed": row.failed,
-            "columns": {
-                _label(t, m): {
-                    "mean": statistics.fmean(v),
-                    "std": statistics.stdev(v) if len(v) > 1 else 0.0,
-                    "n": len(v),
-                }
-                for t, m in columns
-                if (v := row.values(t, m))
-            },
-        }
-        for row in rows
-    ]
-    _write_atomic(run_dir / "study.json", json.dumps(summary, indent=2))
-    from platform.plots import save_png, study_bars
-
-    save_png(study_bars(summary, [_label(t, m) for t, m in columns]), run_dir / "study.png")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ def shared_collection(name: str) -> Path:
 
 @pytest.fixture(scope="session")
 def minilm_dir() -> str:
-    from trainers.encoder import resolve_model
+    from core.encoder import resolve_model
 
     return resolve_model("all-minilm-l6-v2")
 

@@ -4,6 +4,7 @@ be written or are full, and corpora a recipe cannot use. Real processes, real ki
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import psutil
 import pytest
 
 from tests.conftest import ROOT, spec_variant
+from trainers.loop import FAULT_NAN_ENV
 
 
 def _search(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
@@ -29,15 +31,16 @@ def _train_workers() -> list[psutil.Process]:
     return workers
 
 
+@pytest.mark.slow  # runs a search
 def test_a_killed_worker_resumes_from_its_checkpoint_and_a_later_divergence_ends_the_trial(tmp_path):
     """One search, two faults: a Train worker SIGKILLed after the first checkpoint (the worker group
     restarts from it and the steps go on), then the loss made NaN at step 5 (the trial ends as
     errored with the reason, is not retried, and the search goes on to its report)."""
     import optuna
 
-    from platform.runner import study_storage
+    from platform.tuner import study_storage
 
-    spec = spec_variant("smoke", tmp_path, **{"train.steps": 6, "search.samples": 1, "train.fault_nan_at_step": 5})
+    spec = spec_variant("smoke", tmp_path, **{"train.steps": 6, "search.samples": 1})
     run_dir = tmp_path / "run"
     log = (tmp_path / "search.log").open("w")
     search = subprocess.Popen(
@@ -46,6 +49,7 @@ def test_a_killed_worker_resumes_from_its_checkpoint_and_a_later_divergence_ends
         stdout=log,
         stderr=subprocess.STDOUT,
         text=True,
+        env={**os.environ, FAULT_NAN_ENV: "5"},  # the loss becomes NaN at step 5
     )
     try:
         deadline = time.monotonic() + 600
@@ -96,7 +100,7 @@ def test_a_full_disk_is_refused_before_anything_starts(tmp_path):
 
 @pytest.mark.parametrize(
     ("recipe", "refused"),
-    [("docsplit", True), ("simcse", False)],
+    [("docsplit", True), pytest.param("simcse", False, marks=pytest.mark.slow)],  # simcse's dry run starts Ray
 )
 def test_a_corpus_of_one_sentence_documents_is_refused_for_docsplit_only(tmp_path, recipe, refused):
     corpus = tmp_path / "corpus.jsonl"

@@ -12,6 +12,8 @@ import pytest
 
 from tests.conftest import ROOT, spec_variant
 
+pytestmark = pytest.mark.slow  # starts Ray and runs searches
+
 
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory):
@@ -252,7 +254,7 @@ def test_each_recipes_gpu_sized_spec_runs_real_trials_under_the_smoke_profile(tm
 def test_two_objectives_give_a_pareto_front_from_warm_started_trials(tmp_path):
     import optuna
 
-    from platform.runner import study_storage
+    from platform.tuner import study_storage
 
     run_dir = tmp_path / "run"
     variant = spec_variant("quality_vs_length", tmp_path, **{"train.overlap_scoring": False})

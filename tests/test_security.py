@@ -48,8 +48,8 @@ def test_nothing_is_unpickled(package):
 def test_a_checkpoint_holds_no_pickle(tmp_path, minilm_dir):
     import torch
 
+    from core.encoder import load_encoder
     from trainers.checkpoint import load_training_state, save_checkpoint
-    from trainers.encoder import load_encoder
 
     model, tokenizer = load_encoder(minilm_dir)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)

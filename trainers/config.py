@@ -7,21 +7,27 @@ workers only ever sees them, never raw dicts.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
+
+from core.fields import constraint
 
 Pooling = Literal["cls", "mean", "max"]
-ContrastiveLoss = Literal["infonce", "ntxent", "simsiam"]
 LaserMode = Literal["self", "intra"]
 Anchor = Literal["first", "random"]
-ProbeHead = Literal["logistic", "mlp"]
 SynonymRule = Literal["paper", "rate"]
 
 
-def constraint(
-    help_: str, low: float | None = None, high: float | None = None, *, low_open: bool = False, high_open: bool = False
-) -> dict:
-    """Field metadata: a help line (for docs and errors) and the valid range of the value."""
-    return {"help": help_, "low": low, "high": high, "low_open": low_open, "high_open": high_open}
+class Scorer(Protocol):
+    """How a trial's checkpoints are scored, handed to it by the driver
+    (``evaluators.pool.CheckpointScorer``): trainers never import the evaluators."""
+
+    def __call__(self, checkpoint: str, pooling: str) -> dict:
+        """The checkpoint's scores (written beside it as ``scores.json``)."""
+        ...
+
+    def metrics(self, scores: dict) -> dict[str, float]:
+        """What a round reports of its scores: they, flattened, and ``objective`` (validation only)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -34,7 +40,7 @@ class Hyperparameters:
     temperature: float = field(
         default=0.05, metadata=constraint("contrastive temperature tau (cosine / tau)", 0.0, 10.0, low_open=True)
     )
-    loss: ContrastiveLoss = field(
+    loss: str = field(
         default="infonce", metadata=constraint("contrastive loss: infonce (SimCSE), ntxent (SimCLR), simsiam")
     )
     symmetric: bool = field(default=True, metadata=constraint("InfoNCE in both directions (a->b and b->a)"))
@@ -121,7 +127,7 @@ class Hyperparameters:
 
 @dataclass(frozen=True)
 class BaseSettings:
-    """A vanilla base encoder made here (``trainers.base``): a WordPiece vocabulary and a BERT
+    """A vanilla base encoder made here (``trainers.base_stage``): a WordPiece vocabulary and a BERT
     trained from scratch on the search's corpus with the masked-LM objective only (Devlin et al.,
     NAACL 2019, Sec. 3.1). The default size is BERT-Mini (Turc et al. 2019: 4 layers, hidden 256,
     4 heads, feed-forward 1024). Every field but ``checkpoint_every`` is part of the cache key,
@@ -162,75 +168,6 @@ class BaseSettings:
 
 
 @dataclass(frozen=True)
-class EvalBudget:
-    """How much of each task's data an evaluation uses (the smoke and local profiles shrink it), and
-    the probe tasks' classifier."""
-
-    max_documents: int | None = field(
-        default=None,
-        metadata=constraint("retrieval corpus size (every judged document of a kept query stays)", 1),
-    )
-    max_queries: int | None = field(default=None, metadata=constraint("retrieval queries (the first, by id)", 1))
-    max_test: int | None = field(default=None, metadata=constraint("probe test examples (stratified subsample)", 1))
-    fewshot_k: int = field(default=8, metadata=constraint("probe training examples per class", 1))
-    repeats: int = field(default=5, metadata=constraint("few-shot draws, each with its own seed", 1))
-    max_train: int | None = field(
-        default=None, metadata=constraint("full-probe training examples (stratified subsample)", 1)
-    )
-    probe_head: ProbeHead = field(
-        default="logistic",
-        metadata=constraint("probe classifier on frozen embeddings: logistic (linear) or mlp (one hidden layer)"),
-    )
-
-
-@dataclass(frozen=True)
-class EvalPlan:
-    """Which tasks score a checkpoint, how they combine, and where the evaluator actors live."""
-
-    # objective name -> (task name -> weight); each objective is the weighted mean of its tasks'
-    # main scores. A single-objective search has one, named "objective"; the first one ranks.
-    objectives: dict[str, dict[str, float]]
-    actor_names: tuple[str, ...]
-    namespace: str
-    budget: EvalBudget
-    max_length: int
-    batch_size: int
-    threads: int
-    report_tasks: tuple[str, ...] = ()
-
-    @property
-    def tasks(self) -> tuple[str, ...]:
-        """Every task some objective uses, in spec order."""
-        return tuple(dict.fromkeys(task for weights in self.objectives.values() for task in weights))
-
-    @property
-    def multi_objective(self) -> bool:
-        return len(self.objectives) > 1
-
-    def objective_values(self, main_scores: dict[str, float]) -> dict[str, float]:
-        return {
-            name: sum(w * main_scores[task] for task, w in weights.items()) / sum(weights.values())
-            for name, weights in self.objectives.items()
-        }
-
-    def objective_of(self, main_scores: dict[str, float]) -> float:
-        """The first (ranking) objective."""
-        return next(iter(self.objective_values(main_scores).values()))
-
-    @property
-    def objective_metrics(self) -> tuple[str, ...]:
-        """The reported metric of each objective: ``objective`` for the only one, else ``objective/<name>``."""
-        if not self.multi_objective:
-            return ("objective",)
-        return tuple(f"objective/{name}" for name in self.objectives)
-
-    def reported_objectives(self, main_scores: dict[str, float]) -> dict[str, float]:
-        """``objective`` (the first) and, for several, each as ``objective/<name>``: what a trial reports."""
-        values = self.objective_values(main_scores)
-        return {"objective": next(iter(values.values())), **dict(zip(self.objective_metrics, values.values()))}
-
-
-@dataclass(frozen=True)
 class TrainPlan:
     """The fixed part of every trial in one search (what does not vary per trial)."""
 
@@ -250,12 +187,11 @@ class TrainPlan:
     seed: int
     bf16: bool
     max_worker_failures: int
-    evaluation: EvalPlan
+    scorer: Scorer
     gradient_checkpointing: bool = False
     # GradCache chunk (sequences per forward); "auto": measured per worker; None: the whole batch at once
     chunk_size: int | str | None = None
     overlap_scoring: bool = True  # train on while the pool scores a round (trainers.reporting)
-    fault_nan_at_step: int | None = None  # testing: the loss is made NaN at this step
 
     @property
     def eval_rounds(self) -> int:

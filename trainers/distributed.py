@@ -1,4 +1,5 @@
-"""Cross-rank gathering of embeddings for in-batch negatives."""
+"""What the ranks of a Train worker group share: embeddings gathered for in-batch negatives, and
+agreement on whether the loss is still finite."""
 
 from __future__ import annotations
 
@@ -26,3 +27,11 @@ def gather(local: torch.Tensor) -> torch.Tensor:
     dist.all_gather(slots, local.detach().contiguous())
     slots[dist.get_rank()] = local
     return torch.cat(slots, dim=0)
+
+
+def finite_everywhere(loss: torch.Tensor) -> bool:
+    """Whether the loss is finite on every rank (so that all ranks stop together)."""
+    flag = torch.isfinite(loss.detach()).to(torch.float32).reshape(1)
+    if dist.is_initialized():
+        dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+    return bool(flag.item())

@@ -28,9 +28,9 @@ from contextlib import nullcontext
 import torch
 import torch.distributed as dist
 
+from core.encoder import by_length, trimmed
 from trainers.config import Hyperparameters
-from trainers.encoder import by_length, trimmed
-from trainers.objective import training_loss
+from trainers.training_loss import training_loss
 
 
 class RandomState:

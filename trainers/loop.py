@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import os
 import random
 import time
 from collections.abc import Callable
@@ -15,6 +16,8 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
+from core.data.corpus import read_prepared
+from core.encoder import bf16_autocast, embed_in_length_groups, load_encoder, tokenize
 from trainers.checkpoint import (
     latest_checkpoint,
     load_training_state,
@@ -23,15 +26,14 @@ from trainers.checkpoint import (
     trial_checkpoint_dir,
 )
 from trainers.config import Hyperparameters, TrainPlan
-from trainers.data.corpus import read_prepared
-from trainers.distributed import world_size
-from trainers.encoder import bf16_autocast, embed_in_length_groups, load_encoder, tokenize
+from trainers.distributed import finite_everywhere, world_size
 from trainers.grad_cache import all_reduce_gradients, cached_step
 from trainers.losses import mask_tokens
 from trainers.memory import MIB
-from trainers.objective import LossHeads, training_loss
 from trainers.pairs import PairContext, build_pairs
 from trainers.reporting import RoundReporter
+from trainers.schedule import lr_factor
+from trainers.training_loss import LossHeads, training_loss
 
 T = TypeVar("T")
 
@@ -90,14 +92,6 @@ def build_module(
     return module, tokenizer
 
 
-def lr_factor(step: int, total: int, warmup_ratio: float) -> float:
-    """Linear warm-up, then linear decay to zero."""
-    warmup = max(1, int(total * warmup_ratio))
-    if step < warmup:
-        return (step + 1) / warmup
-    return max(0.0, (total - step) / max(1, total - warmup))
-
-
 class Prefetched:
     """``build(step)`` for the next step computed on a background thread while this step trains.
 
@@ -152,6 +146,11 @@ class PairStream:
         return views_a, views_b
 
 
+# Tests make a trial's loss NaN at this step (tests/test_faults.py); the driver passes every
+# DOCTUNE_* variable on to the workers. Not a spec key: a user's search never injects faults.
+FAULT_NAN_ENV = "DOCTUNE_FAULT_NAN_AT_STEP"
+
+
 def train_loop_per_worker(config: dict) -> None:
     import ray.train
     import ray.train.torch
@@ -159,6 +158,7 @@ def train_loop_per_worker(config: dict) -> None:
     plan: TrainPlan = config["plan"]
     hp: Hyperparameters = config["hp"]
     trial_id: str = config["trial_id"]
+    fault_nan_at_step = int(os.environ[FAULT_NAN_ENV]) if FAULT_NAN_ENV in os.environ else None
     torch.set_num_threads(plan.threads_per_worker)
     context = ray.train.get_context()
     rank = context.get_world_rank()
@@ -214,18 +214,7 @@ def train_loop_per_worker(config: dict) -> None:
         inputs = {"input_ids": batch["input_ids"].to(device), "attention_mask": batch["attention_mask"].to(device)}
         tokens = int(batch["attention_mask"].sum())
         if with_mlm:
-            masked, labels = mask_tokens(
-                batch["input_ids"][:n],
-                batch["special_tokens_mask"][:n] | (1 - batch["attention_mask"][:n]),
-                tokenizer.mask_token_id,
-                len(tokenizer),
-                mask_rng,
-            )
-            inputs |= {
-                "mlm_input_ids": masked.to(device),
-                "mlm_labels": labels.to(device),
-                "mlm_attention_mask": inputs["attention_mask"][:n],
-            }
+            inputs |= _mlm_inputs(batch, n, tokenizer, mask_rng, device)
             tokens += int(batch["attention_mask"][:n].sum())
         for group in optimizer.param_groups:
             group["lr"] = hp.lr * lr_factor(step, plan.steps, hp.warmup_ratio)
@@ -238,7 +227,7 @@ def train_loop_per_worker(config: dict) -> None:
                 outputs = wrapped(**inputs)
             loss, terms = training_loss(hp, outputs)
             loss.backward()
-        if plan.fault_nan_at_step == step:
+        if fault_nan_at_step == step:
             loss = loss * float("nan")
         if not finite_everywhere(loss):
             # a diverged trial ends here, on every rank at once (a worker-group restart would only
@@ -264,9 +253,7 @@ def train_loop_per_worker(config: dict) -> None:
             train_metrics = {
                 "step": step + 1,
                 "eval_round": eval_round,
-                **{name: sum(values) / len(values) for name, values in window_terms.items()},
-                "tokens_per_s": window_tokens * world_size() / max(window_time, 1e-9),
-                "train_seconds": window_time,  # this round's training steps (rank 0's clock)
+                **_window_metrics(window_terms, window_tokens, window_time),
                 "skipped_documents": stream.skipped,
                 **_peak_gpu_memory(device),
             }
@@ -311,12 +298,31 @@ def _probed_chunk_size(module, tokenizer, plan: TrainPlan, hp: Hyperparameters, 
     return int(chunk.item())
 
 
-def finite_everywhere(loss: torch.Tensor) -> bool:
-    """Whether the loss is finite on every rank (so that all ranks stop together)."""
-    flag = torch.isfinite(loss.detach()).to(torch.float32).reshape(1)
-    if dist.is_initialized():
-        dist.all_reduce(flag, op=dist.ReduceOp.MIN)
-    return bool(flag.item())
+def _mlm_inputs(batch: dict, n: int, tokenizer, mask_rng: torch.Generator, device: torch.device) -> dict:
+    """The MLM term's inputs: view A's ``n`` sequences with tokens masked (BERT's 80/10/10 rule,
+    ``trainers.losses.mlm``), padding and special tokens never masked."""
+    masked, labels = mask_tokens(
+        batch["input_ids"][:n],
+        batch["special_tokens_mask"][:n] | (1 - batch["attention_mask"][:n]),
+        tokenizer.mask_token_id,
+        len(tokenizer),
+        mask_rng,
+    )
+    return {
+        "mlm_input_ids": masked.to(device),
+        "mlm_labels": labels.to(device),
+        "mlm_attention_mask": batch["attention_mask"][:n].to(device),
+    }
+
+
+def _window_metrics(terms: dict[str, list[float]], tokens: int, seconds: float) -> dict[str, float]:
+    """A round's training metrics: each loss term's mean over its steps, the tokens per second
+    (every rank's tokens over rank 0's time) and the steps' time itself."""
+    return {
+        **{name: sum(values) / len(values) for name, values in terms.items()},
+        "tokens_per_s": tokens * world_size() / max(seconds, 1e-9),
+        "train_seconds": seconds,  # this round's training steps (rank 0's clock)
+    }
 
 
 def _record(plan: TrainPlan, hp: Hyperparameters, trial_id: str, step: int) -> dict:

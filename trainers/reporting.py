@@ -56,10 +56,11 @@ class RoundReporter:
         before must have been reported (``wait``) before this checkpoint was saved: a resume starts
         from the latest checkpoint, so only that one may lack its scores."""
         assert self._in_flight is None, "wait for the round in flight before saving the next checkpoint"
+        submitted = time.perf_counter()
         scores = self._pool.submit(self._scores, checkpoint) if self._pool is not None else None
         self._in_flight = _Round(checkpoint, train_metrics, scores)
         if not self.plan.overlap_scoring:
-            self.wait(step)
+            self.wait(step, stood_still_since=submitted)
 
     def poll(self, step: int) -> None:
         """Every step: report the round in flight if its scores have arrived (every rank at once)."""
@@ -72,8 +73,9 @@ class RoundReporter:
         if flag.item():
             self.wait(step)
 
-    def wait(self, step: int) -> None:
-        """Report the round in flight, if any, waiting for its scores."""
+    def wait(self, step: int, stood_still_since: float | None = None) -> None:
+        """Report the round in flight, if any, waiting for its scores. ``stood_still_since``: when
+        training stopped for them (``time.perf_counter``), if before this call."""
         import ray.train
 
         if self._in_flight is None:
@@ -81,7 +83,7 @@ class RoundReporter:
         pending, self._in_flight = self._in_flight, None
         metrics = dict(pending.train_metrics) | {"report_step": step}
         if self._pool is not None:
-            began = time.perf_counter()
+            began = time.perf_counter() if stood_still_since is None else stood_still_since
             scores, metrics["scoring_seconds"] = pending.scores.result()
             metrics["eval_seconds"] = time.perf_counter() - began  # training stood still for the scores
             metrics |= self._scored_metrics(scores, pending.checkpoint, metrics)
@@ -104,33 +106,22 @@ class RoundReporter:
     def _scores(self, checkpoint: Path) -> tuple[dict, float]:
         """The checkpoint's scores (from the pool, or from the file kept beside it once it was
         reported) and the seconds they took."""
-        from evaluators.pool import score_checkpoint
-
         began = time.perf_counter()
         scores_file = checkpoint / SCORES_FILE
         if scores_file.exists():
             scores = json.loads(scores_file.read_text())
         else:
-            scores = score_checkpoint(self.plan.evaluation, str(checkpoint), self.hp.pooling)
+            scores = self.plan.scorer(str(checkpoint), self.hp.pooling)
         return scores, time.perf_counter() - began
 
     def _scored_metrics(self, scores: dict, checkpoint: Path, metrics: dict) -> dict:
-        from evaluators.scores import flatten, main_scores
-
-        evaluation = self.plan.evaluation
-        # the objective (what Optuna, ASHA and the best round see) reads validation scores only; the
-        # test scores are logged beside it for the leaderboard and never steer anything
-        objectives = evaluation.reported_objectives(main_scores(scores, "val"))
+        scored = self.plan.scorer.metrics(scores)
+        objectives = {k: v for k, v in scored.items() if k.partition("/")[0] == "objective"}
         if not all(math.isfinite(v) for v in objectives.values()):
             raise FloatingPointError(f"trial {self.trial_id}: objectives {objectives} at step {metrics['step']}")
         print(
             f"[{self.trial_id}] step {metrics['step']}/{self.plan.steps} loss {metrics['loss']:.4f} "
-            f"objective {objectives['objective']:.4f} (validation) ({metrics['tokens_per_s']:.0f} tokens/s)"
+            f"objective {scored['objective']:.4f} (validation) ({metrics['tokens_per_s']:.0f} tokens/s)"
             + (f", reported at step {metrics['report_step']}" if metrics["report_step"] != metrics["step"] else "")
         )
-        return {
-            **flatten(scores),
-            **objectives,
-            "test_objective": evaluation.objective_of(main_scores(scores, "test")),
-            "checkpoint": str(checkpoint.resolve()),
-        }
+        return {**scored, "checkpoint": str(checkpoint.resolve())}

@@ -1,35 +1,28 @@
-"""The task registry: every task is declared once, with its metadata, and found by name.
+"""The task registry: every task is a class declared once, with its metadata, and found by name.
 
-Built-in tasks are listed in ``TASKS``. Tasks over the user's own data are named by a prefix and
-a location (``PARAMETRISED``): ``beir:<directory>`` (a BEIR-format collection),
-``beir-hf:<dataset>`` (a BEIR collection in the Hugging Face layout, Hub id or local copy) and
-``pairs:<directory>`` (linked document pairs). Adding a task is one class declaration and one
-line here.
+Built-in tasks register under their metadata's name (``register_task``) in ``TASKS``. Tasks over
+the user's own data are families named by a prefix and a location (``TASK_FAMILIES``):
+``beir:<directory>`` (a BEIR-format collection), ``beir-hf:<dataset>`` (a BEIR collection in the
+Hugging Face layout, Hub id or local copy) and ``pairs:<directory>`` (linked document pairs).
+Every module of this package is imported, so adding a task is one module with one class
+(docs/decisions.md, "Adding a recipe, a loss or a task").
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from core.registry import Registry, import_plugins
+from evaluators.plan import EvalBudget
 from evaluators.tasks.base import Task, TaskMetadata
-from evaluators.tasks.clustering import R8Clustering
-from evaluators.tasks.length import LengthRobustness
-from evaluators.tasks.pairs import PAIR_FILES, LinkedPairsDirectory, NewsgroupsTopicPairs
-from evaluators.tasks.probe import PROBES
-from evaluators.tasks.retrieval import BEIR_FILES, BeirTask, HubBeirTask, NewsTitleRetrieval
-from trainers.config import EvalBudget
 
-TASKS: dict[str, type[Task]] = {
-    cls.metadata.name: cls
-    for cls in (NewsTitleRetrieval, *PROBES, R8Clustering, NewsgroupsTopicPairs, LengthRobustness)
-}
+TASKS: Registry[type[Task]] = Registry("task")
+TASK_FAMILIES: Registry[type[Task]] = Registry("task family")  # by prefix, "beir:"
 
-# prefix -> (task class, files its directory must hold; None: not necessarily a local directory)
-PARAMETRISED: dict[str, tuple[type[Task], tuple[str, ...] | None]] = {
-    "beir:": (BeirTask, BEIR_FILES),
-    "beir-hf:": (HubBeirTask, None),
-    "pairs:": (LinkedPairsDirectory, PAIR_FILES),
-}
+
+def register_task(cls: type[Task]) -> type[Task]:
+    """Class decorator: the task, found by its metadata's name."""
+    return TASKS.register(cls.metadata.name)(cls)
 
 
 class UnknownTask(KeyError):
@@ -40,11 +33,12 @@ def check_task_name(name: str) -> None:
     """Raise ``UnknownTask`` with a helpful message unless ``name`` names a task."""
     if name in TASKS:
         return
-    for prefix, (_, required) in PARAMETRISED.items():
+    for prefix in TASK_FAMILIES:
         if name.startswith(prefix):
             location = name[len(prefix) :]
             if not location:
                 raise UnknownTask(f"task {name!r}: name a location after {prefix!r}")
+            required = TASK_FAMILIES[prefix].required_files
             if required is not None:
                 directory = Path(location).expanduser()
                 missing = [p for p in required if not (directory / p).exists()]
@@ -54,16 +48,27 @@ def check_task_name(name: str) -> None:
                         f"{', '.join(required)})"
                     )
             return
-    prefixes = ", ".join(f"{p}<location>" for p in PARAMETRISED)
-    raise UnknownTask(f"unknown task {name!r}; known: {', '.join(sorted(TASKS))}, or {prefixes}")
+    prefixes = ", ".join(f"{p}<location>" for p in TASK_FAMILIES)
+    raise UnknownTask(f"unknown task {name!r}; known: {', '.join(TASKS)}, or {prefixes}")
 
 
 def make_task(name: str, budget: EvalBudget) -> Task:
     check_task_name(name)
-    for prefix, (cls, _) in PARAMETRISED.items():
+    for prefix in TASK_FAMILIES:
         if name.startswith(prefix):
-            return cls(budget, name[len(prefix) :])
+            return TASK_FAMILIES[prefix](budget, name[len(prefix) :])
     return TASKS[name](budget)
 
 
-__all__ = ["PARAMETRISED", "TASKS", "Task", "TaskMetadata", "UnknownTask", "check_task_name", "make_task"]
+import_plugins(__name__, __path__)
+
+__all__ = [
+    "TASKS",
+    "TASK_FAMILIES",
+    "Task",
+    "TaskMetadata",
+    "UnknownTask",
+    "check_task_name",
+    "make_task",
+    "register_task",
+]

@@ -16,7 +16,7 @@ from typing import Literal
 
 import numpy as np
 
-from trainers.config import EvalBudget
+from evaluators.plan import EvalBudget
 
 Embedder = Callable[[list[str]], np.ndarray]  # texts -> (n, d) L2-normalised embeddings
 Split = Literal["val", "test"]
@@ -35,7 +35,7 @@ class TaskMetadata:
     main_score: str
     license: str = "see source"
     # texts longer than the evaluation's max_length: truncated, or cut into windows whose pooled
-    # vectors are averaged (trainers.encoder.embed_texts); the share affected is reported
+    # vectors are averaged (core.encoder.embed_texts); the share affected is reported
     long_inputs: Literal["truncate", "chunk"] = "truncate"
 
 
@@ -92,6 +92,9 @@ def mean_of_rows(items: np.ndarray) -> float:
 
 class Task(ABC):
     metadata: TaskMetadata
+    # a family of tasks over a location (``beir:<directory>``): the files its directory must hold
+    # (None: the location need not be a local directory)
+    required_files: tuple[str, ...] | None = None
 
     def __init__(self, budget: EvalBudget) -> None:
         self.budget = budget

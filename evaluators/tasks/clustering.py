@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from evaluators.tasks import register_task
 from evaluators.tasks.base import SPLIT_SEED, Embedder, Outcomes, Split, Task, TaskMetadata
 from evaluators.tasks.probe import ORANGE_SOURCE, read_orange_tab, stratified_subsample
 
@@ -49,6 +50,7 @@ class OrangeClustering(Task):
         return Outcomes({"main": nmi, "nmi": nmi, "nmi_std": float(np.std(per_seed))}, items, mean_nmi)
 
 
+@register_task
 class R8Clustering(OrangeClustering):
     dataset = "reuters-r8"
     metadata = TaskMetadata(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from evaluators.tasks import register_task
 from evaluators.tasks.base import SPLITS, Embedder, Outcomes, Split, Task, TaskMetadata
 
 ELONGATIONS = (2, 4, 8)
@@ -29,6 +30,7 @@ def elongate(text: str, m: int) -> str:
     return " ".join([text] * m)
 
 
+@register_task
 class LengthRobustness(Task):
     metadata = TaskMetadata(
         name="length-robustness",
@@ -44,7 +46,7 @@ class LengthRobustness(Task):
     def load(self) -> None:
         import spacy
 
-        from trainers.data.news import held_out_articles
+        from core.data.news import held_out_articles
 
         nlp = spacy.blank("en")
         nlp.add_pipe("sentencizer")

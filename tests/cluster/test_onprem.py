@@ -28,10 +28,10 @@ import pytest
 import yaml
 from ray._private.utils import get_ray_address_file
 
+from core.encoder import embed_texts, load_encoder
 from tests.conftest import ROOT
-from trainers.encoder import embed_texts, load_encoder
 
-pytestmark = pytest.mark.onprem
+pytestmark = [pytest.mark.onprem, pytest.mark.slow]
 
 SSHD = Path("/usr/sbin/sshd")
 VENV = Path(sys.executable).parent.parent

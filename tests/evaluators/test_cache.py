@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from evaluators.cache import EmbeddingCache, weights_digest
+from core.encoder import weights_digest
+from evaluators.cache import EmbeddingCache
 
 
 def _counting_embedder(calls: list[list[str]]):
@@ -53,10 +54,10 @@ def test_memory_holds_a_bounded_number_of_tables_and_disk_the_rest(tmp_path):
 
 def test_two_longformers_with_the_same_weights_and_other_windows_get_their_own_entries(minilm_dir, tmp_path):
     """Converted from one encoder at two attention windows: identical weights, other embeddings."""
+    from core.longformer import convert_to_longformer
     from evaluators.cache import embedding_digest
+    from evaluators.plan import EvalBudget, EvalPlan
     from evaluators.pool import Evaluator
-    from trainers.config import EvalBudget, EvalPlan
-    from trainers.longformer import convert_to_longformer
 
     narrow = convert_to_longformer(minilm_dir, str(tmp_path / "w16"), 128, 16)
     wide = convert_to_longformer(minilm_dir, str(tmp_path / "w64"), 128, 64)

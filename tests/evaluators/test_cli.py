@@ -11,10 +11,10 @@ import zlib
 import numpy as np
 import pytest
 
+from evaluators.plan import EvalBudget
 from evaluators.tasks import make_task
 from evaluators.tasks.length import ELONGATIONS, elongate
 from tests.conftest import ROOT, shared_collection
-from trainers.config import EvalBudget
 
 
 def _cli(*args: str):
@@ -23,6 +23,7 @@ def _cli(*args: str):
     )
 
 
+@pytest.mark.slow  # every kind of task on a real encoder: about 50 s
 def test_cli_scores_a_model_on_every_kind_of_task(tmp_path):
     out = tmp_path / "scores.json"
     done = _cli(

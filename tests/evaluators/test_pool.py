@@ -10,8 +10,10 @@ import time
 
 import pytest
 
-from evaluators.pool import CheckpointMissing, checkpoint_outcomes, score_checkpoint, start_pool
-from trainers.config import EvalBudget, EvalPlan
+from evaluators.plan import EvalBudget, EvalPlan
+from evaluators.pool import CheckpointMissing, EvaluatorPool, checkpoint_outcomes, score_checkpoint
+
+pytestmark = pytest.mark.slow  # starts Ray
 
 PLAN = EvalPlan(
     objectives={"objective": {"r8-clustering": 1.0}},
@@ -29,7 +31,8 @@ def pool(tmp_path_factory):
     ray = pytest.importorskip("ray")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        yield start_pool(PLAN, str(tmp_path_factory.mktemp("run")), cpus_per_actor=1)
+        with EvaluatorPool(PLAN, str(tmp_path_factory.mktemp("run")), cpus_per_actor=1) as evaluators:
+            yield evaluators.actors
     finally:
         ray.shutdown()
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from evaluators.plan import EvalBudget
 from evaluators.tasks import make_task
 from evaluators.tasks.probe import fewshot_indices, newsgroup_ancestors, stratified_subsample
-from trainers.config import EvalBudget
 
 
 def test_fewshot_draws_k_per_class_and_repeat_under_a_seed():

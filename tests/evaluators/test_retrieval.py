@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from core.encoder import embed_texts, load_encoder
+from evaluators.plan import EvalBudget
 from evaluators.tasks import make_task
 from tests.conftest import shared_collection
-from trainers.config import EvalBudget
-from trainers.encoder import embed_texts, load_encoder
 
 # all-MiniLM-L6-v2, mean pooling, 128 tokens, title + " " + text, on the first 40 judged queries
 # of Cranfield's test half (its judged queries are halved, seeded, into validation and test) and
@@ -26,6 +26,7 @@ def minilm_embedder(minilm):
     return lambda texts: embed_texts(*minilm, texts, pooling="mean", max_length=128)
 
 
+@pytest.mark.slow  # a real collection on a real encoder: about 30 s
 def test_minilm_scores_a_cranfield_subset_as_recorded(minilm_embedder):
     task = make_task(f"beir:{shared_collection('cranfield')}", EvalBudget(max_queries=40, max_documents=400))
     task.load()
@@ -46,7 +47,7 @@ def test_a_random_encoder_scores_far_lower(minilm_embedder):
 
 
 def test_news_title_retrieval_uses_only_held_out_articles(minilm_embedder):
-    from trainers.data.news import pretraining_articles
+    from core.data.news import pretraining_articles
 
     task = make_task("news-title-retrieval", EvalBudget(max_queries=20, max_documents=40))
     task.load()
@@ -142,8 +143,18 @@ def test_blocked_numpy_and_faiss_top_k_agree(monkeypatch):
     monkeypatch.setattr(retrieval, "QUERY_BLOCK", 7)  # blocks that do not divide the queries
     blocked = retrieval.top_k(queries, docs, 10)
     monkeypatch.setattr(retrieval, "FAISS_MIN_DOCUMENTS", 1000)
-    assert retrieval.search_backend(len(docs)) == "faiss"  # faiss-cpu is in the test extra: faiss runs
+    import faiss  # faiss-cpu is in the test extra
+
+    built = []  # faiss's index is what searches, not numpy under faiss's name
+
+    def index_flat_ip(dim: int):
+        built.append(dim)
+        return real_index(dim)
+
+    real_index = faiss.IndexFlatIP
+    monkeypatch.setattr(faiss, "IndexFlatIP", index_flat_ip)
     searched = retrieval.top_k(queries, docs, 10)
+    assert built == [32]
     for i, (mine, theirs) in enumerate(zip(blocked, searched)):
         expected = np.argsort(-full[i])[:10]
         assert {j for j, _ in mine} == {j for j, _ in theirs} == set(expected.tolist())
@@ -162,7 +173,7 @@ def test_a_collection_too_small_for_two_parts_is_refused_with_the_reason(tmp_pat
 def test_a_base_encoder_is_embedded_within_its_own_positions(tmp_path):
     from transformers import BertConfig, LongformerConfig, RobertaConfig
 
-    from trainers.encoder import embedding_length
+    from core.encoder import embedding_length
 
     for name, config, expected in (
         ("bert", BertConfig(max_position_embeddings=512), 512),

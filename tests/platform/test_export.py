@@ -22,14 +22,18 @@ import numpy as np
 import pytest
 import torch
 
-from platform import export
-from platform.report import BASELINE_ID, Row, write_leaderboard
+from core.encoder import embed_texts, load_encoder
+from core.longformer import convert_to_longformer
+from platform.common import EXIT_BAD_INPUT, EXIT_OK
+from platform.export import export_best
+from platform.export.cli import main as export_main
+from platform.export.model_card import USAGE_TEXTS
+from platform.export.st_files import POOLINGS
+from platform.leaderboard import BASELINE_ID, Row, write_leaderboard
 from platform.spec import load_spec
 from tests.conftest import ROOT
 from trainers.checkpoint import save_checkpoint, trial_checkpoint_dir
 from trainers.config import Hyperparameters, Pooling
-from trainers.encoder import embed_texts, load_encoder
-from trainers.longformer import convert_to_longformer
 from trainers.loop import _record
 
 # Ranked as in a real leaderboard; the baseline scores above every trial here on purpose.
@@ -104,7 +108,7 @@ def exports(run_dir, tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("exported")
     done = {}
     for name, trial in TRIALS.items():
-        assert export.main([str(run_dir), "--trial", trial, "--to", str(root / name)]) == 0
+        assert export_main([str(run_dir), "--trial", trial, "--to", str(root / name)]) == 0
         done[name] = root / name
     return done
 
@@ -119,7 +123,7 @@ def _doctune_embeddings(model_dir: Path, pooling: str, texts: list[str]) -> np.n
 
 
 def test_every_pooling_doctune_offers_has_a_sentence_transformers_equivalent():
-    assert set(export.POOLINGS) == set(get_args(Pooling))
+    assert set(POOLINGS) == set(get_args(Pooling))
 
 
 @pytest.mark.parametrize("pooling", ["mean", "cls", "max"])
@@ -128,9 +132,7 @@ def test_sentence_transformers_embeds_exactly_as_doctune(exports, pooling):
 
     directory = exports[pooling]
     config = json.loads((directory / "1_Pooling" / "config.json").read_text())
-    assert [k for k, v in config.items() if v is True and k.startswith("pooling_mode")] == [
-        export.POOLINGS[pooling].st_flag
-    ]
+    assert [k for k, v in config.items() if v is True and k.startswith("pooling_mode")] == [POOLINGS[pooling].st_flag]
     assert json.loads((directory / "sentence_bert_config.json").read_text())["max_seq_length"] == 128
     model = SentenceTransformer(str(directory), device="cpu")
     got = model.encode(SENTENCES, convert_to_numpy=True)
@@ -148,7 +150,7 @@ def test_the_model_cards_snippets_give_doctunes_embeddings(exports, name):
     expected = _doctune_embeddings(directory, pooling, SENTENCES)
     for snippet in snippets:
         namespace: dict = {}
-        exec(snippet.replace(json.dumps(export.USAGE_TEXTS), json.dumps(SENTENCES)), namespace)
+        exec(snippet.replace(json.dumps(USAGE_TEXTS), json.dumps(SENTENCES)), namespace)
         embeddings = namespace["embeddings"]
         embeddings = embeddings.numpy() if isinstance(embeddings, torch.Tensor) else embeddings
         np.testing.assert_allclose(embeddings, expected, atol=1e-5)
@@ -183,7 +185,7 @@ def test_the_model_card_says_what_the_encoder_is_and_how_to_rerun_its_search(exp
 
 def test_a_longformer_gets_no_sentence_transformers_files_and_the_card_says_why(run_dir, tmp_path, capsys):
     target = tmp_path / "lf"
-    assert export.main([str(run_dir), "--trial", TRIALS["longformer"], "--to", str(target)]) == 0
+    assert export_main([str(run_dir), "--trial", TRIALS["longformer"], "--to", str(target)]) == 0
     assert "no sentence-transformers files" in capsys.readouterr().out
     assert not (target / "modules.json").exists() and not (target / "1_Pooling").exists()
     card = (target / "README.md").read_text()
@@ -215,7 +217,7 @@ def test_export_best_replaces_the_run_directorys_best(run_dir):
     best.mkdir()
     (best / "stale.txt").write_text("from an earlier export")
     rows = [Row(**r) for r in json.loads((run_dir / "leaderboard.json").read_text())]
-    exported = export.export_best(next(r for r in rows if r.trial == TRIALS["max"]), run_dir)
+    exported = export_best(next(r for r in rows if r.trial == TRIALS["max"]), run_dir)
     assert exported.path == best and exported.sentence_transformers_gap is None
     assert json.loads((best / "doctune.json").read_text())["trial_id"] == TRIALS["max"]
     assert not (best / "stale.txt").exists() and not (run_dir / "best.partial").exists()
@@ -232,7 +234,7 @@ def test_a_moved_run_directory_exports_from_its_own_trials(run_dir, tmp_path):
         if record["trial"] in TRIALS.values():
             record["checkpoint"] = record["checkpoint"].replace(str(run_dir), "/gone/smoke")
     (moved / "leaderboard.json").write_text(json.dumps(records))
-    assert export.main([str(moved), "--trial", TRIALS["cls"], "--to", str(tmp_path / "out")]) == 0
+    assert export_main([str(moved), "--trial", TRIALS["cls"], "--to", str(tmp_path / "out")]) == 0
     assert json.loads((tmp_path / "out" / "doctune.json").read_text())["trial_id"] == TRIALS["cls"]
 
 
@@ -279,7 +281,7 @@ def test_bad_input_is_refused_with_one_message_and_nothing_written(run_dir, tmp_
     argv = arguments(run_dir, tmp_path)
     target = tmp_path / "out"
     before = sorted(p.name for p in target.iterdir()) if target.exists() else None
-    assert export.main([*argv, "--to", str(target)]) == export.EXIT_BAD_INPUT
+    assert export_main([*argv, "--to", str(target)]) == EXIT_BAD_INPUT
     err = capsys.readouterr().err
     assert err.startswith("doctune: error: ") and err.count("\n") == 1
     assert message.format(run=run_dir) in err
@@ -304,15 +306,15 @@ def test_a_partial_export_left_by_this_run_is_replaced_and_anything_else_refused
     stray = tmp_path / "out.partial"
     stray.mkdir()
     (stray / "notes.txt").write_text("someone's files")
-    assert export.main([str(run_dir), "--to", str(tmp_path / "out")]) == export.EXIT_BAD_INPUT
+    assert export_main([str(run_dir), "--to", str(tmp_path / "out")]) == EXIT_BAD_INPUT
     assert "not left by a doctune export" in capsys.readouterr().err
     assert (stray / "notes.txt").read_text() == "someone's files" and not (tmp_path / "out").exists()
     (stray / EXPORT_MARKER).write_text(json.dumps({"run_dir": "/elsewhere/run"}))
-    assert export.main([str(run_dir), "--to", str(tmp_path / "out")]) == export.EXIT_BAD_INPUT
+    assert export_main([str(run_dir), "--to", str(tmp_path / "out")]) == EXIT_BAD_INPUT
     assert "an export of another run (/elsewhere/run)" in capsys.readouterr().err
     # what an interrupted export of this run leaves behind is replaced, and said
     (stray / EXPORT_MARKER).write_text(json.dumps({"run_dir": str(run_dir.resolve())}))
-    assert export.main([str(run_dir), "--to", str(tmp_path / "out")]) == export.EXIT_OK
+    assert export_main([str(run_dir), "--to", str(tmp_path / "out")]) == EXIT_OK
     assert "left by an interrupted export of this run" in capsys.readouterr().out
     assert not stray.exists() and not (tmp_path / "out" / "notes.txt").exists()
     assert not (tmp_path / "out" / EXPORT_MARKER).exists() and (tmp_path / "out" / "model.safetensors").exists()

@@ -29,10 +29,10 @@ from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 
 from evaluators.scores import flatten
-from platform import plots
-from platform.html_report import PlotSkipped, ReportError, param_importances, read_run, write_reports
-from platform.report import BASELINE_ID, Row, write_leaderboard
-from platform.runner import STUDY_FILE
+from platform.common import STUDY_FILE
+from platform.leaderboard import BASELINE_ID, Row, write_leaderboard
+from platform.report import plots, write_reports
+from platform.report.run import PlotSkipped, ReportError, param_importances, read_run
 from tests.conftest import ROOT
 
 NAME = "report_test"

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from platform.resources import TRIAL_CPU, InfeasibleResources, plan_resources
-from platform.spec import EvaluationSection, TrainSection
+from platform.spec.schema import EvaluationSection, TrainSection
 
 
 def test_two_cpus_fit_one_trial_beside_one_evaluator():

@@ -14,6 +14,8 @@ import pytest
 
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.slow  # starts Ray and runs searches
+
 
 def _kill_tree(pid: int) -> None:
     root = psutil.Process(pid)
@@ -75,7 +77,7 @@ def test_sigkill_then_resume_loses_and_reruns_nothing(tmp_path):
     # the Optuna study's history is intact: each trial once, both told their final objective
     import optuna
 
-    from platform.runner import study_storage
+    from platform.tuner import study_storage
 
     study = optuna.load_study(study_name="smoke", storage=study_storage(run_dir))
     assert [t.state for t in study.trials] == [optuna.trial.TrialState.COMPLETE] * 2

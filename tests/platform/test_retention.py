@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from platform.report import chosen_checkpoint
+from core.encoder import load_encoder
+from evaluators.plan import EvalBudget, EvalPlan
+from platform.leaderboard import chosen_checkpoint
 from platform.retention import release
 from trainers.checkpoint import save_checkpoint, trial_checkpoint_dir
-from trainers.config import EvalBudget, EvalPlan
-from trainers.encoder import load_encoder
 
 TRIAL = "a1b2c3d4"
 

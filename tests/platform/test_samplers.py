@@ -110,7 +110,7 @@ def test_grid_specs_are_checked():
 
 
 def test_trials_a_killed_search_left_running_are_failed_when_the_search_ends(tmp_path):
-    from platform.runner import fail_unfinished_study_trials, study_storage
+    from platform.tuner import fail_unfinished_study_trials, study_storage
 
     assert fail_unfinished_study_trials(tmp_path, "s") == 0  # no study yet
     study = optuna.create_study(study_name="s", storage=study_storage(tmp_path), direction="maximize")

@@ -1,4 +1,4 @@
-"""How the search driver finds its Ray: a record of a Ray that is gone must not make it wait."""
+"""How the search driver finds its Ray (a record of a Ray that is gone must not make it wait)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from platform.search import _recorded_address_if_alive
+import pytest
+
+from platform.common import recorded_address_if_alive
 from tests.conftest import ROOT
 
 
@@ -26,28 +28,29 @@ def _record(temp_dir: Path, address: str) -> None:
 
 
 def test_no_record_and_a_live_record_leave_the_lookup_to_ray(tmp_path):
-    assert _recorded_address_if_alive(str(tmp_path)) is None
+    assert recorded_address_if_alive(str(tmp_path)) is None
     with socket.socket() as gcs:
         gcs.bind(("127.0.0.1", 0))
         gcs.listen()
         _record(tmp_path, f"127.0.0.1:{gcs.getsockname()[1]}")
-        assert _recorded_address_if_alive(str(tmp_path)) is None
+        assert recorded_address_if_alive(str(tmp_path)) is None
 
 
 def test_a_record_nothing_answers_at_starts_a_local_ray_and_says_why(tmp_path, capsys):
     _record(tmp_path, f"127.0.0.1:{_closed_port()}")
-    assert _recorded_address_if_alive(str(tmp_path)) == "local"
+    assert recorded_address_if_alive(str(tmp_path)) == "local"
     note = capsys.readouterr().err
     assert "no Ray answers at 127.0.0.1:" in note and str(tmp_path / "ray_current_cluster") in note
     assert not (tmp_path / "ray_current_cluster").exists()  # as `ray stop` would have left it
 
 
+@pytest.mark.slow  # starts Ray
 def test_the_driver_starts_its_own_ray_beside_a_stale_record():
     # Ray's temp dir follows TMPDIR; a short one keeps its socket paths under the 107-byte limit
     with tempfile.TemporaryDirectory(dir="/tmp", prefix="r") as short:
         _record(Path(short) / "ray", f"127.0.0.1:{_closed_port()}")
         env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"} | {"TMPDIR": short}
-        probe = "from platform.search import _ray_init; import ray; print(_ray_init(None)['CPU']); ray.shutdown()"
+        probe = "from platform.common import ray_init; import ray; print(ray_init(None)['CPU']); ray.shutdown()"
         done = subprocess.run(
             [sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
         )
@@ -62,16 +65,16 @@ def test_a_resumed_search_lets_restored_trials_wait_for_workers(monkeypatch):
     Ray Train worker groups time to wait for the trials ahead instead of erroring after 60 s."""
     import ray
 
-    from platform import search
+    from platform import common
 
     seen = []
     monkeypatch.setattr(ray, "init", lambda **kwargs: seen.append(kwargs["runtime_env"]))
     monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2.0})
     monkeypatch.setenv("RAY_ADDRESS", "local")
-    search._ray_init(None, resume=True)
-    search._ray_init(None)
+    common.ray_init(None, resume=True)
+    common.ray_init(None)
     timeout = "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"
-    assert seen[0]["env_vars"][timeout] == search.RESUMED_START_TIMEOUT_S and timeout not in seen[1]["env_vars"]
+    assert seen[0]["env_vars"][timeout] == common.RESUMED_START_TIMEOUT_S and timeout not in seen[1]["env_vars"]
 
 
 def _search(*args: str):

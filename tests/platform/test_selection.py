@@ -7,9 +7,10 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
+from evaluators.plan import EvalBudget, EvalPlan
 from evaluators.scores import flatten
-from platform.report import baseline_row, format_table, rows_from_results, winner, write_leaderboard
-from trainers.config import EvalBudget, EvalPlan, Hyperparameters
+from platform.leaderboard import baseline_row, format_table, rows_from_results, winner, write_leaderboard
+from trainers.config import Hyperparameters
 
 PLAN = EvalPlan(
     objectives={"objective": {"a": 1.0, "b": 1.0}},
@@ -20,7 +21,7 @@ PLAN = EvalPlan(
     batch_size=8,
     threads=1,
 )
-RESOLVED = SimpleNamespace(plan=SimpleNamespace(evaluation=PLAN, eval_rounds=2), fixed=Hyperparameters())
+RESOLVED = SimpleNamespace(evaluation=PLAN, plan=SimpleNamespace(eval_rounds=2), fixed=Hyperparameters())
 
 
 def _scores(val: float, test: float) -> dict:

@@ -16,6 +16,8 @@ from platform import study
 from platform.spec import load_spec
 from tests.conftest import ROOT, spec_variant
 
+pytestmark = pytest.mark.slow  # starts Ray and runs searches
+
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):

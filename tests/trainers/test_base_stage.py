@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from core.data import prepare_corpus
 from tests.conftest import ROOT
-from trainers.base import base_digest, base_entry, ensure_base
+from trainers.base_stage import base_digest, base_entry, ensure_base
 from trainers.checkpoint import latest_step_dir
 from trainers.config import BaseSettings
-from trainers.data import prepare_corpus
 
 # 2 layers, hidden 32, a 500-word vocabulary: a real BERT, trained in seconds
 TINY = BaseSettings(
@@ -40,7 +40,7 @@ CHILD = """
 import json, sys
 from pathlib import Path
 import ray
-from trainers.base import ensure_base
+from trainers.base_stage import ensure_base
 from trainers.config import BaseSettings
 ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
          runtime_env={"env_vars": json.loads(sys.argv[4])})
@@ -105,6 +105,7 @@ def built(corpus, tmp_path_factory):
     return entry, left, cache, run_dir
 
 
+@pytest.mark.slow  # starts Ray
 def test_a_killed_stage_leaves_no_entry_and_the_next_attempt_resumes_and_trains_the_model(built, corpus, local_ray):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -144,11 +145,12 @@ def test_a_killed_stage_leaves_no_entry_and_the_next_attempt_resumes_and_trains_
     assert sorted(p.name for p in (run_dir / "tensorboard").glob("events.*")) == [p.name for p in events]
 
 
+@pytest.mark.slow  # needs the stage trained on Ray
 def test_the_base_loads_as_an_ordinary_hugging_face_model(built):
     import torch
     from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
 
-    from trainers.encoder import embed_texts, load_encoder
+    from core.encoder import embed_texts, load_encoder
 
     entry = built[0]
     if not entry.is_dir():
@@ -168,6 +170,7 @@ def test_the_base_loads_as_an_ordinary_hugging_face_model(built):
         assert torch.isfinite(auto(**text).last_hidden_state).all() and torch.isfinite(mlm(**text).logits).all()
 
 
+@pytest.mark.slow  # starts Ray
 def test_the_same_settings_reuse_the_cache_without_training(built, corpus, local_ray):
     entry, _, cache, _ = built
     if not entry.is_dir():
@@ -222,7 +225,7 @@ def test_the_masked_positions_only_loss_equals_the_models_own():
     import torch
     from transformers import BertConfig, BertForMaskedLM
 
-    from trainers.base.loop import MaskedLM
+    from trainers.base_stage.loop import MaskedLM
 
     torch.manual_seed(0)
     config = BertConfig(

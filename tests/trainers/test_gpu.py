@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+from core.encoder import tokenize
 from trainers.config import Hyperparameters
-from trainers.encoder import tokenize
 from trainers.loop import build_module
 from trainers.losses import mask_tokens
-from trainers.objective import training_loss
+from trainers.training_loss import training_loss
 
 pytestmark = [
     pytest.mark.gpu,
@@ -57,8 +57,8 @@ def test_an_evaluator_holding_a_gpu_embeds_on_it_and_scores_as_on_cpu(minilm_dir
     the CPU. Both score the same checkpoint alike (fp32 on both)."""
     import ray
 
-    from evaluators.pool import start_pool
-    from trainers.config import EvalBudget, EvalPlan
+    from evaluators.plan import EvalBudget, EvalPlan
+    from evaluators.pool import EvaluatorPool
 
     def plan(name: str) -> EvalPlan:
         return EvalPlan(
@@ -73,9 +73,9 @@ def test_an_evaluator_holding_a_gpu_embeds_on_it_and_scores_as_on_cpu(minilm_dir
 
     ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False)
     try:
-        (on_gpu,) = start_pool(plan("gpu-evaluator"), str(tmp_path / "gpu"), cpus_per_actor=1, gpus_per_actor=0.5)
+        (on_gpu,) = EvaluatorPool(plan("gpu-evaluator"), str(tmp_path / "gpu"), 1, gpus_per_actor=0.5).start().actors
         # Ray 2.60 leaves CUDA_VISIBLE_DEVICES alone for an actor holding no GPU: it sees the GPU too
-        (on_cpu,) = start_pool(plan("cpu-evaluator"), str(tmp_path / "cpu"), cpus_per_actor=1)
+        (on_cpu,) = EvaluatorPool(plan("cpu-evaluator"), str(tmp_path / "cpu"), cpus_per_actor=1).start().actors
         assert ray.get(on_gpu.__ray_call__.remote(lambda self: self.device)) == "cuda"
         assert ray.get(on_cpu.__ray_call__.remote(lambda self: self.device)) == "cpu"
         gpu_scores, cpu_scores = ray.get([a.score.remote(minilm_dir, "mean") for a in (on_gpu, on_cpu)])

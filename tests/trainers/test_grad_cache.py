@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
+from core.encoder import tokenize
 from trainers.config import Hyperparameters
-from trainers.encoder import tokenize
 from trainers.grad_cache import cached_step
 from trainers.loop import build_module
 from trainers.losses import mask_tokens
-from trainers.objective import training_loss
+from trainers.training_loss import training_loss
 
 TEXTS = [
     f"document number {i} talks about {topic}"

@@ -101,7 +101,7 @@ from trainers.losses import (  # noqa: E402
     nt_xent,
     simsiam_loss,
 )
-from trainers.objective import LossHeads, training_loss  # noqa: E402
+from trainers.training_loss import LossHeads, training_loss  # noqa: E402
 
 
 def test_nt_xent_matches_a_hand_computed_value():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from trainers.config import Hyperparameters
@@ -23,6 +24,7 @@ def test_peak_memory_is_measured_not_guessed():
     assert 8 < small < 64 and 100 < large < 200
 
 
+@pytest.mark.slow  # about 20 s
 def test_probe_on_a_real_encoder_is_linear_and_respects_the_budget(minilm_dir):
     module, tokenizer = build_module(minilm_dir, Hyperparameters(mlm_weight=0.1))
     cpu = torch.device("cpu")

@@ -21,6 +21,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from trainers.config import Hyperparameters
+from trainers.distributed import gather, world_size
+from trainers.losses import CONTRASTIVE_LOSSES, ContrastiveLoss
 from trainers.losses.precision import at_least_fp32
 
 
@@ -36,3 +39,13 @@ def info_nce(
     if symmetric:
         loss = (loss + F.cross_entropy(scores.T, labels)) / 2
     return loss
+
+
+@CONTRASTIVE_LOSSES.register("infonce")
+class InfoNCE(ContrastiveLoss):
+    """The SimCSE form over every rank's pairs (``temperature``, ``symmetric``)."""
+
+    def __call__(
+        self, hp: Hyperparameters, a: torch.Tensor, b: torch.Tensor, head_outputs: torch.Tensor | None
+    ) -> tuple[torch.Tensor, int]:
+        return info_nce(gather(a), gather(b), hp.temperature, hp.symmetric), world_size()

@@ -18,6 +18,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from trainers.config import Hyperparameters
+from trainers.distributed import gather, world_size
+from trainers.losses import CONTRASTIVE_LOSSES, ContrastiveLoss
 from trainers.losses.precision import at_least_fp32
 
 
@@ -38,3 +41,13 @@ def nt_xent(view_a: torch.Tensor, view_b: torch.Tensor, temperature: float) -> t
     z = F.normalize(at_least_fp32(torch.cat([view_a, view_b])), dim=-1)
     scores, positives = similarity_logits_2n(z @ z.T / temperature)
     return F.cross_entropy(scores, positives)
+
+
+@CONTRASTIVE_LOSSES.register("ntxent")
+class NTXent(ContrastiveLoss):
+    """SimCLR's loss over every rank's pairs (``temperature``)."""
+
+    def __call__(
+        self, hp: Hyperparameters, a: torch.Tensor, b: torch.Tensor, head_outputs: torch.Tensor | None
+    ) -> tuple[torch.Tensor, int]:
+        return nt_xent(gather(a), gather(b), hp.temperature), world_size()

@@ -21,6 +21,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from trainers.config import Hyperparameters
+from trainers.losses import CONTRASTIVE_LOSSES, ContrastiveLoss
 from trainers.losses.precision import at_least_fp32
 
 BOTTLENECK = 4  # SimSiam's predictor: 2048 -> 512 -> 2048
@@ -42,3 +44,20 @@ def negative_cosine(p: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
 
 def simsiam_loss(p_a: torch.Tensor, p_b: torch.Tensor, z_a: torch.Tensor, z_b: torch.Tensor) -> torch.Tensor:
     return negative_cosine(p_a, z_b) / 2 + negative_cosine(p_b, z_a) / 2
+
+
+@CONTRASTIVE_LOSSES.register("simsiam")
+class SimSiam(ContrastiveLoss):
+    """The predictor is the head; per-rank means, so nothing is gathered (DDP's average of them is
+    the global mean)."""
+
+    min_pairs_per_worker = 2  # the predictor's batch norm
+
+    def head(self, dim: int) -> nn.Module:
+        return SimSiamPredictor(dim)
+
+    def __call__(
+        self, hp: Hyperparameters, a: torch.Tensor, b: torch.Tensor, head_outputs: torch.Tensor | None
+    ) -> tuple[torch.Tensor, int]:
+        n = a.shape[0]
+        return simsiam_loss(head_outputs[:n], head_outputs[n:], a, b), 1

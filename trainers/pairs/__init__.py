@@ -1,10 +1,10 @@
-"""Positive-pair builders, one module per recipe, found by name through a small registry.
+"""Positive-pair recipes, one module per recipe, each a ``Recipe`` registered by name.
 
-A recipe module registers a factory that takes a ``PairContext`` (the trial's hyperparameters,
-the token budget, this worker's documents) and returns a builder: a function from one
-sentence-split document and a seeded ``random.Random`` to a positive pair of texts
-``(view_a, view_b)``, or ``None`` when the document cannot give one (the training loop drops and
-counts those). Adding a recipe is one module that registers itself, plus its import below.
+A recipe turns one sentence-split document and a seeded ``random.Random`` into a positive pair of
+texts ``(view_a, view_b)``, or ``None`` when the document cannot give one (the training loop
+drops and counts those). It reads its settings from the trial's ``Hyperparameters`` (the fields
+its docstring names) and may refuse a corpus it cannot train on before anything starts. Adding a
+recipe is one module here (docs/decisions.md, "Adding a recipe, a loss or a task").
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from core.data.corpus import CorpusStats
+from core.registry import Registry, import_plugins
 from trainers.config import Hyperparameters
 
 
@@ -29,27 +31,28 @@ class PairContext:
     documents: list[list[str]]  # this worker's shard (for corpus statistics: vocabulary, IDF)
 
 
-_REGISTRY: dict[str, Callable[[PairContext], PairBuilder]] = {}
+class Recipe:
+    """A positive-pair recipe. ``pairs`` builds the trial's pair builder (once per worker, so it
+    may precompute corpus statistics from ``context.documents``)."""
+
+    def pairs(self, context: PairContext) -> PairBuilder:
+        raise NotImplementedError
+
+    def corpus_problem(self, stats: CorpusStats) -> str | None:
+        """Why a prepared corpus cannot train this recipe (the driver refuses it with this
+        message before any trial starts), or None."""
+        return None
 
 
-def register(name: str) -> Callable:
-    def add(factory: Callable[[PairContext], PairBuilder]) -> Callable[[PairContext], PairBuilder]:
-        _REGISTRY[name] = factory
-        return factory
-
-    return add
+RECIPES: Registry[type[Recipe]] = Registry("recipe")
 
 
 def recipes() -> list[str]:
-    return sorted(_REGISTRY)
+    return RECIPES.names()
 
 
 def build_pairs(context: PairContext) -> PairBuilder:
-    recipe = context.hp.recipe
-    if recipe not in _REGISTRY:
-        raise KeyError(f"unknown recipe {recipe!r}; known: {', '.join(recipes())}")
-    return _REGISTRY[recipe](context)
+    return RECIPES[context.hp.recipe]().pairs(context)
 
 
-# Recipe modules register themselves on import.
-from trainers.pairs import deca, docsplit, laser, simcse  # noqa: E402,F401
+import_plugins(__name__, __path__)

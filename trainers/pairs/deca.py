@@ -31,7 +31,7 @@ from trainers.augment.word_level import (
     tfidf_uda,
 )
 from trainers.config import Hyperparameters
-from trainers.pairs import PairContext, register
+from trainers.pairs import RECIPES, PairBuilder, PairContext, Recipe
 
 
 def corpus_counts(documents: list[list[str]]) -> Counter:
@@ -85,17 +85,21 @@ def back_translation_pairs(context: PairContext):
     return build
 
 
-@register("deca")
-def deca_pairs(context: PairContext):
-    hp = context.hp
-    if hp.augmentation == "back_translation":
-        return back_translation_pairs(context)
-    augment = make_augmenter(hp, context.documents)
+@RECIPES.register("deca")
+class DECA(Recipe):
+    """Reads ``augmentation``, ``aug_p``, ``synonym_rule``, ``dictionary_constraint`` and, for
+    back-translation, ``translation_models``."""
 
-    def build(sentences: list[str], rng: random.Random) -> tuple[str, str] | None:
-        tokens = " ".join(sentences).split()[: context.max_length]  # words past the token budget are cut anyway
-        if not tokens:
-            return None
-        return " ".join(tokens), " ".join(augment(tokens, rng))
+    def pairs(self, context: PairContext) -> PairBuilder:
+        hp = context.hp
+        if hp.augmentation == "back_translation":
+            return back_translation_pairs(context)
+        augment = make_augmenter(hp, context.documents)
 
-    return build
+        def build(sentences: list[str], rng: random.Random) -> tuple[str, str] | None:
+            tokens = " ".join(sentences).split()[: context.max_length]  # words past the token budget are cut anyway
+            if not tokens:
+                return None
+            return " ".join(tokens), " ".join(augment(tokens, rng))
+
+        return build

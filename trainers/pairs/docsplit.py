@@ -26,7 +26,8 @@ import math
 import random
 from functools import lru_cache
 
-from trainers.pairs import PairContext, register
+from core.data.corpus import CorpusStats
+from trainers.pairs import RECIPES, PairBuilder, PairContext, Recipe
 from trainers.pairs.laser import draw_m, elongate
 
 
@@ -74,18 +75,29 @@ def split_views(sentences: list[str], p: float, rng: random.Random) -> tuple[lis
     return [" ".join(words[:cut])], [" ".join(words[cut:])]
 
 
-@register("docsplit")
-def docsplit_pairs(context: PairContext):
-    hp = context.hp
-    low, high = hp.elongation_range
+@RECIPES.register("docsplit")
+class DocSplit(Recipe):
+    """Reads ``split_probability`` and, with ``elongate``, ``elongation_min`` and ``elongation_max``."""
 
-    def build(sentences: list[str], rng: random.Random) -> tuple[str, str] | None:
-        views = split_views(sentences, hp.split_probability, rng)
-        if views is None:
-            return None
-        view_a, view_b = " ".join(views[0]), " ".join(views[1])
-        if hp.elongate:
-            view_a = elongate(view_a, draw_m(low, high, context.count_tokens(view_a), context.max_length, rng))
-        return view_a, view_b
+    def corpus_problem(self, stats: CorpusStats) -> str | None:
+        if stats.single_sentence_documents == stats.documents:
+            return (
+                f"all {stats.documents} documents are a single sentence, and docsplit splits a document's "
+                "sentences into two views; use documents of several sentences, or another recipe"
+            )
+        return None
 
-    return build
+    def pairs(self, context: PairContext) -> PairBuilder:
+        hp = context.hp
+        low, high = hp.elongation_range
+
+        def build(sentences: list[str], rng: random.Random) -> tuple[str, str] | None:
+            views = split_views(sentences, hp.split_probability, rng)
+            if views is None:
+                return None
+            view_a, view_b = " ".join(views[0]), " ".join(views[1])
+            if hp.elongate:
+                view_a = elongate(view_a, draw_m(low, high, context.count_tokens(view_a), context.max_length, rng))
+            return view_a, view_b
+
+        return build

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import random
 
-from trainers.pairs import PairContext, register
+from trainers.pairs import RECIPES, PairBuilder, PairContext, Recipe
 
 SPECIAL_TOKENS = 2  # [CLS] and [SEP] share the token budget
 
@@ -39,21 +39,24 @@ def draw_m(low: int, high: int, tokens: int, max_length: int, rng: random.Random
     return rng.randint(min(low, cap), min(high, cap))
 
 
-@register("laser")
-def laser_pairs(context: PairContext):
-    hp = context.hp
-    low, high = hp.elongation_range
+@RECIPES.register("laser")
+class LaSER(Recipe):
+    """Reads ``laser_mode``, ``anchor``, ``elongation_min`` and ``elongation_max``."""
 
-    def build(sentences: list[str], rng: random.Random) -> tuple[str, str] | None:
-        sentences = [s for s in sentences if s.strip()]
-        if not sentences:
-            return None
-        index = 0 if hp.anchor == "first" else rng.randrange(len(sentences))
-        anchor = sentences[index]
-        m = draw_m(low, high, context.count_tokens(anchor), context.max_length, rng)
-        rest = sentences[:index] + sentences[index + 1 :]
-        if hp.laser_mode == "intra" and rest:
-            return elongate(anchor, m), " ".join(rest)
-        return anchor, elongate(anchor, m)
+    def pairs(self, context: PairContext) -> PairBuilder:
+        hp = context.hp
+        low, high = hp.elongation_range
 
-    return build
+        def build(sentences: list[str], rng: random.Random) -> tuple[str, str] | None:
+            sentences = [s for s in sentences if s.strip()]
+            if not sentences:
+                return None
+            index = 0 if hp.anchor == "first" else rng.randrange(len(sentences))
+            anchor = sentences[index]
+            m = draw_m(low, high, context.count_tokens(anchor), context.max_length, rng)
+            rest = sentences[:index] + sentences[index + 1 :]
+            if hp.laser_mode == "intra" and rest:
+                return elongate(anchor, m), " ".join(rest)
+            return anchor, elongate(anchor, m)
+
+        return build

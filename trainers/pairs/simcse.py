@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import random
 
-from trainers.pairs import PairContext, register
+from trainers.pairs import RECIPES, PairBuilder, PairContext, Recipe
 
 
-@register("simcse")
-def simcse_pairs(context: PairContext):
-    def build(sentences: list[str], rng: random.Random) -> tuple[str, str] | None:
-        text = " ".join(sentences)
-        return (text, text) if text.strip() else None
+@RECIPES.register("simcse")
+class SimCSE(Recipe):
+    """Reads no hyperparameter of its own."""
 
-    return build
+    def pairs(self, context: PairContext) -> PairBuilder:
+        return _same_text
+
+
+def _same_text(sentences: list[str], rng: random.Random) -> tuple[str, str] | None:
+    text = " ".join(sentences)
+    return (text, text) if text.strip() else None

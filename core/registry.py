@@ -1,0 +1,55 @@
+"""The one way doctune finds its plug-ins (recipes, contrastive losses, evaluation tasks) by name.
+
+A plug-in is a class in a module of its kind's package that registers itself::
+
+    @RECIPES.register("docsplit")
+    class DocSplit(Recipe): ...
+
+and the package imports every module beside its ``__init__`` (``import_plugins``), so adding one
+is adding its file. ``RECIPES["docsplit"]`` finds it; an unknown name raises ``KeyError`` listing
+the known ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    def __init__(self, kind: str) -> None:
+        self.kind = kind  # for messages: "recipe", "contrastive loss", "task"
+        self._entries: dict[str, T] = {}
+
+    def register(self, name: str) -> Callable[[T], T]:
+        def add(entry: T) -> T:
+            if name in self._entries:
+                raise ValueError(f"{self.kind} {name!r} is registered twice: {self._entries[name]} and {entry}")
+            self._entries[name] = entry
+            return entry
+
+        return add
+
+    def __getitem__(self, name: str) -> T:
+        if name not in self._entries:
+            raise KeyError(f"unknown {self.kind} {name!r}; known: {', '.join(self.names())}")
+        return self._entries[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def names(self) -> list[str]:
+        return sorted(self._entries)
+
+
+def import_plugins(package: str, path: list[str]) -> None:
+    """Import every module of ``package`` (its ``__path__``), so each registers its plug-ins."""
+    for module in pkgutil.iter_modules(path):
+        importlib.import_module(f"{package}.{module.name}")

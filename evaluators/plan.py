@@ -1,0 +1,81 @@
+"""What an evaluation runs: the tasks and how their scores combine into the search's objectives
+(``EvalPlan``), and how much of each task's data it uses (``EvalBudget``). Built by the driver from
+the spec's ``evaluation`` and ``search.objective``; read by the pool, the tasks and the reports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from core.fields import constraint
+
+ProbeHead = Literal["logistic", "mlp"]
+
+
+@dataclass(frozen=True)
+class EvalBudget:
+    """How much of each task's data an evaluation uses (the smoke and local profiles shrink it), and
+    the probe tasks' classifier."""
+
+    max_documents: int | None = field(
+        default=None,
+        metadata=constraint("retrieval corpus size (every judged document of a kept query stays)", 1),
+    )
+    max_queries: int | None = field(default=None, metadata=constraint("retrieval queries (the first, by id)", 1))
+    max_test: int | None = field(default=None, metadata=constraint("probe test examples (stratified subsample)", 1))
+    fewshot_k: int = field(default=8, metadata=constraint("probe training examples per class", 1))
+    repeats: int = field(default=5, metadata=constraint("few-shot draws, each with its own seed", 1))
+    max_train: int | None = field(
+        default=None, metadata=constraint("full-probe training examples (stratified subsample)", 1)
+    )
+    probe_head: ProbeHead = field(
+        default="logistic",
+        metadata=constraint("probe classifier on frozen embeddings: logistic (linear) or mlp (one hidden layer)"),
+    )
+
+
+@dataclass(frozen=True)
+class EvalPlan:
+    """Which tasks score a checkpoint, how they combine, and where the evaluator actors live."""
+
+    # objective name -> (task name -> weight); each objective is the weighted mean of its tasks'
+    # main scores. A single-objective search has one, named "objective"; the first one ranks.
+    objectives: dict[str, dict[str, float]]
+    actor_names: tuple[str, ...]
+    namespace: str
+    budget: EvalBudget
+    max_length: int
+    batch_size: int
+    threads: int
+    report_tasks: tuple[str, ...] = ()
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        """Every task some objective uses, in spec order."""
+        return tuple(dict.fromkeys(task for weights in self.objectives.values() for task in weights))
+
+    @property
+    def multi_objective(self) -> bool:
+        return len(self.objectives) > 1
+
+    def objective_values(self, main_scores: dict[str, float]) -> dict[str, float]:
+        return {
+            name: sum(w * main_scores[task] for task, w in weights.items()) / sum(weights.values())
+            for name, weights in self.objectives.items()
+        }
+
+    def objective_of(self, main_scores: dict[str, float]) -> float:
+        """The first (ranking) objective."""
+        return next(iter(self.objective_values(main_scores).values()))
+
+    @property
+    def objective_metrics(self) -> tuple[str, ...]:
+        """The reported metric of each objective: ``objective`` for the only one, else ``objective/<name>``."""
+        if not self.multi_objective:
+            return ("objective",)
+        return tuple(f"objective/{name}" for name in self.objectives)
+
+    def reported_objectives(self, main_scores: dict[str, float]) -> dict[str, float]:
+        """``objective`` (the first) and, for several, each as ``objective/<name>``: what a trial reports."""
+        values = self.objective_values(main_scores)
+        return {"objective": next(iter(values.values())), **dict(zip(self.objective_metrics, values.values()))}

@@ -1,0 +1,184 @@
+"""What every command shares: exit codes, the run directory's checks, Ray's start-up and the
+search's inputs (the base encoder and the prepared corpus), so ``search``, ``study``, ``report``
+and ``export`` behave alike.
+
+Exit codes: 0 success, 2 bad input (one message naming what is wrong and how to fix it; nothing
+started), 1 any other failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
+STUDY_FILE = "optuna.journal"  # the search's Optuna study (``optuna-dashboard RUN_DIR/optuna.journal``)
+
+
+class UsageError(ValueError):
+    """Bad command-line input (run directory, flags)."""
+
+
+def check_run_dir(run_dir: Path, resume: bool) -> None:
+    if run_dir.exists() and not resume:
+        raise UsageError(
+            f"run directory {run_dir} already exists: pass --resume to continue that search, "
+            "or --run-dir to start a new one elsewhere"
+        )
+    if resume and not (run_dir / "search.json").exists():
+        raise UsageError(f"--resume: {run_dir} holds no search to resume (no search.json); drop --resume")
+    probe_dir = run_dir if run_dir.exists() else next(p for p in run_dir.resolve().parents if p.exists())
+    try:  # a real write: permission bits alone say nothing for root, read-only mounts or /proc
+        with tempfile.TemporaryFile(dir=probe_dir):
+            pass
+    except OSError as err:
+        raise UsageError(
+            f"run directory {run_dir}: cannot write in {probe_dir} ({err.strerror}); choose another --run-dir"
+        ) from None
+    free = shutil.disk_usage(probe_dir).free
+    if free < 1 << 30:
+        raise UsageError(
+            f"run directory {run_dir}: only {free >> 20} MiB free on its disk; checkpoints need "
+            "at least 1 GiB; free space or choose another --run-dir"
+        )
+
+
+def write_atomic(path: Path, text: str) -> None:
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False) as handle:
+        handle.write(text)
+    os.replace(handle.name, path)
+
+
+def recorded_address_if_alive(temp_dir: str | None = None) -> str | None:
+    """``"local"`` when the Ray this node last started (``ray start`` records its address in
+    ``<ray temp dir>/ray_current_cluster``) no longer answers, else None (Ray's own lookup, which
+    joins that cluster). ``ray stop`` deletes the record; a Ray killed any other way (a reboot, an
+    OOM kill, a killed session) leaves it, and ``ray.init()`` would then wait on a GCS that is gone
+    instead of starting its own. The stale record is removed, as ``ray stop`` would have: Ray's
+    own processes read it too (Ray Train's placement-group cleaner waits 12 s per trial on it)."""
+    from ray._private.utils import get_ray_address_file, read_ray_address
+
+    recorded = read_ray_address(temp_dir)
+    if not recorded:
+        return None
+    host, _, port = recorded.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=2):
+            return None
+    except (OSError, ValueError):
+        record = Path(get_ray_address_file(temp_dir))
+        record.unlink(missing_ok=True)
+        print(
+            f"doctune: note: no Ray answers at {recorded}, the address {record} recorded (a Ray stopped "
+            "without `ray stop`); removed the record and starting a local Ray",
+            file=sys.stderr,
+        )
+        return "local"
+
+
+RESUMED_START_TIMEOUT_S = "1800"
+
+
+def ray_init(address: str | None, resume: bool = False) -> dict[str, float]:
+    import ray
+
+    os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.5")  # default 2 s caps short trials
+    env_vars = {
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": os.environ["RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"],
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+    if resume:
+        # Tune restarts every unfinished trial of a restored experiment at once, past the concurrency
+        # limit; where the cluster fits fewer, the rest wait for workers. Their wait would end after
+        # Ray Train's 60 s start-up timeout (four tries) and error the trial; the resources were
+        # checked feasible when the search started, so they wait for the trials ahead instead
+        env_vars["RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"] = RESUMED_START_TIMEOUT_S
+    for name, value in os.environ.items():  # DOCTUNE_CACHE, and the tests' fault injection
+        if name in ("HF_HUB_OFFLINE", "HF_HOME") or name.startswith("DOCTUNE_"):
+            env_vars[name] = value
+    address = address or os.environ.get("RAY_ADDRESS")
+    runtime_env: dict = {"env_vars": env_vars}
+    if "RAY_JOB_CONFIG_JSON_ENV_VAR" in os.environ:
+        # inside `ray job submit --working-dir .`: the job's working directory reaches every node,
+        # and these env_vars join the job's runtime env (Ray refuses a driver's that repeats a field)
+        env_vars.pop("PYTHONPATH")
+        os.environ["RAY_OVERRIDE_JOB_RUNTIME_ENV"] = "1"
+    elif not address:
+        address = recorded_address_if_alive()
+    elif address not in ("local", "auto"):  # "local" starts a Ray here, "auto" joins this node's
+        # a remote cluster from a laptop: ship the project (not the venv or runs) to every node
+        env_vars.pop("PYTHONPATH")
+        runtime_env["working_dir"] = str(ROOT)
+        runtime_env["excludes"] = [".venv", "runs", ".git", "bench/out"]
+    ray.init(address=address, runtime_env=runtime_env, logging_level="WARNING", log_to_driver=True)
+    return {k: float(v) for k, v in ray.cluster_resources().items()}
+
+
+def starts_its_own_ray(address: str | None) -> bool:
+    """Whether ``ray_init`` will start a Ray on this machine rather than join one."""
+    from ray._private.utils import read_ray_address
+
+    address = address or os.environ.get("RAY_ADDRESS")
+    if "RAY_JOB_CONFIG_JSON_ENV_VAR" in os.environ:
+        return False
+    return address == "local" or (address is None and not read_ray_address())
+
+
+def prepare_inputs(spec, build_base_in: Path | None = None):
+    """The base model directory (converted to a Longformer if the spec asks), the prepared corpus,
+    and the base model directory before any conversion.
+
+    With ``base:`` the base model is the vanilla base trained for this corpus and these settings:
+    trained (or taken from the cache) when ``build_base_in`` names the run directory, which needs
+    Ray and receives the stage's TensorBoard events; otherwise only its cache directory is named.
+    """
+    from core.data import cache_dir, prepare_corpus
+    from core.encoder import resolve_model
+    from core.longformer import cached_longformer
+    from trainers.base_stage import base_entry, ensure_base
+
+    model_dir = resolve_model(spec.base_model) if spec.base is None else None
+    corpus = prepare_corpus(spec.corpus.source, spec.corpus.max_documents)
+    check_corpus_suits_recipes(spec, corpus[1])
+    if spec.base is not None and build_base_in is None:
+        model_dir = str(base_entry(spec.base, corpus[0]))
+    elif spec.base is not None:
+        train = spec.train
+        built = ensure_base(
+            spec.base,
+            corpus[0],
+            spec.corpus.source,
+            workers=train.workers,
+            cpus_per_worker=train.cpus_per_worker,
+            gpus_per_worker=train.gpus_per_worker,
+            bf16=train.bf16,
+            max_worker_failures=train.max_worker_failures,
+            logs_to=build_base_in / "base",
+        )
+        model_dir = str(built.path)
+    source_model = model_dir
+    longformer = spec.backbone.longformer
+    if longformer is not None and Path(model_dir).is_dir():  # a base not trained yet is converted once it is
+        model_dir = str(cached_longformer(model_dir, longformer.max_length, longformer.attention_window, cache_dir()))
+        print(
+            f"doctune: Longformer backbone from {spec.base_model} ({longformer.max_length} positions, "
+            f"window {longformer.attention_window}): {model_dir}"
+        )
+    return model_dir, corpus, source_model
+
+
+def check_corpus_suits_recipes(spec, stats) -> None:
+    """Each recipe the search may train refuses a corpus it cannot train on (``Recipe.corpus_problem``)."""
+    from core.data import DataUnavailable
+    from trainers.pairs import RECIPES
+
+    searched = spec.search.space.get("recipe")
+    for recipe in searched.values if searched else (spec.recipe,):
+        if problem := RECIPES[recipe]().corpus_problem(stats):
+            raise DataUnavailable(f"corpus {spec.corpus.source!r}: {problem}")

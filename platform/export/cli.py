@@ -1,0 +1,107 @@
+"""``python -m platform.export RUN_DIR [--trial ID] --to DIR``
+
+Exports one trial of a finished search: its encoder as an ordinary transformers model directory
+that sentence-transformers also loads with the trial's pooling and L2 normalisation, plus
+``doctune.json`` (what it is) and ``README.md`` (a model card). Exit codes: 0 success, 2 bad input
+(one message naming what is wrong and how to fix it; nothing written), 1 any other failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from platform.common import EXIT_BAD_INPUT, EXIT_OK
+from platform.export import export_trial
+from platform.export.record import ExportError, SearchRecord
+from platform.leaderboard import Row, is_baseline, winner
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m platform.export", description=__doc__.split("\n\n")[1])
+    parser.add_argument("run_dir", type=Path, help="a finished search's run directory (runs/<spec name> by default)")
+    parser.add_argument("--trial", help="trial id from the leaderboard; default: the best trial")
+    parser.add_argument("--to", type=Path, required=True, help="directory to write (new, or empty)")
+    return parser.parse_args(argv)
+
+
+def check_inputs(run_dir: Path, trial: str | None, to: Path) -> tuple[Row, SearchRecord, Path, Path]:
+    """(row, search, checkpoint, target) for an export, or ExportError saying what is wrong."""
+    if not run_dir.is_dir():
+        raise ExportError(
+            f"run directory {run_dir} does not exist; name the directory a search wrote (runs/<spec name>)"
+        )
+    if not (run_dir / "search.json").exists():
+        raise ExportError(f"{run_dir} holds no search.json: not a doctune run directory")
+    try:
+        search = SearchRecord.read(run_dir)
+    except (KeyError, TypeError, ValueError) as err:
+        raise ExportError(
+            f"{run_dir}/search.json is not one this doctune wrote ({type(err).__name__}: {err})"
+        ) from None
+    if not (run_dir / "leaderboard.json").exists():
+        raise ExportError(
+            f"{run_dir} holds no leaderboard.json: its search has not finished; finish it with "
+            f"{search.command} --run-dir {shlex.quote(str(run_dir))} --resume"
+        )
+    try:
+        rows = [Row(**record) for record in json.loads((run_dir / "leaderboard.json").read_text())]
+    except (TypeError, ValueError) as err:
+        raise ExportError(f"{run_dir}/leaderboard.json is not one this doctune wrote ({err})") from None
+    trials = [r.trial for r in rows if not is_baseline(r)]
+    if trial is None:
+        row = winner(rows)
+        if row is None:
+            raise ExportError(f"no trial in {run_dir}/leaderboard.json has a score; there is nothing to export")
+    else:
+        row = next((r for r in rows if r.trial == trial), None)
+        if row is None:
+            raise ExportError(f"no trial {trial!r} in {run_dir}/leaderboard.json; known: {', '.join(trials)}")
+        if is_baseline(row):
+            raise ExportError(
+                f"{row.trial!r} is the untouched base model ({row.checkpoint}), not a trial; choose one of: "
+                f"{', '.join(trials)}"
+            )
+        if row.checkpoint is None:
+            raise ExportError(f"trial {trial!r} has no checkpoint ({row.status}); choose another: {', '.join(trials)}")
+    checkpoint = _locate_checkpoint(row, run_dir)
+    target = to.resolve()
+    if target.is_file() or (target.is_dir() and any(target.iterdir())):
+        raise ExportError(f"--to {to} exists and is not an empty directory; name a new directory, or empty that one")
+    parent = next(p for p in [target, *target.parents] if p.exists())
+    if not os.access(parent, os.W_OK):
+        raise ExportError(f"--to {to}: {parent} is not writable; name a directory elsewhere")
+    return row, search, checkpoint, target
+
+
+def _locate_checkpoint(row: Row, run_dir: Path) -> Path:
+    """The row's checkpoint, or the same checkpoint inside ``run_dir`` when the run directory was moved
+    or copied (the leaderboard records absolute paths)."""
+    recorded = Path(row.checkpoint)
+    candidates = [recorded, run_dir / "trials" / row.trial / "checkpoints" / recorded.name]
+    # a round whose weights train.keep_checkpoints released keeps only its record and scores
+    found = next((c for c in candidates if (c / "doctune.json").is_file() and (c / "config.json").is_file()), None)
+    if found is None:
+        raise ExportError(
+            f"trial {row.trial!r}: its checkpoint {recorded} no longer exists (nor in {candidates[1].parent}); "
+            "export another trial with --trial, or restore the run directory's trials/"
+        )
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        row, search, checkpoint, target = check_inputs(args.run_dir, args.trial, args.to)
+        exported = export_trial(row, search, target, checkpoint)  # refuses a foreign DIR.partial first
+    except ExportError as err:
+        print(f"doctune: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(f"doctune: trial {row.trial} (objective {row.objective:.4f}) exported to {exported.path}")
+    if exported.sentence_transformers_gap:
+        print(f"doctune: no sentence-transformers files: {exported.sentence_transformers_gap}")
+    return EXIT_OK

@@ -1,0 +1,157 @@
+"""The model card (``README.md``) of an exported encoder: what it is, how it scored, how to run
+its search again, and how to use it (snippets the tests run)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from evaluators.noise import Gain
+from evaluators.scores import part
+from platform.export.record import SearchRecord
+from platform.export.st_files import POOLINGS
+from platform.leaderboard import Row, score_with_error
+
+# The texts the model card's usage snippets embed (the tests run the snippets on them).
+USAGE_TEXTS = ["A first document.", "A second, longer document about something else."]
+
+
+def _main_metric(task: str, scores: dict[str, float]) -> str:
+    """The name of a task's main score: the task registry's, else the metric reported with the same value."""
+    from evaluators.tasks import TASKS
+
+    if task in TASKS:
+        return TASKS[task].metadata.main_score
+    return next((k for k, v in scores.items() if k != "main" and v == scores.get("main")), "main")
+
+
+def _value(value: object) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def model_card(row: Row, record: dict, search: SearchRecord, model_type: str, path: Path, gap: str | None) -> str:
+    """README.md of an exported encoder: what it is, how it scored, how to run its search again, how to use it."""
+    pooling = record["pooling"]
+    weights = {task: w for tasks in search.objectives.values() for task, w in tasks.items()}
+    objective_lines = [
+        f"{'Objective' if name == 'objective' else f'Objective `{name}`'} on the validation parts: "
+        f"({' + '.join(f'{w:g} × {task}' for task, w in tasks.items())}) / {sum(tasks.values()):g} = "
+        f"{row.objectives.get(name, row.objective):.4f}"
+        for name, tasks in search.objectives.items()
+    ]
+    if row.test_objective is not None:
+        objective_lines.append(f"The same on the test parts (the first objective): {row.test_objective:.4f}")
+    objective_lines += [
+        f"Test objective over `{against}`: {Gain.from_record(g).describe()}" for against, g in row.gains.items()
+    ]
+    if row.confirmation:
+        stats = row.confirmation["test_objective"]
+        spread = f" ± {stats['std']:.4f} (mean ± sample std)" if stats["std"] is not None else ""
+        objective_lines.append(
+            f"Over {stats['n']} training seeds this configuration's test objective is {stats['mean']:.4f}{spread}"
+        )
+    score_rows = []
+    for task in row.scores:
+        test, val = part(row.scores, task, "test"), part(row.scores, task, "val")
+        if "main" in test:
+            score_rows.append(
+                f"| {task} | {_main_metric(task, test)} | {score_with_error(test)} | {_value(val.get('main', '–'))} "
+                f"| {weights.get(task, 'report only')} |"
+            )
+    hp_rows = [
+        f"| {name} | {_value(value)} | {'yes' if name in search.searched else ''} |"
+        for name, value in sorted(record["hyperparameters"].items())
+    ]
+    lines = [
+        f"# {search.name}: trial {row.trial}",
+        "",
+        f"A document encoder from a doctune search: `{search.base_model}` further pretrained with the "
+        f"`{record['recipe']}` recipe on the `{search.corpus}` corpus. Trial `{row.trial}` of the search "
+        f"`{search.name}` (spec `{search.spec}`, profile `{search.profile}`), checkpoint of step {record['step']}; "
+        f"trial status: {row.status}.",
+        "",
+        f"Embeddings: {pooling} pooling of the last hidden states, L2-normalised; texts truncated to "
+        f"{search.max_length} tokens, the length the scores below were measured at (tasks whose texts run "
+        "longer, such as the probes, average the embeddings of consecutive windows instead: `python -m "
+        "evaluators --list` shows each task's choice).",
+        "",
+        "## Scores",
+        "",
+        *(f"{line}." for line in objective_lines),
+        "",
+        "Each objective is the weighted mean of its tasks' main scores"
+        + (" (several: the first ranks the leaderboard)." if len(search.objectives) > 1 else ".")
+        + " The checkpoint was chosen on the tasks' validation parts; the test parts steered nothing. Gains over "
+        "the baselines are paired bootstraps over the same test items (95% intervals).",
+        "",
+        "| task | main score | test (± standard error) | validation | weight in objective |",
+        "|---|---|---|---|---|",
+        *score_rows,
+        "",
+        "## Hyperparameters",
+        "",
+        f"Recipe `{record['recipe']}`, base model `{search.base_model}`, corpus `{search.corpus}`.",
+        "",
+        "| name | value | searched |",
+        "|---|---|---|",
+        *hp_rows,
+        "",
+        "## Reproduce",
+        "",
+        "From a doctune checkout, this runs the search again (in `runs/<spec name>`, or where `--run-dir` says):",
+        "",
+        "```bash",
+        search.command,
+        "```",
+        "",
+        "## Use",
+        "",
+        *_usage(pooling, model_type, path, search.max_length, gap),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _usage(pooling: str, model_type: str, path: Path, max_length: int, gap: str | None) -> list[str]:
+    if gap is None:
+        sentence_transformers = [
+            "With sentence-transformers:",
+            "",
+            "```python",
+            "from sentence_transformers import SentenceTransformer",
+            "",
+            f"model = SentenceTransformer({json.dumps(str(path))})",
+            f"embeddings = model.encode({json.dumps(USAGE_TEXTS)})",
+            "```",
+        ]
+    else:
+        sentence_transformers = [f"No sentence-transformers files: {gap}. Use transformers as below."]
+    global_attention = (  # [CLS] attends globally, as core.encoder.encode has it
+        [
+            'batch["global_attention_mask"] = torch.zeros_like(batch["input_ids"])',
+            'batch["global_attention_mask"][:, 0] = 1',
+        ]
+        if model_type == "longformer"
+        else []
+    )
+    if pooling in POOLINGS:
+        pooled, imports = POOLINGS[pooling].torch_expression, []
+    else:  # doctune's own pooling function
+        pooled, imports = f'pool(hidden, mask[..., 0], "{pooling}")', ["from core.encoder import pool"]
+    transformers = [
+        "With transformers:",
+        "",
+        "```python",
+        "import torch",
+        "from transformers import AutoModel, AutoTokenizer",
+        *imports,
+        "",
+        f"path, texts = {json.dumps(str(path))}, {json.dumps(USAGE_TEXTS)}",
+        "tokenizer, model = AutoTokenizer.from_pretrained(path), AutoModel.from_pretrained(path).eval()",
+        f'batch = tokenizer(texts, padding=True, truncation=True, max_length={max_length}, return_tensors="pt")',
+        *global_attention,
+        "with torch.no_grad():",
+        '    hidden, mask = model(**batch).last_hidden_state, batch["attention_mask"].unsqueeze(-1)',
+        f"embeddings = torch.nn.functional.normalize({pooled}, dim=-1)",
+        "```",
+    ]
+    return [*sentence_transformers, "", *transformers]

@@ -1,0 +1,218 @@
+"""The end of a search: the leaderboard (terminal, CSV, JSON) and its winner.
+
+Exporting the winner to ``best/`` (and any trial elsewhere) is ``platform.export``; the plots and
+``report.html`` are ``platform.report``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from evaluators.scores import main_scores, part, unflatten
+from trainers.checkpoint import SCORES_FILE, step_dirs
+
+BASELINE_ID = "baseline"  # the base encoder as the spec names it
+CONVERTED_BASELINE_ID = "baseline-converted"  # the same after the backbone conversion, untrained
+
+
+@dataclass
+class Row:
+    """One leaderboard row. ``objective`` (and ``objectives``) are the validation objective that
+    chose this row's checkpoint and ranks it; ``test_objective`` and each task's ``test`` scores
+    are what the row reports (``evaluators.scores``)."""
+
+    trial: str
+    status: str
+    objective: float | None
+    step: int | None
+    checkpoint: str | None
+    hyperparameters: dict
+    scores: dict[str, dict] = field(default_factory=dict)
+    # each named objective's value (a single-objective search has one, equal to ``objective``)
+    objectives: dict[str, float] = field(default_factory=dict)
+    pareto: bool = False  # on the Pareto front of the trials (multi-objective searches)
+    test_objective: float | None = None
+    # the winner's test-objective gain over each baseline row, with its paired-bootstrap interval
+    gains: dict[str, dict] = field(default_factory=dict)
+    # the winner's configuration trained with more seeds (search.confirm_seeds): test objective mean ± std
+    confirmation: dict = field(default_factory=dict)
+
+    def test_score(self, task: str) -> float | None:
+        return part(self.scores, task, "test").get("main")
+
+    def flat(self, tasks: list[str]) -> dict:
+        out = {
+            "trial": self.trial,
+            "status": self.status,
+            "objective": self.objective,
+            "test_objective": self.test_objective,
+            "step": self.step,
+            "checkpoint": self.checkpoint,
+        }
+        if len(self.objectives) > 1:
+            out |= {f"objective.{name}": value for name, value in self.objectives.items()}
+            out["pareto"] = self.pareto
+        out |= {f"hp.{k}": v for k, v in sorted(self.hyperparameters.items())}
+        for task in tasks:
+            out[task] = self.test_score(task)
+            out[f"{task}.se"] = part(self.scores, task, "test").get("main_se")
+            out[f"{task}.val"] = part(self.scores, task, "val").get("main")
+        return out
+
+
+def rows_from_results(results, resolved) -> list[Row]:
+    """One row per trial: its best evaluation round, or its error."""
+    rows = []
+    fixed = asdict(resolved.fixed)
+    for result in results:
+        trial_id = Path(result.path).name if result.path else "?"
+        frame = result.metrics_dataframe
+        if frame is not None and "trial_id" in frame.columns and len(frame):
+            trial_id = str(frame["trial_id"].iloc[-1])
+        hp = {**fixed, **{k: v for k, v in (result.config or {}).items() if k in fixed}}
+        if frame is None or "objective" not in frame.columns or frame["objective"].dropna().empty:
+            reason = str(result.error).strip().splitlines()[-1][:300] if result.error else "no evaluation reported"
+            rows.append(Row(trial_id, f"error: {reason}", None, None, None, hp))
+            continue
+        evaluation = resolved.evaluation
+        # several objectives: the last round, the one NSGA-II was told; one: the best round. Both
+        # read the validation objective: a trial's test scores never choose its checkpoint
+        chosen = frame["eval_round"].idxmax() if evaluation.multi_objective else frame["objective"].idxmax()
+        best = frame.loc[chosen].to_dict()
+        rounds = int(frame["eval_round"].max())
+        if result.error:
+            status = f"error after round {rounds}: {str(result.error).strip().splitlines()[-1][:200]}"
+        elif rounds < resolved.plan.eval_rounds:
+            status = f"stopped early (round {rounds}/{resolved.plan.eval_rounds})"
+        else:
+            status = "completed"
+        rows.append(
+            Row(
+                trial_id,
+                status,
+                float(best["objective"]),
+                int(best["step"]),
+                best.get("checkpoint"),
+                hp,
+                unflatten(best, evaluation.tasks),
+                {n: float(best[m]) for n, m in zip(evaluation.objectives, evaluation.objective_metrics)},
+                test_objective=float(best["test_objective"]),
+            )
+        )
+    if resolved.evaluation.multi_objective:
+        mark_pareto_front(rows)
+    return rows
+
+
+def chosen_checkpoint(checkpoints: Path, evaluation) -> Path | None:
+    """The checkpoint an ended trial's row shows, from its scored checkpoints on disk, by the rule
+    ``rows_from_results`` applies to its reports: one objective, the round with the best validation
+    objective (the earliest on a tie); several, the last round. None when nothing was scored."""
+    scored = [c for c in step_dirs(checkpoints) if (c / SCORES_FILE).is_file()]
+    if not scored or evaluation.multi_objective:
+        return scored[-1] if scored else None
+    objectives = [
+        evaluation.reported_objectives(main_scores(json.loads((c / SCORES_FILE).read_text()), "val"))["objective"]
+        for c in scored
+    ]
+    return scored[objectives.index(max(objectives))]
+
+
+def mark_pareto_front(rows: list[Row]) -> None:
+    """Set ``pareto`` on every row no other row dominates (at least as good on every objective,
+    better on one; all objectives are maximised). Rows without objectives are never on it."""
+    scored = [r for r in rows if r.objectives and all(math.isfinite(v) for v in r.objectives.values())]
+    for row in rows:
+        mine = list(row.objectives.values())
+        row.pareto = row in scored and not any(
+            all(o >= m for o, m in zip(other.objectives.values(), mine))
+            and any(o > m for o, m in zip(other.objectives.values(), mine))
+            for other in scored
+        )
+
+
+def baseline_rows(baselines: dict[str, dict], resolved) -> list[Row]:
+    """The rows of ``baseline.json`` (``tuner.score_baselines``)."""
+    return [baseline_row(row, b["status"], b["model"], b["scores"], resolved) for row, b in baselines.items()]
+
+
+def baseline_row(trial: str, status: str, model: str, scores: dict, resolved) -> Row:
+    """A row for an encoder no trial trained (the base as given, the converted base)."""
+    evaluation = resolved.evaluation
+    tasks = {task: scores[task] for task in evaluation.tasks}
+    objectives = evaluation.objective_values(main_scores(tasks, "val"))
+    return Row(
+        trial,
+        status,
+        next(iter(objectives.values())),
+        0,
+        model,
+        {"pooling": resolved.fixed.pooling},
+        scores,
+        objectives,
+        test_objective=evaluation.objective_of(main_scores(tasks, "test")),
+    )
+
+
+def is_baseline(row: Row) -> bool:
+    return row.trial.startswith(BASELINE_ID)
+
+
+def _rank_key(row: Row) -> float:
+    return -row.objective if row.objective is not None and math.isfinite(row.objective) else math.inf
+
+
+def write_leaderboard(rows: list[Row], run_dir: Path, tasks: list[str]) -> list[Row]:
+    rows = sorted(rows, key=_rank_key)
+    flat = [row.flat(tasks) for row in rows]
+    columns = list(dict.fromkeys(key for record in flat for key in record))
+    with (run_dir / "leaderboard.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(flat)
+    (run_dir / "leaderboard.json").write_text(json.dumps([asdict(row) for row in rows], indent=2))
+    return rows
+
+
+def format_table(rows: list[Row], tasks: list[str]) -> str:
+    """The leaderboard for a terminal: the validation objective that ranks the rows, then what they
+    report, the test objective and each task's test score ± its standard error; with several
+    objectives, one column each and ``*`` marking the Pareto front."""
+    names = list(dict.fromkeys(n for row in rows if len(row.objectives) > 1 for n in row.objectives))
+    objective_names = [f"{n} (val)" for n in names] or ["objective (val)"]
+    header = ["rank", "trial", *objective_names, "test objective", *(f"{t} (test)" for t in tasks), "status"]
+    if names:
+        header.insert(2, "front")
+    lines = [header]
+    score = lambda v: f"{v:.4f}" if isinstance(v, float) else "-"  # noqa: E731
+    for rank, row in enumerate(rows, start=1):
+        objectives = [score(row.objectives.get(n)) for n in names] if names else [score(row.objective)]
+        lines.append(
+            [
+                str(rank),
+                row.trial,
+                *(["*" if row.pareto else ""] if names else []),
+                *objectives,
+                score(row.test_objective),
+                *(score_with_error(part(row.scores, t, "test")) for t in tasks),
+                row.status,
+            ]
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in lines)
+
+
+def score_with_error(scores: dict[str, float]) -> str:
+    if "main" not in scores:
+        return "-"
+    error = scores.get("main_se")
+    return f"{scores['main']:.4f}" + (f"±{error:.4f}" if error is not None and math.isfinite(error) else "")
+
+
+def winner(rows: list[Row]) -> Row | None:
+    """The best scored trial of a ranked leaderboard (a baseline may rank above it, but is no trial)."""
+    return next((r for r in rows if not is_baseline(r) and r.objective is not None), None)

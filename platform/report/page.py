@@ -1,0 +1,241 @@
+"""The report page: one self-contained HTML file (inline CSS, images as data URIs, a
+Content-Security-Policy that forbids any other source), every piece of run data escaped."""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from datetime import datetime, timezone
+from html import escape
+
+from evaluators.noise import Gain
+from evaluators.scores import part
+from platform.leaderboard import is_baseline, score_with_error, winner
+from platform.report.run import PLOTS_DIR, Plot, Run
+
+CSS = """
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1280px; padding: 0 1rem; color: #222; }
+h1 { margin-bottom: 0.2rem; } h2 { margin-top: 2rem; border-bottom: 1px solid #ddd; }
+.meta { color: #555; margin-top: 0; }
+dl { display: grid; grid-template-columns: max-content 1fr; gap: 0.2rem 1rem; }
+dt { font-weight: 600; } dd { margin: 0; }
+.table { overflow-x: auto; }
+table { border-collapse: collapse; font-size: 0.9rem; }
+th, td { border-bottom: 1px solid #e4e4e4; padding: 0.3rem 0.6rem; text-align: left; vertical-align: top; }
+th { background: #f4f4f4; position: sticky; top: 0; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.status { max-width: 22rem; }
+tr.baseline td { background: #fff6d6; font-style: italic; }
+tr.winner td { background: #e8f5e9; }
+.badge { display: inline-block; font-size: 0.75rem; font-style: normal; padding: 0 0.4rem; border-radius: 0.6rem;
+  background: #8a6d00; color: white; margin-left: 0.3rem; white-space: nowrap; }
+figure { margin: 1.5rem 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+.skipped { color: #8a4b00; }
+pre { background: #f7f7f7; padding: 0.8rem; overflow-x: auto; font-size: 0.8rem; }
+code { background: #f2f2f2; padding: 0 0.2rem; }
+"""
+
+# Records script errors and undecodable images as attributes a headless browser's DOM dump shows.
+SELF_CHECK = """
+window.addEventListener("error", function (event) {
+  var root = document.documentElement;
+  root.dataset.errors = (root.dataset.errors || "") + (event.message || "a resource failed to load") + "\\n";
+}, true);
+window.addEventListener("load", function () {
+  var images = Array.prototype.slice.call(document.images);
+  document.body.dataset.imageCount = String(images.length);
+  document.body.dataset.images = images.every(function (img) {
+    return img.complete && img.naturalWidth > 0;
+  }) ? "ok" : "broken";
+});
+"""
+
+# Nothing but the page itself: inline style and script, images from data URIs.
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
+
+
+def _number(value: object, digits: int = 4) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "–" if value is None else escape(str(value))
+    return "–" if math.isnan(value) else f"{value:.{digits}f}"
+
+
+def _hyperparameter(value: object) -> str:
+    return escape(f"{value:.4g}" if isinstance(value, float) else str(value))
+
+
+def _utc(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def render(run: Run, drawn: list[Plot], now: datetime) -> str:
+    """The report page (every piece of run data escaped; images inlined from ``drawn``)."""
+    title = f"doctune search {run.name}"
+    body = [
+        f"<h1>{escape(title)}</h1>",
+        f'<p class="meta">{_when(run)} · report written {escape(now.strftime("%Y-%m-%d %H:%M UTC"))}</p>',
+        "<h2>Search</h2>",
+        _search_section(run),
+        "<h2>Winner</h2>",
+        _winner_section(run),
+        "<h2>Leaderboard</h2>",
+        _leaderboard(run),
+        "<h2>Plots</h2>",
+        *(_figure(plot) for plot in drawn),
+        "<h2>Resolved spec</h2>",
+        "<details><summary>search.json: the spec as the search ran it</summary>",
+        f"<pre>{escape(json.dumps(run.spec, indent=2))}</pre></details>",
+    ]
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en">',
+            "<head>",
+            '<meta charset="utf-8">',
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>{escape(title)}</title>",
+            f"<style>{CSS}</style>",
+            f"<script>{SELF_CHECK}</script>",
+            "</head>",
+            "<body>",
+            *body,
+            "</body>",
+            "</html>",
+        ]
+    )
+
+
+def _when(run: Run) -> str:
+    ends = [float(f["timestamp"].max()) for f in run.histories.values()]
+    if run.start is None or not ends:
+        return f"run directory {escape(str(run.path.resolve()))}"
+    minutes = (max(ends) - run.start) / 60
+    return f"trials ran from {_utc(run.start)} for {minutes:.1f} min · run directory {escape(str(run.path.resolve()))}"
+
+
+def _search_section(run: Run) -> str:
+    spec = run.spec
+    objectives = "; ".join(
+        f"<b>{escape(name)}</b> = weighted mean of "
+        + ", ".join(f"{escape(task)} × {weight:g}" for task, weight in weights.items())
+        for name, weights in run.objectives.items()
+    )
+    space = ", ".join(
+        f"{escape(name)}: {escape(str(d.get('kind', '')))} {escape(json.dumps(d.get('values')))}"
+        for name, d in spec["search"]["space"].items()
+    )
+    plan = run.summary.get("trial_plan", {})
+    items = {
+        "spec": escape(str(run.summary.get("spec", "?"))),
+        "profile": escape(str(run.summary.get("profile", "?"))),
+        "base model": escape(str(spec.get("base_model", "?"))),
+        "corpus": escape(str(spec.get("corpus", {}).get("source", "?"))),
+        "recipe": escape(str(spec.get("recipe", "?"))),
+        "objective" + ("s" if len(run.objectives) > 1 else ""): objectives,
+        "searched": space or "nothing (fixed hyperparameters only)",
+        "trials": escape(
+            f"{sum(not is_baseline(r) for r in run.rows)} run"
+            + (f" of {plan['trials']} planned, {plan['steps']} steps each" if "trials" in plan else "")
+        ),
+    }
+    return "<dl>" + "".join(f"<dt>{key}</dt><dd>{value}</dd>" for key, value in items.items()) + "</dl>"
+
+
+def _winner_section(run: Run) -> str:
+    best = winner(run.rows)
+    if best is None:
+        return "<p>No trial produced a score: there is no winner and nothing was exported.</p>"
+    text = (
+        f"<p>Trial <b>{escape(best.trial)}</b>, chosen by its validation objective {_number(best.objective)}; "
+        f"its test objective is {_number(best.test_objective)}"
+    )
+    if len(run.objectives) > 1:
+        text += f" (the first objective, {escape(next(iter(run.objectives)))}, ranks the leaderboard)"
+    text += ".</p>"
+    if best.gains:
+        items = "".join(
+            f"<li>over <b>{escape(against)}</b>: {escape(Gain.from_record(gain).describe())}</li>"
+            for against, gain in best.gains.items()
+        )
+        text += f"<p>Test-objective gain, paired bootstrap over the same test items:</p><ul>{items}</ul>"
+    if best.confirmation:
+        stats = best.confirmation["test_objective"]
+        text += (
+            f"<p>Its configuration trained with {stats['n']} training seeds: test objective "
+            f"{_number(stats['mean'])} ± {_number(stats['std'])} (mean ± sample std).</p>"
+        )
+    best_dir = run.path / "best"
+    try:
+        exported = json.loads((best_dir / "doctune.json").read_text()).get("trial_id")
+    except (OSError, ValueError):
+        exported = None
+    if exported == best.trial:
+        where = escape(str(best_dir.resolve()))
+        return (
+            text + f"<p>Exported to <code>{where}</code>: <code>AutoModel.from_pretrained(&quot;{where}&quot;)</code> "
+            'loads it; its model card is <a href="best/README.md">best/README.md</a>.</p>'
+        )
+    held = f"holds trial {escape(str(exported))}" if exported else "does not exist"
+    return text + (
+        f"<p>Not exported here: <code>best/</code> {held}. Export it with "
+        f"<code>python -m platform.export {escape(str(run.path))} --trial {escape(best.trial)} --to DIR</code>.</p>"
+    )
+
+
+def _leaderboard(run: Run) -> str:
+    multi = len(run.objectives) > 1
+    objective_names = list(run.objectives) if multi else ["objective"]
+    best = winner(run.rows)
+    header = [
+        "rank",
+        "trial",
+        *(f"{n} (val)" for n in objective_names),
+        "test objective",
+        *(f"{t} (test)" for t in run.tasks),
+        "status",
+        *(["Pareto"] if multi else []),
+        *run.searched,
+    ]
+    lines = ["<thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in header) + "</tr></thead><tbody>"]
+    for rank, row in enumerate(run.rows, start=1):
+        base = is_baseline(row)
+        css = "baseline" if base else "winner" if row is best else ""
+        trial = escape(row.trial) + ('<span class="badge">base model</span>' if base else "")
+        objectives = [row.objectives.get(n) for n in objective_names] if multi else [row.objective]
+        cells = [
+            f'<td class="num">{rank}</td>',
+            f"<td>{trial}</td>",
+            *(f'<td class="num">{_number(v)}</td>' for v in objectives),
+            f'<td class="num">{_number(row.test_objective)}</td>',
+            *(f'<td class="num">{score_with_error(part(row.scores, t, "test"))}</td>' for t in run.tasks),
+            f'<td class="status">{escape(row.status)}</td>',
+            *([f'<td title="on the Pareto front">{"◆" if row.pareto else ""}</td>'] if multi else []),
+            *(
+                f'<td class="num">{_hyperparameter(row.hyperparameters[n]) if n in row.hyperparameters else "–"}</td>'
+                for n in run.searched
+            ),
+        ]
+        lines.append(f'<tr class="{css}">' + "".join(cells) + "</tr>")
+    note = (
+        "<p>Rows are ranked, and each trial's checkpoint chosen, by the objective on the tasks' validation parts; "
+        "the test objective and the task scores (main score ± standard error) are on the test parts, which "
+        "steered nothing. The highlighted row is the winner, the "
+        '<span class="badge">base model</span> rows the base encoder as given and, where the spec converts it, '
+        "after the conversion, untrained, on the same tasks"
+        + (", ◆ marks the Pareto front of the trials" if multi else "")
+        + ".</p>"
+    )
+    return note + '<div class="table"><table>' + "".join(lines) + "</tbody></table></div>"
+
+
+def _figure(plot: Plot) -> str:
+    if plot.path is None:
+        return f'<p class="skipped"><b>{escape(plot.title)}</b>: not plotted, {escape(plot.reason or "")}.</p>'
+    data = base64.b64encode(plot.path.read_bytes()).decode("ascii")
+    source = f"{PLOTS_DIR}/{plot.path.name}"
+    return (
+        f'<figure><img src="data:image/png;base64,{data}" alt="{escape(plot.title)}">'
+        f"<figcaption>{escape(plot.title)} (<code>{escape(source)}</code>)</figcaption></figure>"
+    )

@@ -1,0 +1,167 @@
+"""A run directory read for the report: the leaderboard, the search's record, each trial's
+evaluation rounds and the Optuna study's hyperparameter importances."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from platform.leaderboard import Row
+
+PLOTS_DIR = "plots"  # under the run directory
+
+
+class ReportError(ValueError):
+    """A run directory no report can be written from; the message says what is wrong and how to fix it."""
+
+
+class PlotSkipped(Exception):
+    """A plot this run has no data for; the message says why."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """What the report shows, as read from a run directory."""
+
+    path: Path
+    summary: dict  # search.json
+    name: str  # the search's (and its Optuna study's) name
+    rows: list[Row]  # ranked, as leaderboard.json has them
+    objectives: dict[str, dict[str, float]]  # name -> task weights; a single objective is called "objective"
+    tasks: list[str]  # the leaderboard's task columns
+    searched: list[str]  # the hyperparameters the search varied
+    histories: dict[str, pd.DataFrame]  # trial id -> its evaluation rounds (see trial_histories)
+
+    @property
+    def spec(self) -> dict:
+        return self.summary["resolved_spec"]
+
+    @property
+    def start(self) -> float | None:
+        """Unix time the first trial started (the baseline, scored before it, carries no timestamp)."""
+        return min((float(f["started"].min()) for f in self.histories.values()), default=None)
+
+
+@dataclass(frozen=True)
+class Plot:
+    """One figure of the report: written to ``path``, or skipped for ``reason``."""
+
+    title: str
+    path: Path | None
+    reason: str | None = None
+
+
+def read_run(run_dir: Path) -> Run:
+    """The run directory's records, or ReportError naming what is missing."""
+    if not run_dir.is_dir():
+        raise ReportError(
+            f"run directory {run_dir} does not exist; name the directory a search wrote (runs/<spec name>)"
+        )
+    for record in ("search.json", "leaderboard.json"):
+        if not (run_dir / record).is_file():
+            raise ReportError(
+                f"{run_dir} holds no {record}: not a finished doctune search (a search writes its leaderboard "
+                "when it ends; an interrupted one continues with python -m platform.search SPEC --resume)"
+            )
+    try:
+        rows = [Row(**record) for record in json.loads((run_dir / "leaderboard.json").read_text())]
+        summary = json.loads((run_dir / "search.json").read_text())
+        spec = summary["resolved_spec"]
+        objective = spec["search"]["objective"]
+        objectives = objective.get("objectives") or {"objective": objective["tasks"]}
+        # the objectives' tasks, the report-only ones, then any other task a row was scored on
+        named = [t for weights in objectives.values() for t in weights] + spec["evaluation"].get("report_tasks", [])
+        tasks = list(dict.fromkeys(named + [t for row in rows for t in row.scores]))
+        name, searched = str(spec["name"]), list(spec["search"]["space"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise ReportError(
+            f"{run_dir}: leaderboard.json or search.json is not one this doctune wrote ({type(err).__name__}: {err})"
+        ) from None
+    # the search's own experiment; a confirmation's (tune/<name>-confirm) re-runs the winner and is no trial
+    return Run(run_dir, summary, name, rows, objectives, tasks, searched, trial_histories(run_dir / "tune" / name))
+
+
+def trial_histories(tune_dir: Path) -> dict[str, pd.DataFrame]:
+    """Each trial's evaluation rounds, from Tune's per-trial logs under ``tune_dir``.
+
+    A frame per trial id with columns ``timestamp`` (Unix seconds of the report), ``objective`` and
+    ``started`` (the trial's start, ``timestamp - time_total_s``), in time order. ``result.json``
+    (JSON lines) is read where present, else ``progress.csv``; rounds without an objective are
+    dropped, and so are trials left with none.
+    """
+    frames: dict[str, list[pd.DataFrame]] = {}
+    trial_dirs = {p.parent for pattern in ("result.json", "progress.csv") for p in tune_dir.glob(f"**/{pattern}")}
+    for trial_dir in sorted(trial_dirs):
+        frame = _read_trial_log(trial_dir)
+        if frame is None or "objective" not in frame or "timestamp" not in frame:
+            continue
+        frame = frame.dropna(subset=["objective", "timestamp"])
+        if frame.empty:
+            continue
+        trial = str(frame["trial_id"].iloc[-1]) if "trial_id" in frame else trial_dir.name
+        total = frame["time_total_s"].fillna(0) if "time_total_s" in frame else 0.0
+        frames.setdefault(trial, []).append(
+            pd.DataFrame(
+                {
+                    "timestamp": frame["timestamp"].astype(float),
+                    "objective": frame["objective"].astype(float),
+                    "started": frame["timestamp"].astype(float) - total,
+                }
+            )
+        )
+    return {
+        trial: pd.concat(parts).sort_values("timestamp", kind="stable").reset_index(drop=True)
+        for trial, parts in frames.items()
+    }
+
+
+def _read_trial_log(trial_dir: Path) -> pd.DataFrame | None:
+    result = trial_dir / "result.json"
+    if result.is_file():
+        records = []
+        for line in result.read_text().splitlines():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:  # a search killed mid-write leaves a partial last line
+                continue
+        return pd.DataFrame.from_records(records) if records else None
+    try:
+        return pd.read_csv(trial_dir / "progress.csv")
+    except (pd.errors.EmptyDataError, pd.errors.ParserError):
+        return None
+
+
+def param_importances(journal: Path, study_name: str) -> dict[str, float]:
+    """Optuna's importance of each searched hyperparameter for the (first) objective, read from the
+    study the search kept in ``journal``; PlotSkipped where there is too little to judge from."""
+    if not journal.is_file():
+        raise PlotSkipped(f"the run directory holds no {journal.name} (no Optuna study was kept)")
+    import optuna
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+    from optuna.trial import TrialState
+
+    try:
+        study = optuna.load_study(study_name=study_name, storage=JournalStorage(JournalFileBackend(str(journal))))
+    except KeyError:
+        raise PlotSkipped(f"{journal.name} holds no study named {study_name!r}") from None
+    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    if len(complete) < 2:
+        raise PlotSkipped(f"the Optuna study has {len(complete)} completed trial(s); importance needs at least 2")
+    names = {name for trial in complete for name in trial.params}
+    if not any(len({trial.params.get(name) for trial in complete}) > 1 for name in names):
+        raise PlotSkipped("no hyperparameter took more than one value in the completed trials")
+    if len(study.directions) == 1:
+        importances = optuna.importance.get_param_importances(study)
+    else:
+        # several objectives need a target: the first, which ranks. Optuna's default evaluator
+        # (PED-ANOVA) then reads low values as good, so a maximised objective is negated.
+        sign = -1.0 if study.directions[0] == optuna.study.StudyDirection.MAXIMIZE else 1.0
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="PedAnovaImportanceEvaluator computes the importances")
+            importances = optuna.importance.get_param_importances(study, target=lambda t: sign * t.values[0])
+    return {name: float(value) for name, value in importances.items()}

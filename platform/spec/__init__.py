@@ -1,0 +1,124 @@
+"""Search specs: YAML validated once, at the edge, into typed objects.
+
+``load_spec(path, profile)`` reads the YAML, merges the chosen profile's overrides (doctune's
+built-in ones, ``search_spaces/profiles/<profile>.yaml``, then the spec's own ``profiles:``
+section), and
+converts the result into a ``SearchSpec``. Every problem raises ``SpecError`` naming the key,
+what was wrong and how to fix it; nothing is started before the spec is valid. Inner code only
+ever sees the dataclasses below.
+
+The schema is ``platform.spec.schema``, the typed conversion ``platform.spec.convert``, the checks
+across fields ``platform.spec.checks``.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from pathlib import Path
+
+import yaml
+
+from platform.spec.checks import check_model_choice, check_semantics
+from platform.spec.convert import HP_FIELDS, build, describe
+from platform.spec.schema import Distribution, SearchSpec, SpecError
+
+PROFILES = ("full", "local", "smoke")
+SPACES_DIR = Path(__file__).resolve().parent.parent.parent / "search_spaces"
+# what each --profile changes in every spec before the spec's own profiles: section
+BUILTIN_PROFILES: dict[str, dict] = {
+    name: yaml.safe_load((SPACES_DIR / "profiles" / f"{name}.yaml").read_text(encoding="utf-8")) for name in PROFILES
+}
+
+__all__ = [
+    "BUILTIN_PROFILES",
+    "HP_FIELDS",
+    "PROFILES",
+    "SPACES_DIR",
+    "Distribution",
+    "SearchSpec",
+    "SpecError",
+    "find_spec_file",
+    "load_spec",
+    "parse_spec",
+    "read_raw",
+]
+
+
+def _deep_merge(base: dict, override: dict) -> dict:
+    merged = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def find_spec_file(name_or_path: str) -> Path:
+    """A path as given, else a spec in ``search_spaces/`` by name, with or without ``.yaml``."""
+    path = Path(name_or_path).expanduser()
+    if path.is_file():
+        return path
+    for candidate in (SPACES_DIR / name_or_path, SPACES_DIR / f"{name_or_path}.yaml"):
+        if candidate.is_file():
+            return candidate
+    known = ", ".join(sorted(p.stem for p in SPACES_DIR.glob("*.yaml")))
+    raise SpecError(f"spec {name_or_path!r} not found: not a file, nor a spec in search_spaces/ ({known})")
+
+
+def read_raw(path: Path) -> dict:
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise SpecError(f"{path}: malformed YAML{at}: {getattr(err, 'problem', err)}") from None
+    except UnicodeDecodeError:
+        raise SpecError(f"{path}: not UTF-8 text") from None
+    if not isinstance(raw, dict):
+        raise SpecError(f"{path}: a spec is a YAML mapping of keys (name, search, train, ...), got {describe(raw)}")
+    return raw
+
+
+def parse_spec(raw: dict, profile: str) -> SearchSpec:
+    """Validate ``raw`` with ``profile``'s overrides; every profile's overrides are checked too."""
+    overrides = raw.get("profiles", {})
+    if not isinstance(overrides, dict) or any(not isinstance(v, dict) for v in overrides.values()):
+        raise SpecError("profiles: expected a mapping of profile name -> overrides mapping")
+    unknown = sorted(set(overrides) - set(PROFILES))
+    if unknown:
+        raise SpecError(f"profiles.{unknown[0]}: unknown profile; profiles are {', '.join(PROFILES)}")
+    if "profiles" in {k for o in overrides.values() for k in o}:
+        raise SpecError("profiles: a profile cannot contain profiles")
+    build(SearchSpec, raw, "")  # errors in the spec itself are reported without a profile
+    check_model_choice(raw, "")
+    specs = {}
+    for name in PROFILES:
+        builtin = BUILTIN_PROFILES[name]
+        if raw.get("base") is None:  # the built-in base sizes shrink a base the spec trains; they add none
+            builtin = {k: v for k, v in builtin.items() if k != "base"}
+        override = overrides.get(name, {})
+        merged = _deep_merge(_deep_merge(raw, builtin), override)
+        try:
+            check_model_choice(override, f"profiles.{name}.")
+            if merged.get("base") is not None and "base_model" in merged:
+                if "base_model" in override:
+                    raise SpecError(
+                        f"profiles.{name}.base_model: the spec trains its base (base:); add base: null to this "
+                        "profile to use base_model instead"
+                    )
+                del merged["base_model"]  # the profile's base: replaces the spec's base_model
+            spec = build(SearchSpec, merged, "")
+            specs[name] = spec if spec.base is None else dataclasses.replace(spec, base_model=spec.base.label)
+            check_semantics(specs[name])
+        except SpecError as err:
+            if name == "full" and name not in overrides:
+                raise
+            raise SpecError(f"{err} (in the overrides of profile {name!r})") from None
+    return specs[profile]
+
+
+def load_spec(name_or_path: str, profile: str) -> tuple[SearchSpec, Path]:
+    path = find_spec_file(name_or_path)
+    return parse_spec(read_raw(path), profile), path

@@ -1,0 +1,240 @@
+"""Checks across fields of a built spec: what a single key's type and range cannot say (a base
+encoder named once, the evaluation length within the model's positions, a grid that fits the
+samples, a study's rows, a recipe's needs)."""
+
+from __future__ import annotations
+
+from platform.samplers import grid_size
+from platform.spec.convert import HP_FIELDS, check_hyperparameter
+from platform.spec.schema import Distribution, SearchSection, SearchSpec, SpecError, StudySection
+from trainers.losses import CONTRASTIVE_LOSSES
+
+
+def check_model_choice(layer: dict, where: str) -> None:
+    """One layer of a spec (the spec itself, or one profile's overrides) names one base encoder."""
+    if layer.get("base") is not None and "base_model" in layer:
+        raise SpecError(
+            f"{where}base_model: give either base_model (an existing encoder) or base: (one trained from scratch "
+            "here), not both"
+        )
+
+
+def _check_base(spec: SearchSpec) -> None:
+    """A trained base must fit the trials: heads that divide the hidden size, a batch the workers
+    share equally, and positions for every token the trials and evaluators feed it."""
+    base = spec.base
+    if base is None:
+        return
+    if base.hidden % base.heads:
+        raise SpecError(f"base.heads: base.hidden ({base.hidden}) must be a multiple of base.heads ({base.heads})")
+    if base.batch_size % spec.train.workers:
+        raise SpecError(
+            f"base.batch_size ({base.batch_size}) must be a multiple of train.workers ({spec.train.workers}): "
+            "the base trains on the trials' workers, each taking an equal share"
+        )
+    if spec.backbone.longformer is not None:  # the conversion copies the learned positions out
+        return
+    for key, value in (
+        ("train.max_length", spec.train.max_length),
+        ("evaluation.max_length", spec.evaluation.max_length),
+    ):
+        if value > base.max_length:
+            raise SpecError(
+                f"{key} ({value}) exceeds base.max_length ({base.max_length}), the positions the base learns; "
+                f"raise base.max_length or lower {key}"
+            )
+
+
+def check_semantics(spec: SearchSpec) -> None:
+    """What a single key's type cannot say: names that must exist, keys that must agree."""
+    from evaluators.tasks import UnknownTask, check_task_name
+
+    for key, value in spec.hyperparameters.items():
+        if key in ("recipe", "batch_size"):
+            raise SpecError(
+                f"hyperparameters.{key}: set it with the top-level `{key}` key (or search it)"
+                if key == "recipe"
+                else "hyperparameters.batch_size: set it with train.batch_size"
+            )
+        check_hyperparameter(key, value, f"hyperparameters.{key}")
+    check_hyperparameter("recipe", spec.recipe, "recipe")
+    earlier: dict[str, Distribution] = {}
+    for key, dist in spec.search.space.items():
+        where = f"search.space.{key}"
+        if key not in HP_FIELDS:
+            raise SpecError(f"{where}: unknown hyperparameter; searchable: {', '.join(HP_FIELDS)}")
+        for value in dist.values:
+            check_hyperparameter(key, value, f"{where}.{dist.kind}")
+        if key == "batch_size" and any(v % spec.train.workers for v in dist.values):
+            raise SpecError(f"{where}: every batch size must be a multiple of train.workers ({spec.train.workers})")
+        for name, allowed in dist.when:
+            if name not in earlier:
+                raise SpecError(
+                    f"{where}.when: {name!r} is not a dimension searched before {key!r}; a condition "
+                    "names an earlier entry of search.space"
+                )
+            if earlier[name].kind != "choice" or any(v not in earlier[name].values for v in allowed):
+                raise SpecError(
+                    f"{where}.when: {name} never takes {list(allowed)} (its choices: {list(earlier[name].values)})"
+                )
+        earlier[key] = dist
+    _check_recipe_needs(spec)
+    _check_base(spec)
+    longformer = spec.backbone.longformer
+    if longformer is not None:
+        if longformer.attention_window % 2:
+            raise SpecError(f"backbone.longformer.attention_window: must be even, got {longformer.attention_window}")
+        for key, value in (
+            ("train.max_length", spec.train.max_length),
+            ("evaluation.max_length", spec.evaluation.max_length),
+        ):
+            if value > longformer.max_length:
+                raise SpecError(f"{key} ({value}) exceeds backbone.longformer.max_length ({longformer.max_length})")
+    if spec.train.eval_every > spec.train.steps:
+        raise SpecError(
+            f"train.eval_every ({spec.train.eval_every}) exceeds train.steps ({spec.train.steps}): "
+            "no checkpoint would be scored"
+        )
+    if spec.train.batch_size % spec.train.workers and "batch_size" not in spec.search.space:
+        raise SpecError(
+            f"train.batch_size ({spec.train.batch_size}) must be a multiple of train.workers "
+            f"({spec.train.workers}): each worker takes an equal share"
+        )
+    objective = spec.search.objective
+    if bool(objective.tasks) == bool(objective.objectives):
+        raise SpecError(
+            "search.objective: give either tasks (one objective, e.g. {news-title-retrieval: 1.0}) or objectives "
+            "(several named ones, e.g. {quality: {r8-fewshot: 1.0}, robustness: {length-robustness: 1.0}})"
+        )
+    if len(objective.objectives) == 1:
+        raise SpecError("search.objective.objectives: name two or more objectives, or use tasks for one")
+    groups = {f"search.objective.objectives.{n}": t for n, t in objective.objectives.items()} or {
+        "search.objective.tasks": objective.tasks
+    }
+    for key, tasks in groups.items():
+        if not tasks:
+            raise SpecError(f"{key}: name at least one task")
+    groups["evaluation.report_tasks"] = dict.fromkeys(spec.evaluation.report_tasks, 1.0)
+    for key, tasks in groups.items():
+        for task, weight in tasks.items():
+            if weight <= 0:
+                raise SpecError(f"{key}.{task}: weight must be > 0, got {weight}")
+            try:
+                check_task_name(task)
+            except UnknownTask as err:
+                raise SpecError(f"{key}: {err.args[0]}") from None
+    _check_warm_start(spec.search)
+    _check_grid(spec.search)
+    if spec.study is not None:
+        _check_study(spec.study)
+
+
+def _check_grid(search: SearchSection) -> None:
+    """A grid search needs a space every point of which is a distinct configuration, and no more
+    samples than points."""
+    if search.sampler != "grid" or not search.space:
+        return
+    if search.objective.objectives:
+        raise SpecError(
+            "search.sampler: grid searches one objective; several objectives are searched with NSGA-II "
+            "(drop sampler: grid, or name one objective under search.objective.tasks)"
+        )
+    if search.warm_start:
+        raise SpecError(
+            "search.warm_start: a grid search visits its own points, and a warm-start point would take a grid "
+            "point's place; drop warm_start or use sampler: tpe or random"
+        )
+    conditional = [name for name, dist in search.space.items() if dist.when]
+    if conditional:
+        raise SpecError(
+            f"search.space.{conditional[0]}.when: a grid search takes every combination of values, so conditional "
+            "dimensions would repeat configurations; drop the conditions or use sampler: tpe or random"
+        )
+    points = grid_size(search.space, search.grid_points)
+    if search.samples > points:
+        raise SpecError(
+            f"search.samples ({search.samples}) exceeds the grid's {points} points (choices x {search.grid_points} "
+            f"values per numeric range); set samples to at most {points} or raise search.grid_points"
+        )
+
+
+def _check_study(study: StudySection) -> None:
+    from evaluators.tasks import UnknownTask, check_task_name
+
+    if not study.rows:
+        raise SpecError("study.rows: name at least one row (name: {recipe: ..., hyperparameter: value})")
+    for name, values in study.rows.items():
+        for key, value in values.items():
+            where = f"study.rows.{name}.{key}"
+            if key == "batch_size":
+                raise SpecError(f"{where}: every row trains with train.batch_size (the rows differ in recipe only)")
+            if key not in HP_FIELDS:
+                raise SpecError(f"{where}: unknown hyperparameter; known: {', '.join(HP_FIELDS)}")
+            check_hyperparameter(key, value, where)
+    if not study.table:
+        raise SpecError("study.table: name at least one task and its metrics (e.g. {r8-fewshot: [macro_f1]})")
+    for task, metrics in study.table.items():
+        try:
+            check_task_name(task)
+        except UnknownTask as err:
+            raise SpecError(f"study.table: {err.args[0]}") from None
+        if not metrics:
+            raise SpecError(f"study.table.{task}: name the metrics to show (e.g. [main])")
+    if not study.seeds or len(set(study.seeds)) != len(study.seeds):
+        raise SpecError(f"study.seeds: give one or more distinct seeds, got {study.seeds}")
+    if study.tune_best > len(study.rows):
+        raise SpecError(f"study.tune_best ({study.tune_best}) exceeds the number of rows ({len(study.rows)})")
+
+
+def _check_warm_start(search: SearchSection) -> None:
+    """Each warm-start point names only searched hyperparameters, with values their distributions
+    can draw, and only ones whose ``when`` condition the point itself satisfies."""
+    for i, point in enumerate(search.warm_start):
+        where = f"search.warm_start[{i}]"
+        for name, value in point.items():
+            if name not in search.space:
+                raise SpecError(
+                    f"{where}.{name}: not a searched hyperparameter (searched: {', '.join(search.space) or 'none'}); "
+                    "fixed values go in hyperparameters"
+                )
+            dist = search.space[name]
+            if dist.kind == "choice":
+                if value not in dist.values:
+                    raise SpecError(f"{where}.{name}: {value!r} is not one of the choices {list(dist.values)}")
+            elif (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not (dist.values[0] <= value <= dist.values[1])
+            ):
+                raise SpecError(f"{where}.{name}: {value!r} is outside the searched range {list(dist.values)}")
+            elif dist.kind == "int" and not isinstance(value, int):
+                raise SpecError(f"{where}.{name}: expected an integer, got {value!r}")
+            if not dist.applies(point):
+                raise SpecError(f"{where}.{name}: its condition {dict(dist.when)} does not hold in this point")
+
+
+def _values(spec: SearchSpec, name: str) -> tuple:
+    """Every value hyperparameter ``name`` can take in this search."""
+    if name in spec.search.space and spec.search.space[name].kind == "choice":
+        return spec.search.space[name].values
+    return (getattr(spec.fixed_hyperparameters(), name),) if name not in spec.search.space else ()
+
+
+def _check_recipe_needs(spec: SearchSpec) -> None:
+    """Combinations that cannot train, refused before anything starts."""
+    if "back_translation" in _values(spec, "augmentation"):
+        from trainers.augment.back_translation import parse_model_pair
+
+        try:
+            parse_model_pair(spec.fixed_hyperparameters().translation_models)
+        except ValueError as err:
+            raise SpecError(f"hyperparameters.translation_models: {err}") from None
+    per_worker = [b // spec.train.workers for b in (_values(spec, "batch_size") or (spec.train.batch_size,))]
+    for loss in _values(spec, "loss"):
+        needed = CONTRASTIVE_LOSSES[loss].min_pairs_per_worker
+        if min(per_worker) < needed:
+            raise SpecError(
+                f"loss {loss} needs at least {needed} pairs per worker; "
+                f"train.batch_size {spec.train.batch_size} over {spec.train.workers} workers gives "
+                f"{min(per_worker)}"
+            )

@@ -1,0 +1,226 @@
+"""The spec's schema: every section of a search spec as a typed, frozen dataclass. Field metadata
+(``core.fields.constraint``) holds each key's help line and valid range; ``platform.spec.convert``
+checks a YAML mapping against these types."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from core.fields import constraint
+from evaluators.plan import EvalBudget
+from trainers.config import BaseSettings, Hyperparameters
+
+
+class SpecError(ValueError):
+    """The spec is invalid; the message names the key and the fix."""
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """One searched dimension: ``{uniform: [lo, hi]}``, ``{loguniform: [lo, hi]}``,
+    ``{int: [lo, hi]}`` (inclusive) or ``{choice: [v1, v2, ...]}``, optionally with
+    ``when: {other: value-or-list}``: the dimension is sampled only in trials where every named
+    earlier dimension took one of the listed values (no wasted dimensions)."""
+
+    kind: Literal["uniform", "loguniform", "int", "choice"]
+    values: tuple
+    when: tuple[tuple[str, tuple], ...] = ()
+
+    def applies(self, chosen: dict) -> bool:
+        return all(name in chosen and chosen[name] in allowed for name, allowed in self.when)
+
+
+@dataclass(frozen=True)
+class CorpusSpec:
+    source: str = field(
+        default="news-articles",
+        metadata=constraint(
+            "'news-articles' (packaged), a .jsonl/.txt/.parquet file or a directory of .txt, or hf:<dataset id>"
+        ),
+    )
+    max_documents: int | None = field(default=None, metadata=constraint("use at most this many documents", 1))
+
+
+@dataclass(frozen=True)
+class LongformerSpec:
+    max_length: int = field(default=4096, metadata=constraint("positions of the converted model", 16, 65536))
+    attention_window: int = field(default=256, metadata=constraint("sliding window (even), per layer", 2, 65536))
+
+
+@dataclass(frozen=True)
+class BackboneSpec:
+    longformer: LongformerSpec | None = field(
+        default=None,
+        metadata=constraint(
+            "convert base_model into a Longformer (position embeddings copied out, global Q/K/V from local)"
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class ObjectiveSpec:
+    tasks: dict[str, float] = field(
+        default_factory=dict,
+        metadata=constraint("task name -> weight: one objective, the weighted mean of the tasks' main scores"),
+    )
+    objectives: dict[str, dict[str, float]] = field(
+        default_factory=dict,
+        metadata=constraint(
+            "instead of tasks: several named objectives (each task name -> weight), searched with NSGA-II "
+            "for their Pareto front; the first ranks the leaderboard and picks best/"
+        ),
+    )
+
+    def named(self) -> dict[str, dict[str, float]]:
+        """Every objective by name (a single one is called ``objective``)."""
+        return {name: dict(tasks) for name, tasks in self.objectives.items()} or {"objective": dict(self.tasks)}
+
+
+@dataclass(frozen=True)
+class AshaSpec:
+    grace_period: int = field(default=1, metadata=constraint("evaluation rounds before a trial can be stopped", 1))
+    reduction_factor: int = field(default=2, metadata=constraint("ASHA's halving rate", 2))
+
+
+@dataclass(frozen=True)
+class SchedulerSpec:
+    asha: AshaSpec | None = field(default_factory=AshaSpec, metadata=constraint("null to run every trial to the end"))
+
+
+@dataclass(frozen=True)
+class SearchSection:
+    objective: ObjectiveSpec = field(metadata=constraint("what the search maximises"))
+    samples: int = field(default=16, metadata=constraint("number of trials", 1))
+    sampler: Literal["tpe", "random", "grid"] = field(
+        default="tpe",
+        metadata=constraint(
+            "tpe (random start-up of a quarter of the samples, at least 2, at most 10; then model-guided), random, "
+            "or grid (every choice x grid_points values per numeric range); several objectives always use NSGA-II"
+        ),
+    )
+    seed: int = field(default=0, metadata=constraint("seed of the sampler"))
+    multivariate: bool = field(
+        default=True, metadata=constraint("tpe: model the dimensions jointly (false: one density per dimension)")
+    )
+    grid_points: int = field(
+        default=3, metadata=constraint("grid: values per numeric range (geometric for loguniform)", 2)
+    )
+    confirm_seeds: int = field(
+        default=0,
+        metadata=constraint(
+            "after the search, train the winner's configuration with this many more seeds and report mean +- std", 0
+        ),
+    )
+    scheduler: SchedulerSpec = field(default_factory=SchedulerSpec, metadata=constraint("early stopping"))
+    space: dict[str, Distribution] = field(default_factory=dict, metadata=constraint("searched hyperparameters"))
+    max_concurrent: int | None = field(default=None, metadata=constraint("cap on trials at once", 1))
+    warm_start: list[dict[str, Any]] = field(
+        default_factory=list,
+        metadata=constraint("configurations the first trials run (searched name -> value), e.g. papers' defaults"),
+    )
+
+
+@dataclass(frozen=True)
+class TrainSection:
+    steps: int = field(default=2000, metadata=constraint("optimizer steps per trial", 1))
+    eval_every: int = field(default=250, metadata=constraint("steps between checkpoints (each is scored)", 1))
+    batch_size: int = field(default=36, metadata=constraint("pairs per step across all workers (unless searched)", 1))
+    max_length: int = field(default=512, metadata=constraint("tokens per view", 8))
+    workers: int = field(default=2, metadata=constraint("data-parallel workers per trial", 1))
+    cpus_per_worker: float = field(default=4.0, metadata=constraint("CPUs each worker holds", 0.0, low_open=True))
+    gpus_per_worker: float = field(default=1.0, metadata=constraint("GPUs each worker holds (0: CPU training)", 0.0))
+    bf16: bool = field(default=True, metadata=constraint("bf16 autocast on GPU"))
+    seed: int = field(default=0, metadata=constraint("training seed"))
+    max_worker_failures: int = field(default=2, metadata=constraint("worker-group restarts per trial", 0))
+    gradient_checkpointing: bool = field(
+        default=False,
+        metadata=constraint("recompute activations in backward (less memory, about a third more compute)"),
+    )
+    chunk_size: int | Literal["auto"] | None = field(
+        default=None,
+        metadata=constraint(
+            "cached contrastive loss (GradCache): encode at most this many sequences at once; exact gradients, "
+            "memory bounded by the chunk, not the batch; auto: each worker measures the largest chunk that fits",
+            1,
+        ),
+    )
+    overlap_scoring: bool = field(
+        default=True,
+        metadata=constraint(
+            "train on while the evaluators score a round (its scores reach the search at the first step after they "
+            "arrive, rounds in order); false: training waits for each round's scores"
+        ),
+    )
+    keep_checkpoints: Literal["best", "all"] = field(
+        default="best",
+        metadata=constraint(
+            "what an ended trial keeps: best (the weights of the round its leaderboard row shows, so every row "
+            "and the Pareto front stay exportable; the other rounds keep their scores) or all (every round's "
+            "weights); training state stays only where a resume can need it"
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class EvaluationSection:
+    evaluators: int = field(default=2, metadata=constraint("evaluator actors", 1))
+    cpus_per_evaluator: float = field(default=2.0, metadata=constraint("CPUs each evaluator holds", 0.0, low_open=True))
+    gpus_per_evaluator: float = field(default=0.0, metadata=constraint("GPUs each evaluator holds", 0.0))
+    threads: int = field(default=2, metadata=constraint("torch threads per evaluator", 1))
+    max_length: int = field(default=512, metadata=constraint("tokens per text when embedding", 8))
+    batch_size: int = field(default=32, metadata=constraint("texts per embedding batch", 1))
+    limits: EvalBudget = field(default_factory=EvalBudget, metadata=constraint("how much task data to use"))
+    report_tasks: list[str] = field(default_factory=list, metadata=constraint("scored for the report, never steer"))
+
+
+@dataclass(frozen=True)
+class StudySection:
+    """A recipe study (``python -m platform.study``): named rows of fixed hyperparameters, each
+    trained once per seed from the same base, scored on the table's tasks."""
+
+    rows: dict[str, dict[str, Any]] = field(
+        metadata=constraint("row name -> its recipe and hyperparameters (a paper's defaults)")
+    )
+    table: dict[str, list[str]] = field(metadata=constraint("the table's columns: task -> the metrics shown"))
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2], metadata=constraint("each row trains once per seed"))
+    tune_best: int = field(
+        default=2, metadata=constraint("how many of the best rows (by the objective) the search then tunes", 0)
+    )
+
+
+@dataclass(frozen=True)
+class SearchSpec:
+    name: str = field(metadata=constraint("the search's name (run directory, Tune experiment)"))
+    search: SearchSection = field(metadata=constraint("objective, sampler, scheduler and search space"))
+    base_model: str = field(
+        default="all-minilm-l6-v2",
+        metadata=constraint(
+            "packaged alias, local model directory, or Hugging Face id; with base: set, the trained base's label"
+        ),
+    )
+    base: BaseSettings | None = field(
+        default=None,
+        metadata=constraint(
+            "instead of base_model: train a vanilla (MLM-only) BERT and its WordPiece vocabulary from scratch on "
+            "the corpus before the search, cached by corpus content and settings; the local and smoke profiles "
+            "shrink it"
+        ),
+    )
+    backbone: BackboneSpec = field(default_factory=BackboneSpec, metadata=constraint("encoder architecture changes"))
+    corpus: CorpusSpec = field(default_factory=CorpusSpec, metadata=constraint("pretraining text"))
+    recipe: str = field(default="docsplit", metadata=constraint("positive-pair recipe, unless searched"))
+    hyperparameters: dict[str, Any] = field(
+        default_factory=dict, metadata=constraint("fixed values for hyperparameters that are not searched")
+    )
+    train: TrainSection = field(default_factory=TrainSection, metadata=constraint("trial training"))
+    evaluation: EvaluationSection = field(default_factory=EvaluationSection, metadata=constraint("scoring"))
+    address: str | None = field(default=None, metadata=constraint("Ray address; default RAY_ADDRESS or local"))
+    study: StudySection | None = field(
+        default=None, metadata=constraint("rows, seeds and table of a recipe study (python -m platform.study)")
+    )
+    profiles: dict[str, dict] = field(default_factory=dict, metadata=constraint("per-profile overrides"))
+
+    def fixed_hyperparameters(self) -> Hyperparameters:
+        values = {**self.hyperparameters, "batch_size": self.train.batch_size, "recipe": self.recipe}
+        return Hyperparameters(**{k: v for k, v in values.items() if k not in self.search.space})

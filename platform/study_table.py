@@ -1,0 +1,100 @@
+"""A study's table: each row's scores over seeds as ``study.md`` (mean ± sample std), ``study.csv``,
+``study.json`` and ``study.png``; rows ranked on the validation parts, every cell a test score."""
+
+from __future__ import annotations
+
+import csv
+import json
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from evaluators.scores import main_scores, part
+from platform import common
+from platform.report.plots import save_png, study_bars
+from platform.spec import SearchSpec
+
+
+@dataclass
+class RowResult:
+    """One row's scores: per seed, task -> metric -> value."""
+
+    name: str
+    hyperparameters: dict
+    seeds: dict[int, dict[str, dict[str, float]]]
+    failed: dict[int, str]
+
+    def values(self, task: str, metric: str) -> list[float]:
+        """The metric's test scores, one per seed that has it."""
+        return [s[task]["test"][metric] for s in self.seeds.values() if metric in part(s, task, "test")]
+
+
+def rank_rows(rows, evaluation) -> list[str]:
+    """Row names, best first, by the spec's objective on the validation parts, averaged over seeds
+    (the table then shows test scores: what picks the tuned rows never reports them)."""
+    means = {}
+    for row in rows:
+        values = [
+            evaluation.objective_of(main_scores({t: scores[t] for t in evaluation.tasks}, "val"))
+            for scores in row.seeds.values()
+        ]
+        if values:
+            means[row.name] = statistics.fmean(values)
+    return sorted(means, key=means.get, reverse=True)
+
+
+def _label(task: str, metric: str) -> str:
+    shown = task.split(":", 1)[0] + ":" + Path(task.split(":", 1)[1]).name if ":" in task else task
+    return f"{shown} {metric}"
+
+
+def _stats(values: list[float]) -> dict:
+    return {
+        "mean": statistics.fmean(values),
+        "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+        "n": len(values),
+    }
+
+
+def _cell(values: list[float]) -> str:
+    if not values:
+        return "—"
+    if len(values) == 1:
+        return f"{values[0]:.4f}"
+    return f"{statistics.fmean(values):.4f} ± {statistics.stdev(values):.4f}"
+
+
+def write_table(rows: list[RowResult], columns: list[tuple[str, str]], run_dir: Path, spec: SearchSpec) -> None:
+    """study.md (mean ± sample std over seeds), study.csv, study.json and study.png."""
+    header = ["row", "seeds", *(_label(t, m) for t, m in columns)]
+    train = spec.train
+    lines = [
+        f"Study `{spec.name}`: base `{spec.base_model}`, corpus `{spec.corpus.source}`, {train.steps} steps of "
+        f"{train.batch_size} pairs at {train.max_length} tokens per row and seed; mean ± sample std over seeds. "
+        "Every score is on the tasks' test parts; the rows to tune, and each tuned row's configuration, were "
+        "chosen on the validation parts.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
+    for row in rows:
+        seeds = str(len(row.seeds)) + (f" ({len(row.failed)} failed)" if row.failed else "")
+        lines.append("| " + " | ".join([row.name, seeds, *(_cell(row.values(t, m)) for t, m in columns)]) + " |")
+    common.write_atomic(run_dir / "study.md", "\n".join(lines) + "\n")
+    with (run_dir / "study.csv").open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["row", "seed", *(_label(t, m) for t, m in columns)])
+        for row in rows:
+            for seed, scores in row.seeds.items():
+                writer.writerow([row.name, seed, *(part(scores, t, "test").get(m) for t, m in columns)])
+    summary = [
+        {
+            "row": row.name,
+            "hyperparameters": row.hyperparameters,
+            "failed": row.failed,
+            "columns": {_label(t, m): _stats(v) for t, m in columns if (v := row.values(t, m))},
+        }
+        for row in rows
+    ]
+    common.write_atomic(run_dir / "study.json", json.dumps(summary, indent=2))
+    save_png(study_bars(summary, [_label(t, m) for t, m in columns]), run_dir / "study.png")

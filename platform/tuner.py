@@ -1,0 +1,387 @@
+"""The Tune wiring: from a validated spec to finished trials.
+
+``resolve`` turns a spec into everything a search needs (model directory, prepared corpus,
+resource plan, the fixed ``TrainPlan``); ``run_search`` starts the evaluator pool, scores the
+base model, and runs Optuna + ASHA over Ray Train trials.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.data.corpus import CorpusStats
+from evaluators.plan import EvalPlan
+from evaluators.pool import CheckpointScorer
+from platform.resources import ResourcePlan, plan_resources
+from platform.samplers import SamplerPlan, make_sampler, plan_sampler
+from platform.spec import Distribution, SearchSpec
+from platform.timings import PhaseClock
+from trainers.config import Hyperparameters, TrainPlan
+
+ACTOR_PREFIX = "evaluator"
+
+
+@dataclass(frozen=True)
+class ResolvedSearch:
+    spec: SearchSpec
+    spec_path: Path
+    profile: str
+    run_dir: Path
+    plan: TrainPlan
+    evaluation: EvalPlan
+    fixed: Hyperparameters
+    resources: ResourcePlan
+    corpus_stats: CorpusStats
+    source_model: str  # the base encoder before any backbone conversion (plan.base_model is after it)
+
+    def summary(self) -> dict:
+        return {
+            "spec": str(self.spec_path),
+            "profile": self.profile,
+            "run_dir": str(self.run_dir),
+            "resolved_spec": dataclasses.asdict(self.spec),
+            "fixed_hyperparameters": dataclasses.asdict(self.fixed),
+            "searched": {k: {d.kind: list(d.values)} for k, d in self.spec.search.space.items()},
+            "corpus": dataclasses.asdict(self.corpus_stats),
+            "resources": dataclasses.asdict(self.resources),
+            "trial_plan": {
+                "trials": self.spec.search.samples,
+                "steps": self.plan.steps,
+                "eval_rounds": self.plan.eval_rounds,
+                "workers_per_trial": self.plan.workers,
+                "max_concurrent": self.resources.max_concurrent,
+            },
+        }
+
+
+def resolve(
+    spec: SearchSpec,
+    spec_path: Path,
+    profile: str,
+    run_dir: Path,
+    model_dir: str,
+    corpus: tuple[Path, CorpusStats],
+    cluster: dict[str, float],
+    source_model: str | None = None,
+) -> ResolvedSearch:
+    train, evaluation = spec.train, spec.evaluation
+    resources = plan_resources(train, evaluation, spec.search.samples, spec.search.max_concurrent, cluster)
+    namespace = f"doctune-{spec.name}"
+    eval_plan = EvalPlan(
+        objectives=spec.search.objective.named(),
+        actor_names=tuple(f"{ACTOR_PREFIX}-{i}" for i in range(evaluation.evaluators)),
+        namespace=namespace,
+        budget=evaluation.limits,
+        max_length=evaluation.max_length,
+        batch_size=evaluation.batch_size,
+        threads=evaluation.threads,
+        report_tasks=tuple(
+            t for t in evaluation.report_tasks if not any(t in w for w in spec.search.objective.named().values())
+        ),
+    )
+    plan = TrainPlan(
+        run_dir=str(run_dir.resolve()),
+        base_model=model_dir,
+        base_model_name=spec.base_model,
+        corpus_path=str(corpus[0]),
+        corpus_name=spec.corpus.source,
+        steps=train.steps,
+        eval_every=train.eval_every,
+        max_length=train.max_length,
+        workers=train.workers,
+        use_gpu=train.gpus_per_worker > 0,
+        cpus_per_worker=train.cpus_per_worker,
+        gpus_per_worker=train.gpus_per_worker,
+        threads_per_worker=max(1, math.floor(train.cpus_per_worker)),
+        seed=train.seed,
+        bf16=train.bf16,
+        max_worker_failures=train.max_worker_failures,
+        scorer=CheckpointScorer(eval_plan),
+        gradient_checkpointing=train.gradient_checkpointing,
+        chunk_size=train.chunk_size,
+        overlap_scoring=train.overlap_scoring,
+    )
+    fixed = spec.fixed_hyperparameters()
+    return ResolvedSearch(
+        spec, spec_path, profile, run_dir, plan, eval_plan, fixed, resources, corpus[1], source_model or model_dir
+    )
+
+
+class ConditionalSpace:
+    """Optuna define-by-run search space: dimensions in spec order, each sampled only when its
+    ``when`` condition holds for the values drawn before it (so a recipe's parameters are drawn
+    only in trials of that recipe). A class, not a closure, so Tune can save it with the search."""
+
+    def __init__(self, space: dict[str, Distribution]) -> None:
+        self.space = space
+
+    def __call__(self, trial) -> None:
+        chosen: dict = {}
+        for name, dist in self.space.items():
+            if not dist.applies(chosen):
+                continue
+            if dist.kind == "choice":
+                chosen[name] = trial.suggest_categorical(name, list(dist.values))
+            elif dist.kind == "int":
+                chosen[name] = trial.suggest_int(name, *dist.values)
+            else:
+                chosen[name] = trial.suggest_float(name, *dist.values, log=dist.kind == "loguniform")
+
+
+def sampler_plan(resolved: ResolvedSearch) -> SamplerPlan:
+    """The sampler the spec asks for (NSGA-II whenever there are several objectives), sized to its
+    budget (``platform.samplers``)."""
+    search = resolved.spec.search
+    kind = "nsga2" if resolved.evaluation.multi_objective else search.sampler
+    concurrent = resolved.resources.max_concurrent > 1
+    return plan_sampler(kind, search.samples, concurrent, search.multivariate, search.grid_points)
+
+
+def _tuner(resolved: ResolvedSearch, resume: bool):
+    from ray import tune
+    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
+    from ray.tune.search.optuna import OptunaSearch
+
+    from trainers.trial import run_trial
+
+    spec = resolved.spec
+    trainable = tune.with_resources(
+        tune.with_parameters(run_trial, plan=resolved.plan, fixed=dataclasses.asdict(resolved.fixed)),
+        {"cpu": 0.01},
+    )
+    experiment = resolved.run_dir / "tune" / spec.name
+    if resume and (experiment / "tuner.pkl").exists():
+        return tune.Tuner.restore(
+            str(experiment.resolve()), trainable=trainable, resume_unfinished=True, resume_errored=True
+        )
+    evaluation = resolved.evaluation
+    metrics = list(evaluation.objective_metrics)
+    search_alg = None
+    if spec.search.space:
+        plan = sampler_plan(resolved)
+        search_alg = OptunaSearch(
+            space=ConditionalSpace(spec.search.space),
+            metric=metrics if evaluation.multi_objective else metrics[0],
+            mode=["max"] * len(metrics) if evaluation.multi_objective else "max",
+            sampler=make_sampler(plan, spec.search.space, spec.search.seed),
+            points_to_evaluate=[dict(point) for point in spec.search.warm_start] or None,
+            study_name=spec.name,
+            storage=study_storage(resolved.run_dir),
+        )
+    asha = spec.search.scheduler.asha
+    # ASHA stops on one scalar; with several objectives a trial behind on the first may be on the front
+    scheduler = (
+        ASHAScheduler(
+            time_attr="eval_round",
+            metric="objective",
+            mode="max",
+            max_t=resolved.plan.eval_rounds,
+            grace_period=asha.grace_period,
+            reduction_factor=asha.reduction_factor,
+        )
+        if asha is not None and resolved.plan.eval_rounds > 1 and not evaluation.multi_objective
+        else FIFOScheduler()
+    )
+    return tune.Tuner(
+        trainable,
+        tune_config=tune.TuneConfig(
+            search_alg=search_alg,
+            scheduler=scheduler,
+            num_samples=spec.search.samples,
+            max_concurrent_trials=resolved.resources.max_concurrent,
+            # Not reused, on purpose: reuse saved ~5 s per trial but hung a local search (a trial run
+            # in a reused actor trained to the end and its reports never reached Tune); RESULTS.md
+            reuse_actors=False,
+        ),
+        run_config=tune.RunConfig(
+            name=spec.name,
+            storage_path=str((resolved.run_dir / "tune").resolve()),
+            failure_config=tune.FailureConfig(max_failures=0),
+            callbacks=[_release_callback(resolved)],
+        ),
+    )
+
+
+def _release_callback(resolved: ResolvedSearch):
+    from platform.retention import ReleaseEndedTrials
+
+    return ReleaseEndedTrials(resolved.run_dir, resolved.evaluation, resolved.spec.train.keep_checkpoints)
+
+
+def _release_ended(results, resolved: ResolvedSearch) -> None:
+    from platform.retention import release_ended_trials
+
+    keep = resolved.spec.train.keep_checkpoints
+    freed = release_ended_trials(results, resolved.run_dir, resolved.evaluation, keep)
+    if freed:
+        print(f"doctune: ended trials' checkpoints released ({freed / 1e6:.0f} MB; train.keep_checkpoints: {keep})")
+
+
+STUDY_FILE = "optuna.journal"
+
+
+def study_storage(run_dir: Path):
+    """The Optuna study's storage: a journal file in the run dir (``optuna-dashboard RUN_DIR/optuna.journal``)."""
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    return JournalStorage(JournalFileBackend(str((run_dir / STUDY_FILE).resolve())))
+
+
+def baseline_models(resolved: ResolvedSearch) -> dict[str, tuple[str, str]]:
+    """The leaderboard's baseline rows, id -> (model directory, status): the base encoder as the
+    spec names it and, where the spec converts it (a Longformer backbone), the converted encoder
+    before any training, so a user sees whether the whole pipeline, conversion included, helped."""
+    from platform.leaderboard import BASELINE_ID, CONVERTED_BASELINE_ID
+
+    rows = {BASELINE_ID: (resolved.source_model, "base model, untouched")}
+    if resolved.source_model != resolved.plan.base_model:
+        rows[CONVERTED_BASELINE_ID] = (resolved.plan.base_model, "base model converted to the backbone, untrained")
+    return rows
+
+
+def score_baselines(resolved: ResolvedSearch) -> dict[str, dict]:
+    """Each baseline row's model, status and scores on every task (``baseline.json``)."""
+    from evaluators.pool import score_checkpoint
+
+    evaluation = resolved.evaluation
+    tasks = [*evaluation.tasks, *evaluation.report_tasks]
+    return {
+        row: {
+            "model": model,
+            "status": status,
+            "scores": score_checkpoint(evaluation, model, resolved.fixed.pooling, tasks),
+        }
+        for row, (model, status) in baseline_models(resolved).items()
+    }
+
+
+def evaluator_pool(resolved: ResolvedSearch):
+    """The search's evaluator actors (``evaluators.pool.EvaluatorPool``), alive for a ``with`` block."""
+    from evaluators.pool import EvaluatorPool
+
+    evaluation = resolved.spec.evaluation
+    print(f"doctune: starting {evaluation.evaluators} evaluator(s) (loading task data)", flush=True)
+    return EvaluatorPool(
+        resolved.evaluation, resolved.plan.run_dir, evaluation.cpus_per_evaluator, evaluation.gpus_per_evaluator
+    )
+
+
+def run_search(resolved: ResolvedSearch, resume: bool, clock: PhaseClock | None = None):
+    """Score the baseline encoders, then run the trials. Returns (baselines, Tune results)."""
+    clock = clock or PhaseClock()
+    baseline_file = resolved.run_dir / "baseline.json"
+    if baseline_file.exists():
+        baseline = json.loads(baseline_file.read_text())
+    else:
+        print("doctune: scoring the base model (the leaderboard's baseline rows)", flush=True)
+        with clock.phase("baseline"):
+            baseline = score_baselines(resolved)
+        baseline_file.write_text(json.dumps(baseline, indent=2))
+    print(f"doctune: {resolved.spec.search.samples} trial(s), {resolved.resources.describe()}", flush=True)
+    if resolved.spec.search.space:
+        plan = sampler_plan(resolved)
+        print(f"doctune: sampler: {plan.describe()}", flush=True)
+        if warning := plan.warning():
+            print(f"doctune: warning: {warning}", file=sys.stderr, flush=True)
+    with clock.phase("trials"):
+        results = _tuner(resolved, resume).fit()
+    if not finished(results):  # Ctrl-C: Tune stopped and saved the experiment; --resume continues it
+        return baseline, results
+    _release_ended(results, resolved)
+    if resolved.spec.search.space and (zombies := fail_unfinished_study_trials(resolved.run_dir, resolved.spec.name)):
+        print(
+            f"doctune: note: {zombies} Optuna trial(s) a killed search left RUNNING were never reported; "
+            "marked failed in the study",
+            flush=True,
+        )
+    return baseline, results
+
+
+def finished(results) -> bool:
+    """Whether every trial of a Tune result grid ended (completed, stopped or errored); a search
+    interrupted by Ctrl-C returns from ``fit`` with trials still pending or running."""
+    return all(trial.status in ("TERMINATED", "ERROR") for trial in results._experiment_analysis.trials)
+
+
+def fail_unfinished_study_trials(run_dir: Path, name: str) -> int:
+    """Mark FAIL every trial the study still holds as RUNNING once the search has ended, and return
+    how many. A driver killed between Optuna's suggestion and Tune's record of the trial leaves one
+    behind that no resumed Tune trial will ever report; left RUNNING, TPE's constant liar would keep
+    treating it as under way, and optuna-dashboard would show it running forever."""
+    import optuna
+
+    storage = study_storage(run_dir)
+    try:
+        study_id = storage.get_study_id_from_name(name)
+    except KeyError:
+        return 0
+    running = storage.get_all_trials(study_id, deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+    for trial in running:
+        storage.set_trial_state_values(trial._trial_id, optuna.trial.TrialState.FAIL)
+    return len(running)
+
+
+CONFIRM_SUFFIX = "-confirm"
+
+
+def confirm_winner(resolved: ResolvedSearch, winner) -> dict:
+    """``search.confirm_seeds``: the winner's configuration trained again with that many more
+    training seeds (``train.seed`` + 1, + 2, ...), each run chosen and reported like a trial
+    (best round by the validation objective, test scores reported). Returns the record the
+    leaderboard keeps: per seed, and mean ± sample std over the winner's own seed and the new ones.
+    An interrupted confirmation continues on ``--resume``."""
+    from ray import tune
+
+    from platform.leaderboard import rows_from_results
+    from trainers.trial import run_trial
+
+    spec = resolved.spec
+    seeds = [resolved.plan.seed + i for i in range(1, spec.search.confirm_seeds + 1)]
+    config = {name: winner.hyperparameters[name] for name in spec.search.space if name in winner.hyperparameters}
+    trainable = tune.with_resources(
+        tune.with_parameters(run_trial, plan=resolved.plan, fixed=dataclasses.asdict(resolved.fixed)), {"cpu": 0.01}
+    )
+    experiment = resolved.run_dir / "tune" / f"{spec.name}{CONFIRM_SUFFIX}"
+    if (experiment / "tuner.pkl").exists():
+        tuner = tune.Tuner.restore(str(experiment.resolve()), trainable=trainable, resume_unfinished=True)
+    else:
+        tuner = tune.Tuner(
+            trainable,
+            param_space={**config, "seed": tune.grid_search(seeds)},
+            tune_config=tune.TuneConfig(max_concurrent_trials=resolved.resources.max_concurrent, reuse_actors=False),
+            run_config=tune.RunConfig(
+                name=experiment.name,
+                storage_path=str(experiment.parent.resolve()),
+                failure_config=tune.FailureConfig(max_failures=0),
+                callbacks=[_release_callback(resolved)],
+            ),
+        )
+    print(f"doctune: confirming {winner.trial} with {len(seeds)} more training seed(s): {seeds}", flush=True)
+    results = tuner.fit()
+    if not finished(results):
+        raise KeyboardInterrupt  # the search's own handling: continue with --resume
+    _release_ended(results, resolved)
+    runs = {resolved.plan.seed: winner}
+    for result, row in zip(results, rows_from_results(results, resolved)):
+        if row.test_objective is not None:
+            runs[int(result.config["seed"])] = row
+    values = [row.test_objective for row in runs.values()]
+    return {
+        "seeds": {
+            str(seed): {"trial": row.trial, "objective": row.objective, "test_objective": row.test_objective}
+            for seed, row in sorted(runs.items())
+        },
+        "test_objective": {
+            "mean": statistics.fmean(values),
+            "std": statistics.stdev(values) if len(values) > 1 else None,
+            "n": len(values),
+        },
+        "failed": len(seeds) + 1 - len(runs),
+    }

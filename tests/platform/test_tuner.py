@@ -1,0 +1,67 @@
+"""The search space as Optuna samples it: conditional dimensions only where they apply."""
+
+from __future__ import annotations
+
+import optuna
+import pytest
+
+from platform.spec import SpecError, load_spec, parse_spec
+from platform.tuner import ConditionalSpace
+
+
+def _sample(space, n: int, seed: int = 0) -> list[dict]:
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
+    define = ConditionalSpace(space)
+    trials = []
+    for _ in range(n):
+        trial = study.ask()
+        define(trial)
+        trials.append(dict(trial.params))
+        study.tell(trial, 0.0)
+    return trials
+
+
+def test_recipe_parameters_are_drawn_only_in_that_recipes_trials():
+    spec, _ = load_spec("all_recipes", "full")
+    trials = _sample(spec.search.space, 120)
+    assert {t["recipe"] for t in trials} == {"simcse", "docsplit", "deca", "laser"}
+    for t in trials:
+        assert ("split_probability" in t) == (t["recipe"] == "docsplit")
+        assert ("augmentation" in t) == ("aug_p" in t) == (t["recipe"] == "deca")
+        assert ("laser_mode" in t) == (t["recipe"] == "laser")
+        assert ("elongation_max" in t) == (t["recipe"] in ("laser", "docsplit"))
+        assert ("bregman_k" in t) == (t["bregman_weight"] == 2.0)
+        assert 0.02 <= t["temperature"] <= 0.2 and "lr" in t
+
+
+def test_sampled_values_respect_their_distributions():
+    spec, _ = load_spec("laser_minilm", "full")
+    for t in _sample(spec.search.space, 40):
+        assert isinstance(t["elongation_max"], int) and 2 <= t["elongation_max"] <= 256
+        assert t["laser_mode"] in ("self", "intra")
+
+
+@pytest.mark.parametrize(
+    ("space", "message"),
+    [
+        ({"aug_p": {"uniform": [0.1, 0.2], "when": {"recipe": "deca"}}}, "'recipe' is not a dimension searched before"),
+        (
+            {"recipe": {"choice": ["deca", "laser"]}, "aug_p": {"uniform": [0.1, 0.2], "when": {"recipe": "docsplit"}}},
+            "never takes ['docsplit']",
+        ),
+        ({"recipe": {"choice": ["deca", "nope"]}}, "unknown recipe 'nope'"),
+        ({"augmentation": {"choice": ["synonym", "ppdb"]}}, "PPDB database"),
+        ({"loss": {"choice": ["simsiam"]}}, "loss simsiam needs at least 2 pairs per worker"),
+    ],
+)
+def test_bad_conditional_spaces_are_refused(space, message):
+    raw = {
+        "name": "t",
+        "search": {"objective": {"tasks": {"news-title-retrieval": 1.0}}, "space": space},
+        "train": {"steps": 4, "eval_every": 2, "batch_size": 2, "workers": 2},
+        "profiles": {"local": {"train": {"batch_size": 2}}, "smoke": {"train": {"batch_size": 2}}},
+    }
+    with pytest.raises(SpecError) as caught:
+        parse_spec(raw, "full")
+    assert message in str(caught.value)

@@ -1,0 +1,55 @@
+"""The layering check (scripts/import_graph.py) holds for the project and catches what it forbids."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+spec = importlib.util.spec_from_file_location("import_graph", ROOT / "scripts" / "import_graph.py")
+import_graph = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(import_graph)
+
+
+def test_the_project_keeps_its_layering():
+    _, broken = import_graph.check()
+    assert broken == []
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    for package in import_graph.PACKAGES:
+        (root / package).mkdir(exist_ok=True)
+        (root / package / "__init__.py").touch()
+    return root
+
+
+def test_an_arrow_between_trainers_and_evaluators_is_caught_even_inside_a_function(tmp_path):
+    root = _tree(
+        tmp_path,
+        {
+            "trainers/loop.py": "def score():\n    from evaluators.pool import score_checkpoint\n",
+            "evaluators/pool.py": "from core.encoder import embed\n",
+            "core/encoder.py": "def embed(): ...\n",
+        },
+    )
+    _, broken = import_graph.check(root)
+    assert broken == ["trainers.loop imports evaluators.pool: trainers never imports evaluators"]
+
+
+def test_a_cycle_inside_the_driver_is_caught_but_a_type_checking_import_is_not(tmp_path):
+    root = _tree(
+        tmp_path,
+        {
+            "platform/search.py": "from platform import report\nEXIT_OK = 0\n",
+            "platform/report.py": "def main():\n    from platform.search import EXIT_OK\n",
+            "platform/samplers.py": "import typing\nif typing.TYPE_CHECKING:\n    from platform.spec import D\n",
+            "platform/spec.py": "from platform.samplers import grid\n",
+        },
+    )
+    _, broken = import_graph.check(root)
+    assert broken == ["cycle in platform: platform.report <-> platform.search"]

@@ -1,0 +1,63 @@
+"""A trial's training loss: the recipe's contrastive term plus the optional MLM and Bregman terms.
+
+    total = lambda_c * contrastive + mlm_weight * MLM + lambda_b * Bregman
+
+The contrastive term is the ``ContrastiveLoss`` that ``hp.loss`` names (``trainers.losses``).
+``LossHeads`` holds the trainable parts of the loss (the contrastive loss's head, such as
+SimSiam's predictor, and the Bregman sub-networks); they run inside the model's forward so DDP
+synchronises their gradients.
+Losses over gathered embeddings are multiplied by the world size before backward (see
+``trainers.distributed.gather``); the logged values are the plain ones.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+
+from trainers.config import Hyperparameters
+from trainers.distributed import gather, world_size
+from trainers.losses import CONTRASTIVE_LOSSES, BregmanHead, active_subnetworks, bregman_loss
+
+
+class LossHeads(nn.Module):
+    def __init__(self, hp: Hyperparameters, dim: int) -> None:
+        super().__init__()
+        self.predictor = CONTRASTIVE_LOSSES[hp.loss]().head(dim)
+        self.bregman = BregmanHead(dim, hp.bregman_k) if hp.bregman_weight > 0 else None
+
+    def forward(self, embeddings: torch.Tensor) -> dict[str, torch.Tensor]:
+        out = {}
+        if self.predictor is not None:
+            out["predictions"] = self.predictor(embeddings)
+        if self.bregman is not None:
+            out["bregman_scores"] = self.bregman(embeddings)
+        return out
+
+
+def training_loss(hp: Hyperparameters, outputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
+    """``outputs`` holds ``embeddings`` (2n, d: view A rows then view B rows), the heads' outputs,
+    and ``mlm_loss`` when MLM is on. Returns the loss to backpropagate and the values to log
+    (each term, ``loss`` = their weighted sum, and ``active_subnetworks`` with the Bregman term)."""
+    embeddings = outputs["embeddings"]
+    n = embeddings.shape[0] // 2
+    scale = world_size()
+    a, b = embeddings[:n], embeddings[n:]
+    contrastive, contrastive_scale = CONTRASTIVE_LOSSES[hp.loss]()(hp, a, b, outputs.get("predictions"))
+    total = hp.contrastive_weight * contrastive * contrastive_scale
+    terms = {"contrastive_loss": contrastive.item()}
+    logged = hp.contrastive_weight * terms["contrastive_loss"]
+    if "mlm_loss" in outputs:
+        total = total + hp.mlm_weight * outputs["mlm_loss"]
+        terms["mlm_loss"] = outputs["mlm_loss"].item()
+        logged += hp.mlm_weight * terms["mlm_loss"]
+    if "bregman_scores" in outputs:
+        scores = outputs["bregman_scores"]
+        gathered_a, gathered_b = gather(scores[:n]), gather(scores[n:])
+        bregman = bregman_loss(gathered_a, gathered_b, hp.bregman_sigma, hp.bregman_temperature)
+        total = total + hp.bregman_weight * bregman * scale
+        terms["bregman_loss"] = bregman.item()
+        terms["active_subnetworks"] = float(active_subnetworks(torch.cat([gathered_a, gathered_b]).detach()))
+        logged += hp.bregman_weight * terms["bregman_loss"]
+    terms["loss"] = logged
+    return total, terms
