@@ -2,19 +2,21 @@
 Hugging Face's, at 512 to 4096 tokens.
 
     python bench/longformer_attention.py [--threads 2] [--rounds 3] [--steps 3] [--device cpu|cuda]
+        [--lengths 512 ...] [--window 256] [--pairs 1]
 
 One training step (forward, backward, AdamW) of the Longformer made from the embedded MiniLM
-(window 256, [CLS] global; the SimCSE objective of bench/long_documents.py), one pair (two
-sequences) per step. Each measurement runs in a fresh process: load the model, one warm-up step,
-then ``--steps`` timed steps, each timed on the wall clock and in the process's CPU time (all its
-threads; time spent waiting for a core does not count, so it moves less with other work). Memory
-is what the step itself needed: the resident-memory high-water mark (Linux ``VmHWM``) above
-resident memory before the first step, or on a GPU ``torch.cuda.max_memory_allocated`` above
-what was allocated before it. Rounds alternate which implementation runs first; times are
-medians over every timed step of every round. Other work on the machine slows both
-implementations, so the load average (/proc/loadavg, 1 minute) is recorded around each
-measurement, and the share of time tasks waited for a CPU (/proc/pressure/cpu, 60 s) at the start
-and the end. Prints Markdown for bench/RESULTS.md.
+(window 256 by default, [CLS] global; the SimCSE objective of bench/long_documents.py), ``--pairs``
+pairs (twice as many sequences) per step. ``--lengths 128 --window 64 --pairs 4 --threads 1`` is
+one worker of the default search at ``--profile local``. Each measurement runs in a fresh process:
+load the model, one warm-up step, then ``--steps`` timed steps, each timed on the wall clock and in
+the process's CPU time (all its threads; time spent waiting for a core does not count, so it moves
+less with other work). Memory is what the step itself needed: the resident-memory high-water mark
+(Linux ``VmHWM``) above resident memory before the first step, or on a GPU
+``torch.cuda.max_memory_allocated`` above what was allocated before it. Rounds alternate which
+implementation runs first; times are medians over every timed step of every round. Other work on
+the machine slows both implementations, so the load average (/proc/loadavg, 1 minute) is recorded
+around each measurement, and the share of time tasks waited for a CPU (/proc/pressure/cpu, 60 s) at
+the start and the end. Prints Markdown for bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ def measure(config: dict) -> dict:
 
     torch.set_num_threads(config["threads"])
     device = torch.device(config["device"])
-    model_dir = str(cached_longformer(resolve_model("all-minilm-l6-v2"), 4096, 256, cache_dir()))
+    model_dir = str(cached_longformer(resolve_model("all-minilm-l6-v2"), 4096, config["window"], cache_dir()))
     hp = Hyperparameters(mlm_weight=0.0, recipe="simcse")
     module, tokenizer = build_module(model_dir, hp)  # doctune's loading point: its attention
     fused = [m for m in module.modules() if isinstance(m, FusedLongformerSelfAttention)]
@@ -80,7 +82,7 @@ def measure(config: dict) -> dict:
             attention.__class__ = LongformerSelfAttention
     module.to(device)
     optimizer = torch.optim.AdamW(module.parameters(), lr=1e-5)
-    texts = ["lorem ipsum dolor sit amet " * (config["length"] // 4)] * 2
+    texts = ["lorem ipsum dolor sit amet " * (config["length"] // 4)] * (2 * config["pairs"])
     batch = tokenize(tokenizer, texts, config["length"])
     inputs = {"input_ids": batch["input_ids"].to(device), "attention_mask": batch["attention_mask"].to(device)}
 
@@ -123,6 +125,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--lengths", type=int, nargs="+", default=LENGTHS)
+    parser.add_argument("--window", type=int, default=256, help="the attention window of the converted model")
+    parser.add_argument("--pairs", type=int, default=1, help="positive pairs per step")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -136,7 +140,8 @@ def main() -> None:
     print(
         f"machine: {os.cpu_count()} CPUs ({cpu_name()}), {gpus()}; torch {torch.__version__}, transformers "
         f"{transformers.__version__}; device {args.device}, {args.threads} threads; {args.rounds} rounds x "
-        f"{args.steps} timed steps per implementation and length, order alternating; "
+        f"{args.steps} timed steps per implementation and length, order alternating; window {args.window}, "
+        f"{args.pairs} pair(s) per step; "
         f"{time.strftime('%Y-%m-%d %H:%M')}; load average at start {load_average():.2f}, CPU pressure "
         f"{cpu_pressure()}\n"
     )
@@ -152,6 +157,7 @@ def main() -> None:
         for round_ in range(args.rounds):
             for name in IMPLEMENTATIONS if round_ % 2 == 0 else IMPLEMENTATIONS[::-1]:
                 config = {"attention": name, "length": length, "threads": args.threads, "steps": args.steps}
+                config |= {"window": args.window, "pairs": args.pairs}
                 results[name].append(run_child(__file__, config | {"device": args.device}))
                 loads.append(load_average())
         hf, ours = (median(results[name], "times") for name in IMPLEMENTATIONS)
