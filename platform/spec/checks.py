@@ -5,9 +5,8 @@ samples, a study's rows, a recipe's needs)."""
 from __future__ import annotations
 
 from platform.samplers import grid_size
-from platform.spec.convert import HP_FIELDS, check_hyperparameter
+from platform.spec.convert import HP_FIELDS, check_hyperparameter, plugin_registries
 from platform.spec.schema import Distribution, SearchSection, SearchSpec, SpecError, StudySection
-from trainers.losses import CONTRASTIVE_LOSSES
 
 
 def check_model_choice(layer: dict, where: str) -> None:
@@ -231,7 +230,7 @@ def _check_recipe_needs(spec: SearchSpec) -> None:
             raise SpecError(f"hyperparameters.translation_models: {err}") from None
     per_worker = [b // spec.train.workers for b in (_values(spec, "batch_size") or (spec.train.batch_size,))]
     for loss in _values(spec, "loss"):
-        needed = CONTRASTIVE_LOSSES[loss].min_pairs_per_worker
+        needed = plugin_registries()["loss"][loss].min_pairs_per_worker
         if min(per_worker) < needed:
             raise SpecError(
                 f"loss {loss} needs at least {needed} pairs per worker; "

@@ -12,8 +12,6 @@ from typing import Any, Literal
 
 from platform.spec.schema import Distribution, SpecError
 from trainers.config import Hyperparameters
-from trainers.losses import CONTRASTIVE_LOSSES
-from trainers.pairs import RECIPES
 
 
 def describe(value: Any) -> str:
@@ -152,16 +150,22 @@ def _distribution(value: Any, where: str) -> Distribution:
     return Distribution(kind, (lo, hi), conditions)
 
 
-# hyperparameters that name a plug-in, and where the plug-ins are registered
-PLUGINS = {"recipe": RECIPES, "loss": CONTRASTIVE_LOSSES}
+def plugin_registries() -> dict:
+    """The hyperparameters that name a plug-in, and where those are registered. Imported when a spec
+    is checked, not with this module: the losses bring torch, which importing ``platform.spec``
+    (for its names and paths) does not need."""
+    from trainers.losses import CONTRASTIVE_LOSSES
+    from trainers.pairs import RECIPES
+
+    return {"recipe": RECIPES, "loss": CONTRASTIVE_LOSSES}
 
 
 def check_hyperparameter(name: str, value: Any, where: str) -> Any:
     if name not in HP_FIELDS:
         raise SpecError(f"{where}: unknown hyperparameter; known: {', '.join(HP_FIELDS)}")
     value = _convert(value, HP_HINTS[name], where)
-    if name in PLUGINS and value not in PLUGINS[name]:
-        registry = PLUGINS[name]
+    registry = plugin_registries().get(name)
+    if registry is not None and value not in registry:
         raise SpecError(f"{where}: unknown {registry.kind} {value!r}; known: {', '.join(registry.names())}")
     if name == "augmentation":
         from trainers.augment.word_level import AugmentationUnavailable, check_augmentation
