@@ -15,6 +15,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from core.data.atomic import atomic_file
+
 ROOT = Path(__file__).resolve().parent.parent
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 STUDY_FILE = "optuna.journal"  # the search's Optuna study (``optuna-dashboard RUN_DIR/optuna.journal``)
@@ -49,9 +51,9 @@ def check_run_dir(run_dir: Path, resume: bool) -> None:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False) as handle:
+    """``text`` as the whole of ``path``, replaced in one rename (``core.data.atomic``)."""
+    with atomic_file(path, "w", encoding="utf-8") as handle:
         handle.write(text)
-    os.replace(handle.name, path)
 
 
 def recorded_address_if_alive(temp_dir: str | None = None) -> str | None:
