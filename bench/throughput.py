@@ -88,7 +88,7 @@ def build_batches(pairs: int, steps: int) -> list[tuple[list[str], list[str]]]:
     sys.path.insert(0, str(ROOT))
     from transformers import AutoTokenizer
 
-    from core.data import prepare_corpus, read_prepared
+    from core.data import prepare_corpus
     from core.encoder import resolve_model
     from trainers.config import Hyperparameters
     from trainers.loop import PairStream
@@ -96,8 +96,7 @@ def build_batches(pairs: int, steps: int) -> list[tuple[list[str], list[str]]]:
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model("all-minilm-l6-v2"))
     hp = Hyperparameters(recipe="docsplit", batch_size=pairs)
-    path, _ = prepare_corpus("news-articles")
-    documents = read_prepared(path)
+    documents = list(prepare_corpus("news-articles").documents())
     context = PairContext(
         hp=hp,
         max_length=512,

@@ -134,7 +134,8 @@ def starts_its_own_ray(address: str | None) -> bool:
 
 def prepare_inputs(spec, build_base_in: Path | None = None):
     """The base model directory (converted to a Longformer if the spec asks), the prepared corpus,
-    and the base model directory before any conversion.
+    and the base model directory before any conversion. Needs Ray when the corpus is not prepared
+    yet (preparation is a Ray Data job): call it after ``ray_init``, and ``check_inputs`` before.
 
     With ``base:`` the base model is the vanilla base trained for this corpus and these settings:
     trained (or taken from the cache) when ``build_base_in`` names the run directory, which needs
@@ -147,14 +148,14 @@ def prepare_inputs(spec, build_base_in: Path | None = None):
 
     model_dir = resolve_model(spec.base_model) if spec.base is None else None
     corpus = prepare_corpus(spec.corpus.source, spec.corpus.max_documents)
-    check_corpus_suits_recipes(spec, corpus[1])
+    check_corpus_suits_recipes(spec, corpus.stats)
     if spec.base is not None and build_base_in is None:
-        model_dir = str(base_entry(spec.base, corpus[0]))
+        model_dir = str(base_entry(spec.base, corpus.directory))
     elif spec.base is not None:
         train = spec.train
         built = ensure_base(
             spec.base,
-            corpus[0],
+            corpus.directory,
             spec.corpus.source,
             workers=train.workers,
             cpus_per_worker=train.cpus_per_worker,
@@ -173,6 +174,17 @@ def prepare_inputs(spec, build_base_in: Path | None = None):
             f"window {longformer.attention_window}): {model_dir}"
         )
     return model_dir, corpus, source_model
+
+
+def check_inputs(spec) -> None:
+    """What can be checked of the inputs before Ray starts: the base model resolves, the corpus
+    source exists in a format doctune reads. Raises ``ModelUnavailable`` or ``DataUnavailable``."""
+    from core.data import check_source
+    from core.encoder import resolve_model
+
+    if spec.base is None:
+        resolve_model(spec.base_model)
+    check_source(spec.corpus.source)
 
 
 def check_corpus_suits_recipes(spec, stats) -> None:

@@ -60,8 +60,7 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path, clock: PhaseC
     chosen_profile = _check_before_ray(args, spec_path, run_dir)
     spec, _ = load_spec(str(spec_path), args.profile or chosen_profile or "local")
     try:
-        with clock.phase("inputs"):
-            model_dir, corpus, source_model = common.prepare_inputs(spec)
+        common.check_inputs(spec)
     except (ModelUnavailable, DataUnavailable) as err:
         print(f"doctune: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -76,9 +75,9 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path, clock: PhaseC
             profile = "full" if cluster.get("GPU", 0) > 0 else "local"
             why = "the cluster has GPUs" if profile == "full" else "the cluster has no GPU"
             print(f"doctune: profile {profile!r} ({why}; choose with --profile)")
-            spec, _ = load_spec(str(spec_path), profile)
-            if profile == "full":  # the full profile may change the corpus or the backbone
-                model_dir, corpus, source_model = common.prepare_inputs(spec)
+            spec, _ = load_spec(str(spec_path), profile)  # the full profile may change the corpus or the backbone
+        with clock.phase("inputs"):  # the corpus is prepared by a Ray Data job the first time
+            model_dir, corpus, source_model = common.prepare_inputs(spec)
         resolved = tuner.resolve(spec, spec_path, profile, run_dir, model_dir, corpus, cluster, source_model)
         summary = resolved.summary()
         if args.dry_run:
@@ -115,7 +114,7 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path, clock: PhaseC
             pool.start()
         with pool:
             return _search_and_report(resolved, args.resume, clock)
-    except (ModelUnavailable, DataUnavailable) as err:  # inputs of the auto-selected profile
+    except (ModelUnavailable, DataUnavailable) as err:  # found while preparing the corpus
         print(f"doctune: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BaseStageFailed as err:

@@ -269,12 +269,17 @@ def _run(spec: SearchSpec, spec_path: Path, profile: str, columns, run_dir: Path
 
     tasks = list(dict.fromkeys(task for task, _ in columns))
     try:
-        inputs = common.prepare_inputs(spec)
+        common.check_inputs(spec)
     except (ModelUnavailable, DataUnavailable) as err:
         print(f"doctune: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
     cluster = common.ray_init(spec.address)
     try:
+        try:
+            inputs = common.prepare_inputs(spec)  # the corpus is prepared by a Ray Data job the first time
+        except (ModelUnavailable, DataUnavailable) as err:
+            print(f"doctune: error: {err}", file=sys.stderr)
+            return EXIT_BAD_INPUT
         run_dir.mkdir(parents=True, exist_ok=True)
         common.write_atomic(run_dir / MARKER, marker)
         if spec.base is not None:  # the vanilla base: trained once, then taken from the cache

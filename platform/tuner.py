@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.data.corpus import CorpusStats
+from core.data.corpus import CorpusStats, PreparedCorpus
 from evaluators.plan import EvalPlan
 from evaluators.pool import CheckpointScorer
 from platform.resources import ResourcePlan, plan_resources
@@ -66,7 +66,7 @@ def resolve(
     profile: str,
     run_dir: Path,
     model_dir: str,
-    corpus: tuple[Path, CorpusStats],
+    corpus: PreparedCorpus,
     cluster: dict[str, float],
     source_model: str | None = None,
 ) -> ResolvedSearch:
@@ -89,7 +89,7 @@ def resolve(
         run_dir=str(run_dir.resolve()),
         base_model=model_dir,
         base_model_name=spec.base_model,
-        corpus_path=str(corpus[0]),
+        corpus_path=str(corpus.directory),
         corpus_name=spec.corpus.source,
         steps=train.steps,
         eval_every=train.eval_every,
@@ -109,7 +109,7 @@ def resolve(
     )
     fixed = spec.fixed_hyperparameters()
     return ResolvedSearch(
-        spec, spec_path, profile, run_dir, plan, eval_plan, fixed, resources, corpus[1], source_model or model_dir
+        spec, spec_path, profile, run_dir, plan, eval_plan, fixed, resources, corpus.stats, source_model or model_dir
     )
 
 

@@ -71,6 +71,13 @@ def test_a_killed_worker_resumes_from_its_checkpoint_and_a_later_divergence_ends
     assert trial["step"] in (2, 4) and trial["objective"] is not None
     steps = sorted(int(p.name[5:]) for p in run_dir.glob(f"trials/{trial['trial']}/checkpoints/step_*"))
     assert steps == [2, 4]
+    # the restarted workers went on reading their documents from where step 2 left them: by step 4
+    # each has read four batches' worth (a stream restarted from the start would be at two)
+    checkpoint = run_dir / "trials" / trial["trial"] / "checkpoints" / "step_000004"
+    positions = json.loads((checkpoint / "training_state" / "state.json").read_text())["stream_positions"]
+    batch_size = json.loads((checkpoint / "doctune.json").read_text())["hyperparameters"]["batch_size"]
+    per_worker = batch_size // len(positions)
+    assert all(epoch == 0 and 4 * per_worker <= offset < 5 * per_worker for epoch, offset in positions), positions
     (result_file,) = run_dir.glob("tune/*/*/result.json")
     reported = [json.loads(line)["step"] for line in result_file.read_text().splitlines() if line.strip()]
     assert reported[-1] == 4 and reported == sorted(reported)  # the step count went on, not back to 0
@@ -98,10 +105,8 @@ def test_a_full_disk_is_refused_before_anything_starts(tmp_path):
         subprocess.run(["umount", str(small)], check=True)
 
 
-@pytest.mark.parametrize(
-    ("recipe", "refused"),
-    [("docsplit", True), pytest.param("simcse", False, marks=pytest.mark.slow)],  # simcse's dry run starts Ray
-)
+@pytest.mark.slow  # preparing the corpus starts Ray
+@pytest.mark.parametrize(("recipe", "refused"), [("docsplit", True), ("simcse", False)])
 def test_a_corpus_of_one_sentence_documents_is_refused_for_docsplit_only(tmp_path, recipe, refused):
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text(
@@ -113,3 +118,17 @@ def test_a_corpus_of_one_sentence_documents_is_refused_for_docsplit_only(tmp_pat
         assert done.returncode == 2 and "all 50 documents are a single sentence" in done.stderr
     else:
         assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.slow  # preparing the corpus starts Ray
+def test_a_corrupt_corpus_found_while_preparing_it_is_refused_with_nothing_left(tmp_path):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(json.dumps({"text": "A fine first document. It has two sentences."}) + "\n{broken\n")
+    spec = spec_variant("smoke", tmp_path, **{"corpus": {"source": str(corpus)}})
+    done = _search(spec, "--profile", "smoke", "--run-dir", str(tmp_path / "run"), timeout=300)
+    assert done.returncode == 2, done.stderr[-2000:]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("doctune: error:")]
+    assert errors == [
+        f"doctune: error: corpus {corpus} line 2 is not JSON (Expecting property name enclosed in double quotes)"
+    ]
+    assert not (tmp_path / "run").exists()

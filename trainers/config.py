@@ -174,7 +174,7 @@ class TrainPlan:
     run_dir: str
     base_model: str  # a local directory, resolved by the driver
     base_model_name: str  # as the user wrote it, for the record
-    corpus_path: str  # prepared corpus (jsonl of sentence-split documents)
+    corpus_path: str  # prepared corpus directory (core.data.PreparedCorpus)
     corpus_name: str
     steps: int
     eval_every: int

@@ -7,8 +7,9 @@ import copy
 import dataclasses
 import os
 import random
+import resource
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
@@ -16,7 +17,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-from core.data.corpus import read_prepared
+from core.data import DocumentStream, PreparedCorpus, StreamPosition
 from core.encoder import bf16_autocast, embed_in_length_groups, load_encoder, tokenize
 from trainers.checkpoint import (
     latest_checkpoint,
@@ -30,7 +31,7 @@ from trainers.distributed import finite_everywhere, world_size
 from trainers.grad_cache import all_reduce_gradients, cached_step
 from trainers.losses import mask_tokens
 from trainers.memory import MIB
-from trainers.pairs import PairContext, build_pairs
+from trainers.pairs import STATISTICS_DOCUMENTS, PairContext, build_pairs
 from trainers.reporting import RoundReporter
 from trainers.schedule import lr_factor
 from trainers.training_loss import LossHeads, training_loss
@@ -95,8 +96,8 @@ def build_module(
 class Prefetched:
     """``build(step)`` for the next step computed on a background thread while this step trains.
 
-    A step's batch is a function of the step alone (``PairStream.batch``), so the batches are the
-    ones building them inline gives. Building one (its pairs, then tokenising 32 views of 256
+    One thread builds the steps in order (``PairStream`` reads its documents as a stream), so the
+    batches are the ones building them inline gives. Building one (its pairs, then tokenising 32 views of 256
     tokens) takes about 20 ms on one core: noise next to a CPU step, a sizeable share of a GPU one.
     """
 
@@ -116,34 +117,48 @@ class Prefetched:
 
 
 class PairStream:
-    """This rank's positive pairs, deterministic in (seed, rank, step), so a resumed run sees the
-    same batches it would have seen."""
+    """This rank's positive pairs, built from its stream of documents (``DocumentStream.read``:
+    each document with the stream's position after it): the batch of step ``s`` draws its
+    randomness from ``(seed, rank, s)``, and documents that cannot give a pair for this recipe are
+    skipped (and counted). Batches are built in step order; ``position(step)`` is where the stream
+    stood after step ``step``'s batch, which a checkpoint records so that a resumed trial continues
+    the stream. ``give_up_after``: the documents skipped in a row that prove no document can give a
+    pair (the rows of the worker's part)."""
 
-    def __init__(self, documents: list[list[str]], builder, batch_size: int, seed: int, rank: int) -> None:
-        self.documents = [d for d in documents if builder(d, random.Random(0)) is not None]
-        if not self.documents:
-            raise ValueError("no document in this shard can give a positive pair for this recipe")
-        self.skipped = len(documents) - len(self.documents)
+    def __init__(
+        self,
+        documents: Iterator[tuple[list[str], StreamPosition]],
+        builder,
+        batch_size: int,
+        seed: int,
+        rank: int,
+        give_up_after: int,
+    ) -> None:
         self.builder, self.batch_size, self.seed, self.rank = builder, batch_size, seed, rank
-        self._orders: dict[int, list[int]] = {}
-
-    def _order(self, epoch: int) -> list[int]:
-        if epoch not in self._orders:
-            order = list(range(len(self.documents)))
-            random.Random(f"{self.seed}/{self.rank}/epoch{epoch}").shuffle(order)
-            self._orders = {epoch: order}
-        return self._orders[epoch]
+        self._documents, self._give_up_after = documents, give_up_after
+        self._positions: dict[int, StreamPosition] = {}
+        self.skipped = 0
 
     def batch(self, step: int) -> tuple[list[str], list[str]]:
         rng = random.Random(f"{self.seed}/{self.rank}/step{step}")
-        views_a, views_b = [], []
-        for j in range(self.batch_size):
-            position = step * self.batch_size + j
-            epoch, offset = divmod(position, len(self.documents))
-            pair = self.builder(self.documents[self._order(epoch)[offset]], rng)
+        views_a, views_b, skipped_in_a_row = [], [], 0
+        while len(views_a) < self.batch_size:
+            document, position = next(self._documents)
+            pair = self.builder(document, rng)
+            if pair is None:
+                self.skipped += 1
+                skipped_in_a_row += 1
+                if skipped_in_a_row > self._give_up_after:
+                    raise ValueError("no document in this shard can give a positive pair for this recipe")
+                continue
+            skipped_in_a_row = 0
             views_a.append(pair[0])
             views_b.append(pair[1])
+        self._positions = {s: p for s, p in self._positions.items() if s >= step - 2} | {step: position}
         return views_a, views_b
+
+    def position(self, step: int) -> StreamPosition:
+        return self._positions[step]
 
 
 # Tests make a trial's loss NaN at this step (tests/test_faults.py); the driver passes every
@@ -155,6 +170,7 @@ def train_loop_per_worker(config: dict) -> None:
     import ray.train
     import ray.train.torch
 
+    started = time.perf_counter()
     plan: TrainPlan = config["plan"]
     hp: Hyperparameters = config["hp"]
     trial_id: str = config["trial_id"]
@@ -167,16 +183,13 @@ def train_loop_per_worker(config: dict) -> None:
 
     module, tokenizer = build_module(plan.base_model, hp, plan.gradient_checkpointing)
     with_mlm = module.with_mlm
-    documents = read_prepared(plan.corpus_path, rank, context.get_world_size())
+    documents = DocumentStream(PreparedCorpus.load(plan.corpus_path), rank, context.get_world_size(), plan.seed)
     batch_tokenizer = copy.deepcopy(tokenizer)  # the batch thread's own: a fast tokenizer is not thread-safe
     pair_context = PairContext(
         hp=hp,
         max_length=plan.max_length,
         count_tokens=lambda text: len(batch_tokenizer(text, add_special_tokens=False)["input_ids"]),
-        documents=documents,
-    )
-    stream = PairStream(
-        documents, build_pairs(pair_context), hp.batch_size // context.get_world_size(), plan.seed, rank
+        documents=documents.first(STATISTICS_DOCUMENTS),
     )
 
     def build_batch(step: int):
@@ -193,18 +206,28 @@ def train_loop_per_worker(config: dict) -> None:
         chunk_size = _probed_chunk_size(module, tokenizer, plan, hp, context, device, autocast, trial_id)
     optimizer = torch.optim.AdamW(module.parameters(), lr=hp.lr, weight_decay=hp.weight_decay)
 
-    start_step, eval_round = 0, 0
+    start_step, eval_round, stream_start = 0, 0, StreamPosition()
     reporter = RoundReporter(plan, hp, trial_id, rank, device)
     resume_from = latest_checkpoint(plan.run_dir, trial_id)
     if resume_from is not None:
         state = load_training_state(resume_from, module, optimizer)
         start_step, eval_round = state["step"], state["eval_round"]
+        positions = state.get("stream_positions")  # absent from checkpoints of before the streamed corpus
+        stream_start = StreamPosition(*positions[rank]) if positions else StreamPosition()
         if rank == 0:
-            print(f"[{trial_id}] resumed from {resume_from.name} (step {start_step})")
+            print(f"[{trial_id}] resumed from {resume_from.name} (step {start_step}, documents from {stream_start})")
         # the latest round may not have reached the search (trainers.reporting): report it again
         reporter.submit(resume_from, state["train_metrics"], start_step)
         reporter.wait(start_step)
 
+    stream = PairStream(
+        documents.read(stream_start),
+        build_pairs(pair_context),
+        hp.batch_size // context.get_world_size(),
+        plan.seed,
+        rank,
+        give_up_after=documents.rows,
+    )
     mask_rng = torch.Generator().manual_seed(plan.seed * 1000 + rank)
     window_terms, window_tokens, window_time = {}, 0, 0.0
     batches = Prefetched(build_batch, plan.steps)
@@ -241,6 +264,8 @@ def train_loop_per_worker(config: dict) -> None:
             return
         torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)
         optimizer.step()
+        if step == start_step:  # this worker's start-up: the model, its documents, the first batch and step
+            first_step_seconds = time.perf_counter() - started
         for name, value in terms.items():
             window_terms.setdefault(name, []).append(value)
         window_tokens += tokens
@@ -255,8 +280,11 @@ def train_loop_per_worker(config: dict) -> None:
                 "eval_round": eval_round,
                 **_window_metrics(window_terms, window_tokens, window_time),
                 "skipped_documents": stream.skipped,
+                "first_step_seconds": first_step_seconds,
+                "worker_peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # KiB on Linux
                 **_peak_gpu_memory(device),
             }
+            stream_positions = _gathered(dataclasses.astuple(stream.position(step)))
             target = trial_checkpoint_dir(plan.run_dir, trial_id) / f"step_{step + 1:06d}"
             if rank == 0:
                 save_checkpoint(
@@ -266,7 +294,12 @@ def train_loop_per_worker(config: dict) -> None:
                     tokenizer=tokenizer,
                     optimizer=optimizer,
                     record=_record(plan, hp, trial_id, step + 1),
-                    state={"step": step + 1, "eval_round": eval_round, "train_metrics": train_metrics},
+                    state={
+                        "step": step + 1,
+                        "eval_round": eval_round,
+                        "train_metrics": train_metrics,
+                        "stream_positions": stream_positions,  # each rank's (epoch, offset)
+                    },
                 )
             reporter.submit(target, train_metrics, step + 1)
             window_terms, window_tokens, window_time = {}, 0, 0.0
@@ -296,6 +329,15 @@ def _probed_chunk_size(module, tokenizer, plan: TrainPlan, hp: Hyperparameters, 
     if context.get_world_rank() == 0:
         print(f"[{trial_id}] chunk_size auto: {int(chunk.item())} ({probe.describe()} on rank 0)")
     return int(chunk.item())
+
+
+def _gathered(value: T) -> list[T]:
+    """Every rank's ``value``, in rank order."""
+    if not dist.is_initialized():
+        return [value]
+    values: list = [None] * dist.get_world_size()
+    dist.all_gather_object(values, value)
+    return values
 
 
 def _mlm_inputs(batch: dict, n: int, tokenizer, mask_rng: torch.Generator, device: torch.device) -> dict:

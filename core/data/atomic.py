@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import tempfile
 from collections.abc import Iterator
@@ -25,3 +26,20 @@ def atomic_file(target: Path, mode: str = "wb", **open_kwargs) -> Iterator[IO]:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+@contextmanager
+def exclusive_lock(entry: Path) -> Iterator[None]:
+    """Hold ``<entry>.lock`` (an advisory file lock), waiting for another process that holds it:
+    two processes asking for the same cache entry at once build it once."""
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    with entry.with_name(entry.name + ".lock").open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"doctune: waiting for another process building {entry}", flush=True)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -1,32 +1,41 @@
-"""Pretraining corpora, prepared once into sentence-split documents.
+"""Pretraining corpora, prepared once into sentence-split documents by a Ray Data job.
 
-A corpus source is one of:
+Preparation reads the source (``core.data.sources``) in Ray tasks, normalises whitespace, and
+splits every document into sentences with spaCy's rule-based sentencizer (no model needed) in a
+pool of actors, one per CPU of the cluster, each building its spaCy pipeline once. It writes
+Parquet shards (columns ``sentences``, ``sentence_count``, ``truncated``,
+``replaced_invalid_utf8``) into
+``<cache>/corpora/<key>/``, keyed by the source's identity, then a ``manifest.json`` with each
+shard's row groups and the corpus's ``CorpusStats``; the directory is renamed into place whole, so
+a killed preparation never leaves something that passes for a prepared corpus. Put the cache
+(``DOCTUNE_CACHE``) on storage every node sees and every Train worker reads the same shards
+(docs/scaling.md).
 
-- ``news-articles``: the packaged default (see ``core.data.news``), held-out part excluded;
-- a local file: ``.jsonl`` (one object per line with a ``text`` field), ``.txt`` (one document
-  per line), ``.parquet`` (a ``text`` column), or a directory of ``.txt`` files (one document each);
-- ``hf:<dataset id>[:<split>]``: a Hugging Face dataset with a ``text`` column (needs the hub).
-
-Preparation splits every document into sentences with spaCy's rule-based sentencizer (no model
-needed) and writes ``{"sentences": [...]}`` lines to the cache, keyed by the source's identity,
-so every trial and every worker reads the same prepared file. What preparation does to odd
-input is counted in ``CorpusStats``, never done silently: empty documents are dropped, bytes
-that are not UTF-8 are replaced (U+FFFD), documents over ``MAX_DOCUMENT_CHARS`` are truncated.
+What preparation does to odd input is counted in ``CorpusStats``, never done silently: empty
+documents are dropped (kept as rows without sentences, so that they are counted; readers skip
+them), bytes that are not UTF-8 are replaced (U+FFFD), documents over ``MAX_DOCUMENT_CHARS`` are
+truncated. ``max_documents`` keeps the source's first documents, empty ones included.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import shutil
+import uuid
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
-from core.data.atomic import atomic_file
+from core.data.atomic import atomic_file, exclusive_lock
+from core.data.sources import check_source, source_dataset, source_identity
 from core.data.wheels import DataUnavailable, cache_dir
 
 MAX_DOCUMENT_CHARS = 100_000  # about 20k words; longer documents are truncated (and counted)
-PREPARATION_VERSION = 1  # bump when the sentence splitting changes
+PREPARATION_VERSION = 2  # bump when the sentence splitting or the shard format changes
+ROWS_PER_GROUP = 256  # a Parquet row group: the unit workers' parts and read windows are made of
+ROWS_PER_FILE = 8192
+MANIFEST = "manifest.json"
 
 
 @dataclass(frozen=True)
@@ -39,133 +48,208 @@ class CorpusStats:
     replaced_invalid_utf8: int
 
 
-def _read_text_file(path: Path, counters: dict[str, int]) -> str:
-    raw = path.read_bytes()
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        counters["replaced_invalid_utf8"] += 1
-        return raw.decode("utf-8", errors="replace")
+@dataclass(frozen=True)
+class RowGroup:
+    file: str  # shard file name, inside the corpus directory
+    index: int  # row group within the file
+    rows: int
 
 
-def _lines(path: Path, counters: dict[str, int]) -> list[str]:
-    return _read_text_file(path, counters).splitlines()
+@dataclass(frozen=True)
+class PreparedCorpus:
+    """A prepared corpus on disk: its directory, statistics, row groups in corpus order, and a
+    digest of the shards' content (the base stage's cache key)."""
 
+    directory: Path
+    stats: CorpusStats
+    row_groups: tuple[RowGroup, ...]
+    digest: str
 
-def _raw_documents(source: str, counters: dict[str, int]) -> Iterator[str]:
-    if source == "news-articles":
-        from core.data.news import pretraining_articles
-
-        for article in pretraining_articles():
-            yield article.text
-        return
-    if source.startswith("hf:"):
-        yield from _hf_documents(source[3:])
-        return
-    path = Path(source).expanduser()
-    if not path.exists():
-        raise DataUnavailable(
-            f"corpus source {source!r} is neither 'news-articles', 'hf:<dataset id>', nor an existing "
-            ".jsonl/.txt/.parquet file or directory of .txt files"
+    @classmethod
+    def load(cls, directory: str | Path) -> PreparedCorpus:
+        directory = Path(directory)
+        manifest = json.loads((directory / MANIFEST).read_text())
+        return cls(
+            directory,
+            CorpusStats(**manifest["stats"]),
+            tuple(RowGroup(**group) for group in manifest["row_groups"]),
+            manifest["digest"],
         )
-    if path.is_dir():
-        files = sorted(path.rglob("*.txt"))
-        if not files:
-            raise DataUnavailable(f"corpus directory {path} holds no .txt files (one document per file)")
-        for file in files:
-            yield _read_text_file(file, counters)
-    elif path.suffix == ".jsonl":
-        for number, line in enumerate(_lines(path, counters), start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataUnavailable(f"corpus {path} line {number} is not JSON ({err.msg})") from None
-            if not isinstance(record, dict) or not isinstance(record.get("text"), str):
-                raise DataUnavailable(f'corpus {path} line {number} has no string "text" field')
-            yield record["text"]
-    elif path.suffix == ".txt":
-        yield from _lines(path, counters)
-    elif path.suffix == ".parquet":
+
+    @property
+    def rows(self) -> int:
+        return sum(group.rows for group in self.row_groups)
+
+    def read_group(self, group: RowGroup) -> list[list[str]]:
+        """One row group's documents (a document is its list of sentences), empty ones included."""
         import pyarrow.parquet as pq
 
-        table = pq.read_table(path)
-        if "text" not in table.column_names:
-            raise DataUnavailable(f"corpus {path} has no 'text' column (columns: {table.column_names})")
-        yield from (t for t in table.column("text").to_pylist() if isinstance(t, str))
-    else:
-        raise DataUnavailable(f"corpus file {path} has suffix {path.suffix!r}; use .jsonl, .txt or .parquet")
+        table = pq.ParquetFile(self.directory / group.file).read_row_group(group.index, columns=["sentences"])
+        return table.column("sentences").to_pylist()
+
+    def documents(self) -> Iterator[list[str]]:
+        """Every non-empty document in corpus order, one row group in memory at a time."""
+        for group in self.row_groups:
+            yield from (d for d in self.read_group(group) if d)
 
 
-def _hf_documents(spec: str) -> Iterator[str]:
-    name, _, split = spec.partition(":")
+def prepare_corpus(source: str, max_documents: int | None = None) -> PreparedCorpus:
+    """The prepared corpus for ``source``: from the cache, or prepared now by a Ray Data job on the
+    running Ray (a local one is started, and stopped after, if none runs)."""
+    check_source(source)
+    target = cache_dir() / "corpora" / source_identity(source, max_documents, PREPARATION_VERSION)
+    if (target / MANIFEST).exists():
+        return PreparedCorpus.load(target)
+    with exclusive_lock(target):
+        if (target / MANIFEST).exists():  # prepared by the process we waited for
+            return PreparedCorpus.load(target)
+        for stale in target.parent.glob(f"{target.name}.partial-*"):  # a killed preparation's
+            shutil.rmtree(stale, ignore_errors=True)
+        partial = target.with_name(f"{target.name}.partial-{uuid.uuid4().hex[:8]}")
+        try:
+            _prepare(source, max_documents, partial)
+            partial.rename(target)
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)
+    return PreparedCorpus.load(target)
+
+
+def _prepare(source: str, max_documents: int | None, directory: Path) -> None:
+    import ray
+
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(logging_level="WARNING", log_to_driver=False)
     try:
-        import datasets
-
-        data = datasets.load_dataset(name, split=split or "train")
+        _write_shards(source, max_documents, directory, int(ray.cluster_resources().get("CPU", 1)))
+        _write_manifest(source, directory)
     except Exception as err:
-        raise DataUnavailable(f"could not load Hugging Face dataset {name!r}: {err}") from None
-    if "text" not in data.column_names:
-        raise DataUnavailable(f"dataset {name!r} has no 'text' column (columns: {data.column_names})")
-    yield from data["text"]
+        raise _data_error(err) from None
+    finally:
+        if started_here:
+            ray.shutdown()
 
 
-def _source_identity(source: str, max_documents: int | None) -> str:
-    path = Path(source).expanduser()
-    ident = {"source": source, "max_documents": max_documents, "version": PREPARATION_VERSION}
-    if path.exists():
-        files = sorted(path.rglob("*.txt")) if path.is_dir() else [path]
-        ident["files"] = [(str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns) for f in files]
-    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
+def _write_shards(source: str, max_documents: int | None, directory: Path, cpus: int) -> None:
+    import ray.data
+
+    context = ray.data.DataContext.get_current()
+    context.execution_options.preserve_order = True  # shards in source order: a reproducible corpus
+    context.enable_progress_bars = False
+    # small blocks, so that even one large file is split among every sentencizer
+    context.target_max_block_size = 1 << 20
+    documents = source_dataset(source)
+    if max_documents is not None:
+        documents = documents.limit(max_documents)
+    sentences = documents.map_batches(
+        Sentencizer, batch_size=128, batch_format="numpy", concurrency=max(1, cpus), num_cpus=1
+    )
+    sentences.write_parquet(
+        str(directory),
+        filename_provider=_shard_names(),
+        min_rows_per_file=ROWS_PER_FILE,
+        row_group_size=ROWS_PER_GROUP,
+    )
 
 
-def prepare_corpus(source: str, max_documents: int | None = None) -> tuple[Path, CorpusStats]:
-    """Sentence-split ``source`` into the cache (once) and return the prepared file and its stats."""
-    target = cache_dir() / "corpora" / f"{_source_identity(source, max_documents)}.jsonl"
-    stats_file = target.with_suffix(".stats.json")
-    if target.exists() and stats_file.exists():
-        return target, CorpusStats(**json.loads(stats_file.read_text()))
+class Sentencizer:
+    """A Ray Data actor: whitespace normalised, truncated to ``MAX_DOCUMENT_CHARS``, split into
+    sentences by one spaCy pipeline built when the actor starts."""
 
-    import spacy
+    def __init__(self) -> None:
+        import spacy
 
-    nlp = spacy.blank("en")
-    nlp.add_pipe("sentencizer")
-    nlp.max_length = MAX_DOCUMENT_CHARS + 1
-    counters = {"dropped_empty": 0, "truncated": 0, "replaced_invalid_utf8": 0}
+        self.nlp = spacy.blank("en")
+        self.nlp.add_pipe("sentencizer")
+        self.nlp.max_length = MAX_DOCUMENT_CHARS + 1
 
-    def cleaned() -> Iterator[str]:
-        kept = 0
-        for text in _raw_documents(source, counters):
-            text = " ".join(text.split())
-            if not text:
-                counters["dropped_empty"] += 1
-                continue
-            if len(text) > MAX_DOCUMENT_CHARS:
-                counters["truncated"] += 1
-                text = text[:MAX_DOCUMENT_CHARS]
-            yield text
-            kept += 1
-            if max_documents is not None and kept >= max_documents:
-                return
+    def __call__(self, batch: dict):
+        import pyarrow as pa
 
-    documents = sentences = single = 0
-    with atomic_file(target, "w", encoding="utf-8") as out:
-        for doc in nlp.pipe(cleaned(), batch_size=64):
-            sents = [s.text.strip() for s in doc.sents if s.text.strip()]
-            out.write(json.dumps({"sentences": sents}, ensure_ascii=False) + "\n")
-            documents += 1
-            sentences += len(sents)
-            single += len(sents) == 1
-        if documents == 0:
-            raise DataUnavailable(f"corpus {source!r} holds no non-empty document")
-    stats = CorpusStats(documents, sentences, single, **counters)
-    with atomic_file(stats_file, "w", encoding="utf-8") as out:
-        out.write(json.dumps(asdict(stats)))
-    return target, stats
+        texts = [" ".join(text.split()) for text in batch["text"]]
+        truncated = [len(text) > MAX_DOCUMENT_CHARS for text in texts]
+        texts = [text[:MAX_DOCUMENT_CHARS] for text in texts]
+        sentences = [[s.text.strip() for s in doc.sents if s.text.strip()] for doc in self.nlp.pipe(texts)]
+        return pa.table(
+            {
+                "sentences": pa.array(sentences, type=pa.list_(pa.string())),
+                "sentence_count": pa.array([len(s) for s in sentences], type=pa.int32()),
+                "truncated": pa.array(truncated, type=pa.bool_()),
+                "replaced_invalid_utf8": pa.array(batch["replaced_invalid_utf8"], type=pa.int8()),
+            }
+        )
 
 
-def read_prepared(path: str | Path, rank: int = 0, world_size: int = 1) -> list[list[str]]:
-    """This rank's shard of a prepared corpus: every ``world_size``-th document from ``rank``."""
-    with Path(path).open(encoding="utf-8") as handle:
-        return [json.loads(line)["sentences"] for i, line in enumerate(handle) if i % world_size == rank]
+def _shard_names():
+    from ray.data.datasource import FilenameProvider
+
+    class ShardNames(FilenameProvider):
+        """``part-<task index>-...``: sorted by name, the shards are in corpus order."""
+
+        def get_filename_for_task(self, write_uuid: str, task_index: int) -> str:
+            return f"part-{task_index:06d}-{write_uuid}.parquet"
+
+    return ShardNames()
+
+
+def _write_manifest(source: str, directory: Path) -> None:
+    """The row groups, statistics and digest, summed over one Ray task per shard."""
+    import ray
+
+    summarise = ray.remote(num_cpus=0)(_shard_summary)
+    summaries = ray.get([summarise.remote(str(path)) for path in sorted(directory.glob("part-*.parquet"))])
+    totals = {name: sum(s["counts"][name] for s in summaries) for name in CorpusStats.__dataclass_fields__}
+    if totals["documents"] == 0:
+        raise DataUnavailable(f"corpus {source!r} holds no non-empty document")
+    manifest = {
+        "source": source,
+        "stats": totals,
+        "row_groups": [group for s in summaries for group in s["row_groups"]],
+        "digest": hashlib.sha256("".join(s["sha256"] for s in summaries).encode()).hexdigest(),
+    }
+    with atomic_file(directory / MANIFEST, "w", encoding="utf-8") as out:
+        out.write(json.dumps(manifest, indent=1))
+
+
+def _shard_summary(path: str) -> dict:
+    """One shard's row groups, its share of ``CorpusStats`` (from its small columns) and sha256."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    handle = pq.ParquetFile(path)
+    row_groups = [
+        {"file": Path(path).name, "index": i, "rows": handle.metadata.row_group(i).num_rows}
+        for i in range(handle.metadata.num_row_groups)
+    ]
+    table = handle.read(columns=["sentence_count", "truncated", "replaced_invalid_utf8"])
+    lengths = table.column("sentence_count").to_numpy()
+    counts = {
+        "documents": int((lengths > 0).sum()),
+        "sentences": int(lengths.sum()),
+        "single_sentence_documents": int((lengths == 1).sum()),
+        "dropped_empty": int((lengths == 0).sum()),
+        "truncated": int(pc.sum(table.column("truncated").cast("int64")).as_py() or 0),
+        "replaced_invalid_utf8": int(pc.sum(table.column("replaced_invalid_utf8").cast("int64")).as_py() or 0),
+    }
+    digest = hashlib.sha256()
+    with open(path, "rb") as shard:
+        for block in iter(lambda: shard.read(1 << 22), b""):
+            digest.update(block)
+    return {"row_groups": row_groups, "counts": counts, "sha256": digest.hexdigest()}
+
+
+def _data_error(err: Exception) -> Exception:
+    """The ``DataUnavailable`` a Ray task raised, out of the exceptions Ray wraps it in; other
+    errors as they are."""
+    seen = err
+    while seen is not None:
+        # Ray's wrapper subclasses the task's exception type but carries Ray's message; the
+        # task's own exception is its ``cause``
+        cause = getattr(seen, "cause", None)
+        if isinstance(cause, BaseException):
+            seen = cause
+            continue
+        if isinstance(seen, DataUnavailable):
+            return DataUnavailable(str(seen))
+        seen = seen.__cause__ or seen.__context__
+    return err

@@ -36,10 +36,16 @@ class CorpusSpec:
     source: str = field(
         default="news-articles",
         metadata=constraint(
-            "'news-articles' (packaged), a .jsonl/.txt/.parquet file or a directory of .txt, or hf:<dataset id>"
+            "'news-articles' (packaged), a .jsonl/.txt/.parquet file or a directory of them (a .txt file there is "
+            "one document), or hf:<dataset id>[:<split>] (streamed)"
         ),
     )
-    max_documents: int | None = field(default=None, metadata=constraint("use at most this many documents", 1))
+    max_documents: int | None = field(
+        default=None,
+        metadata=constraint(
+            "use the source's first this many documents (empty ones dropped, so a few fewer may remain)", 1
+        ),
+    )
 
 
 @dataclass(frozen=True)

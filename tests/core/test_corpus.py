@@ -1,10 +1,29 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
-from core.data import DataUnavailable, prepare_corpus, read_prepared
+from core.data import DataUnavailable, DocumentStream, PreparedCorpus, StreamPosition, prepare_corpus
+from core.data.corpus import MANIFEST
+
+pytestmark = pytest.mark.slow  # every preparation is a Ray Data job
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    import ray
+
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    yield
+    ray.shutdown()
 
 
 @pytest.fixture(autouse=True)
@@ -12,7 +31,32 @@ def _private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("DOCTUNE_CACHE", str(tmp_path / "cache"))
 
 
-def test_jsonl_corpus_is_sentence_split_and_odd_input_counted(tmp_path):
+def _one_process_reference(texts: list[str]) -> list[list[str]]:
+    """What preparation gives, written plainly: whitespace normalised, empty texts dropped,
+    spaCy's sentencizer over the rest in one process."""
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    kept = [" ".join(t.split()) for t in texts if t.split()]
+    return [[s.text.strip() for s in doc.sents if s.text.strip()] for doc in nlp.pipe(kept)]
+
+
+def test_the_packaged_corpus_prepares_to_the_one_process_result(local_ray):
+    from core.data.news import pretraining_articles
+
+    corpus = prepare_corpus("news-articles")
+    expected = _one_process_reference([a.text for a in pretraining_articles()])
+    assert list(corpus.documents()) == expected  # the same documents, in source order
+    stats = corpus.stats
+    assert stats.documents == len(expected) == len(pretraining_articles())
+    assert stats.sentences == sum(map(len, expected))
+    assert stats.single_sentence_documents == sum(len(d) == 1 for d in expected)
+    assert len(corpus.row_groups) > 2  # several row groups, so workers' parts are pieces of them
+    assert prepare_corpus("news-articles") == corpus  # the second time from the cache
+
+
+def test_jsonl_corpus_is_sentence_split_and_odd_input_counted(tmp_path, local_ray):
     corpus = tmp_path / "c.jsonl"
     lines = [
         json.dumps({"text": "The first sentence. The second one! A third?"}),
@@ -20,28 +64,48 @@ def test_jsonl_corpus_is_sentence_split_and_odd_input_counted(tmp_path):
         json.dumps({"text": "Only one sentence here"}),
     ]
     corpus.write_bytes(("\n".join(lines) + "\n").encode() + b'{"text": "bad \xff byte. Then more."}\n')
-    path, stats = prepare_corpus(str(corpus))
-    documents = read_prepared(path)
+    prepared = prepare_corpus(str(corpus))
+    documents = list(prepared.documents())
     assert documents[0] == ["The first sentence.", "The second one!", "A third?"]
+    stats = prepared.stats
     assert (stats.documents, stats.dropped_empty, stats.single_sentence_documents) == (3, 1, 1)
     assert stats.replaced_invalid_utf8 == 1 and "\ufffd" in documents[2][0]
-    assert prepare_corpus(str(corpus)) == (path, stats)  # cached
+    assert prepare_corpus(str(corpus)) == prepared  # cached
 
 
-def test_shards_partition_the_corpus(tmp_path):
-    corpus = tmp_path / "c.txt"
-    corpus.write_text("\n".join(f"Document {i}. It has two sentences." for i in range(7)))
-    path, _ = prepare_corpus(str(corpus))
-    shards = [read_prepared(path, rank, 3) for rank in range(3)]
-    assert sum(len(s) for s in shards) == 7
-    assert sorted(d[0] for s in shards for d in s) == sorted(f"Document {i}." for i in range(7))
+def test_directories_parquet_and_local_hf_datasets_are_read(tmp_path, local_ray):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "a.txt").write_text("One document. Over two lines\nstill the same.")
+    (folder / "b.txt").write_text("Another one.")
+    pq.write_table(pa.table({"text": ["From Parquet. Two.", None]}), folder / "c.parquet")
+    assert list(prepare_corpus(str(folder)).documents()) == [
+        ["One document.", "Over two lines still the same."],
+        ["Another one."],
+        ["From Parquet.", "Two."],
+    ]
+    hub_like = tmp_path / "hub_like"
+    hub_like.mkdir()
+    (hub_like / "train.jsonl").write_text("".join(json.dumps({"text": f"Row {i}. Done."}) + "\n" for i in range(5)))
+    prepared = prepare_corpus(f"hf:{hub_like}:train")  # a local dataset directory, streamed as from the hub
+    assert [d[0] for d in prepared.documents()] == [f"Row {i}." for i in range(5)]
 
 
-def test_oversized_documents_are_truncated_and_counted(tmp_path):
+def test_oversized_documents_are_truncated_and_counted(tmp_path, local_ray):
     corpus = tmp_path / "big.txt"
     corpus.write_text("Word and word again. " * 60_000)  # 1.2 MB on one line
-    _, stats = prepare_corpus(str(corpus))
+    stats = prepare_corpus(str(corpus)).stats
     assert stats.truncated == 1 and stats.documents == 1
+
+
+def test_max_documents_keeps_the_first_documents(tmp_path, local_ray):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(f"Document {i}. Two sentences." for i in range(50)))
+    prepared = prepare_corpus(str(corpus), max_documents=7)
+    assert [d[0] for d in prepared.documents()] == [f"Document {i}." for i in range(7)]
 
 
 @pytest.mark.parametrize(
@@ -49,18 +113,90 @@ def test_oversized_documents_are_truncated_and_counted(tmp_path):
     [
         ("", ".jsonl", "holds no non-empty document"),
         ("{not json\n", ".jsonl", "line 1 is not JSON"),
-        ('{"body": "x"}\n', ".jsonl", 'no string "text" field'),
+        ('{"text": "fine"}\n{"body": "x"}\n', ".jsonl", 'line 2 has no string "text" field'),
+        ("not parquet", ".parquet", "not a readable Parquet file"),
         ("x", ".csv", "use .jsonl, .txt or .parquet"),
     ],
 )
-def test_unusable_corpora_are_refused_with_the_reason(tmp_path, content, suffix, message):
+def test_unusable_corpora_are_refused_with_the_reason_and_nothing_left(tmp_path, content, suffix, message, local_ray):
     corpus = tmp_path / f"c{suffix}"
     corpus.write_text(content)
     with pytest.raises(DataUnavailable, match=message):
         prepare_corpus(str(corpus))
+    corpora = tmp_path / "cache" / "corpora"
+    assert not corpora.exists() or not [p for p in corpora.iterdir() if not p.name.endswith(".lock")]
 
 
-def test_packaged_news_corpus_excludes_the_held_out_articles():
+def _many_documents(path, count: int) -> None:
+    path.write_text("\n".join(f"Document {i} begins. It has a second sentence." for i in range(count)))
+
+
+def _corpus(tmp_path, count: int) -> PreparedCorpus:
+    source = tmp_path / "c.txt"
+    _many_documents(source, count)
+    return prepare_corpus(str(source))
+
+
+def test_workers_parts_are_disjoint_and_cover_the_corpus(tmp_path, local_ray):
+    corpus = _corpus(tmp_path, 1000)
+    parts = [DocumentStream(corpus, rank, 3, seed=0, window_rows=100) for rank in range(3)]
+    seen = [{d[0] for d, _ in _take(part.read(), part.rows)} for part in parts]
+    assert sorted(len(s) for s in seen) == [333, 333, 334]
+    assert set.union(*seen) == {f"Document {i} begins." for i in range(1000)}
+    assert not (seen[0] & seen[1]) and not (seen[1] & seen[2])
+
+
+def _take(iterator, count: int) -> list:
+    return [next(iterator) for _ in range(count)]
+
+
+def test_the_order_is_seeded_per_epoch_and_a_stream_resumes_where_it_stood(tmp_path, local_ray):
+    corpus = _corpus(tmp_path, 600)
+    stream = DocumentStream(corpus, 0, 2, seed=3, window_rows=64)
+    first = _take(stream.read(), 700)  # all of epoch 0 (300 rows), then on into epochs 1 and 2
+    assert first == _take(DocumentStream(corpus, 0, 2, seed=3, window_rows=64).read(), 700)
+    epoch0 = [d[0] for d, _ in first[:300]]
+    assert sorted(epoch0) == sorted({d[0] for d, _ in first[:300]}) and len(set(epoch0)) == 300
+    assert epoch0 != [d[0] for d, _ in first[300:600]]  # a new order each epoch
+    assert epoch0 != [d[0] for d, _ in _take(DocumentStream(corpus, 0, 2, seed=4, window_rows=64).read(), 300)]
+    for cut in (1, 150, 299, 300, 450):
+        position = first[cut - 1][1]
+        resumed = _take(stream.read(position), 700 - cut)
+        assert resumed == first[cut:], cut
+    assert first[299][1] == StreamPosition(0, 300) and first[300][1] == StreamPosition(1, 1)
+
+
+def test_a_worker_holds_one_window_of_documents(tmp_path, local_ray):
+    corpus = _corpus(tmp_path, 3000)
+    reads = []
+    stream = DocumentStream(corpus, 0, 1, seed=0, window_rows=512)
+    original = corpus.read_group
+    object.__setattr__(corpus, "read_group", lambda group: reads.append(group) or original(group))
+    iterator = stream.read()
+    _take(iterator, 10)
+    assert 2 <= len(reads) <= 3  # the first window only: at least 512 rows of 256-row groups
+    assert stream.head(5) == [[f"Document {i} begins.", "It has a second sentence."] for i in range(5)]
+
+
+def test_a_killed_preparation_is_never_taken_for_a_complete_one(tmp_path):
+    source = tmp_path / "c.txt"
+    _many_documents(source, 20_000)
+    env = {**os.environ, "PYTHONPATH": ROOT, "RAY_ADDRESS": "local"}
+    code = f"from core.data import prepare_corpus; prepare_corpus({str(source)!r})"
+    child = subprocess.Popen([sys.executable, "-c", code], env=env, start_new_session=True)
+    corpora = tmp_path / "cache" / "corpora"
+    deadline = time.monotonic() + 120
+    while not list(corpora.glob("*.partial-*/part-*")) and time.monotonic() < deadline:  # shards being written
+        time.sleep(0.2)
+    os.killpg(child.pid, signal.SIGKILL)
+    child.wait()
+    assert list(corpora.glob("*.partial-*")), "the preparation was killed before it wrote a shard"
+    assert not [p for p in corpora.iterdir() if (p / MANIFEST).exists()]
+    prepared = prepare_corpus(str(source))  # starts over, and cleans the killed one's directory
+    assert prepared.stats.documents == 20_000 and not list(corpora.glob("*.partial-*"))
+
+
+def test_the_packaged_news_corpus_excludes_the_held_out_articles():
     from core.data.news import held_out_articles, news_articles, pretraining_articles
 
     held, trained = held_out_articles(), pretraining_articles()

@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -51,7 +52,7 @@ ensure_base(BaseSettings(**json.loads(sys.argv[1])), sys.argv[2], "news-articles
 
 @pytest.fixture(scope="module")
 def corpus() -> Path:
-    return prepare_corpus("news-articles", max_documents=200)[0]
+    return prepare_corpus("news-articles", max_documents=200).directory
 
 
 @pytest.fixture(scope="module")
@@ -206,10 +207,8 @@ def test_every_setting_that_shapes_the_weights_is_in_the_cache_key(corpus, tmp_p
     assert len(set(digests.values()) | {base_digest(TINY, corpus)}) == len(KEY_CHANGES) + 1
     assert base_digest(dataclasses.replace(TINY, checkpoint_every=1), corpus) == base_digest(TINY, corpus)
 
-    same_text = tmp_path / "same.jsonl"
-    same_text.write_bytes(corpus.read_bytes())
-    fewer = tmp_path / "fewer.jsonl"
-    fewer.write_text("".join(corpus.read_text().splitlines(keepends=True)[1:]))
+    same_text = shutil.copytree(corpus, tmp_path / "same")
+    fewer = prepare_corpus("news-articles", max_documents=199).directory
     assert base_digest(TINY, same_text) == base_digest(TINY, corpus)  # the content counts, not the path
     assert base_digest(TINY, fewer) != base_digest(TINY, corpus)
     assert base_entry(TINY, corpus, tmp_path) == tmp_path / "bases" / base_digest(TINY, corpus)

@@ -20,7 +20,6 @@ checkpoint; two processes asking for the same base at once build it once.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import math
@@ -28,12 +27,13 @@ import os
 import shutil
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
+from core.data.atomic import exclusive_lock
+from core.data.corpus import PreparedCorpus
 from core.data.wheels import cache_dir
 from trainers.base_stage.loop import (
     BLOCKS_FILE,
@@ -64,12 +64,8 @@ class BaseResult:
 
 
 def corpus_digest(corpus_path: str | Path) -> str:
-    """sha256 of a prepared corpus file's content."""
-    digest = hashlib.sha256()
-    with Path(corpus_path).open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    """sha256 of a prepared corpus's shards (recorded in its manifest)."""
+    return PreparedCorpus.load(corpus_path).digest
 
 
 def base_digest(settings: BaseSettings, corpus_path: str | Path) -> str:
@@ -108,7 +104,7 @@ def ensure_base(
     trained = False
     if not entry.is_dir():  # a complete entry only ever appears by a rename: reading one needs no lock
         entry.parent.mkdir(parents=True, exist_ok=True)
-        with _locked(entry):
+        with exclusive_lock(entry):
             work = entry.with_name(entry.name + ".partial")
             if entry.is_dir():  # another process finished it meanwhile
                 shutil.rmtree(work, ignore_errors=True)
@@ -138,26 +134,10 @@ def ensure_base(
     return BaseResult(entry, entry.name, trained)
 
 
-@contextmanager
-def _locked(entry: Path) -> Iterator[None]:
-    """Hold ``<entry>.lock`` (an advisory file lock), waiting for another process that holds it."""
-    with entry.with_name(entry.name + ".lock").open("a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            print(f"doctune: waiting for another process building {entry}", flush=True)
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def _documents(corpus_path: str | Path) -> Iterator[str]:
     """The prepared corpus's documents as plain text, one at a time."""
-    with Path(corpus_path).open(encoding="utf-8") as handle:
-        for line in handle:
-            yield " ".join(json.loads(line)["sentences"])
+    for sentences in PreparedCorpus.load(corpus_path).documents():
+        yield " ".join(sentences)
 
 
 def train_tokenizer(texts: Iterator[str], vocab_size: int, lowercase: bool, max_length: int):

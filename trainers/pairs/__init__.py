@@ -10,7 +10,7 @@ recipe is one module here (docs/decisions.md, "Adding a recipe, a loss or a task
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -28,7 +28,12 @@ class PairContext:
     hp: Hyperparameters
     max_length: int  # tokens per view, special tokens included
     count_tokens: Callable[[str], int]  # word-piece tokens of a text, without special tokens
-    documents: list[list[str]]  # this worker's shard (for corpus statistics: vocabulary, IDF)
+    documents: Sequence[list[str]]  # this worker's first documents, for corpus statistics (vocabulary, IDF)
+
+
+# a worker's corpus statistics are read from its first this many documents, so that its memory and
+# start-up stay the same however large the corpus (the packaged corpus is read whole)
+STATISTICS_DOCUMENTS = 20_000
 
 
 class Recipe:
