@@ -49,6 +49,7 @@ class ResolvedSearch:
             "fixed_hyperparameters": dataclasses.asdict(self.fixed),
             "searched": {k: {d.kind: list(d.values)} for k, d in self.spec.search.space.items()},
             "corpus": dataclasses.asdict(self.corpus_stats),
+            "prepared_corpus": self.plan.corpus_path,  # the Parquet shards every Train worker reads
             "resources": dataclasses.asdict(self.resources),
             "trial_plan": {
                 "trials": self.spec.search.samples,

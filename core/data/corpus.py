@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import uuid
 from collections.abc import Iterator
@@ -98,20 +99,66 @@ def prepare_corpus(source: str, max_documents: int | None = None) -> PreparedCor
     running Ray (a local one is started, and stopped after, if none runs)."""
     check_source(source)
     target = cache_dir() / "corpora" / source_identity(source, max_documents, PREPARATION_VERSION)
+    check_every_node_sees(target.parent)
     if (target / MANIFEST).exists():
         return PreparedCorpus.load(target)
     with exclusive_lock(target):
         if (target / MANIFEST).exists():  # prepared by the process we waited for
             return PreparedCorpus.load(target)
-        for stale in target.parent.glob(f"{target.name}.partial-*"):  # a killed preparation's
-            shutil.rmtree(stale, ignore_errors=True)
+        _remove_partials(target)
         partial = target.with_name(f"{target.name}.partial-{uuid.uuid4().hex[:8]}")
         try:
             _prepare(source, max_documents, partial)
             partial.rename(target)
         finally:
             shutil.rmtree(partial, ignore_errors=True)
+        _remove_partials(target)  # again: a killed preparation's Ray workers may have written on a moment
     return PreparedCorpus.load(target)
+
+
+def _remove_partials(target: Path) -> None:
+    """Killed preparations' directories of this corpus (the lock says none is running)."""
+    for stale in target.parent.glob(f"{target.name}.partial-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+def check_every_node_sees(directory: Path) -> None:
+    """On a Ray cluster of several nodes, raise ``DataUnavailable`` unless every live node sees
+    ``directory``: Ray Data's writers and the Train workers open the same path on whichever node
+    they run, so a cache on one node's own disk would lose the shards written elsewhere and leave
+    workers on other nodes without a corpus. One zero-CPU task per node looks for a file written
+    here. Nodes an autoscaler adds later are not asked; mount the storage on every node type."""
+    import ray
+
+    if not ray.is_initialized():
+        return
+    nodes = [node for node in ray.nodes() if node["Alive"]]
+    if len(nodes) < 2:
+        return
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    directory.mkdir(parents=True, exist_ok=True)
+    probe = directory / f".seen-by-every-node-{uuid.uuid4().hex[:8]}"
+    probe.touch()
+    try:
+        exists = ray.remote(num_cpus=0)(os.path.exists)
+        answers = ray.get(
+            [
+                exists.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)).remote(
+                    str(probe)
+                )
+                for node in nodes
+            ]
+        )
+    finally:
+        probe.unlink(missing_ok=True)
+    blind = [node["NodeManagerAddress"] for node, seen in zip(nodes, answers) if not seen]
+    if blind:
+        raise DataUnavailable(
+            f"the corpus cache {directory} is not seen from node {', '.join(blind)} of this Ray cluster: set "
+            "DOCTUNE_CACHE to a directory on storage every node mounts at the same path (cluster.yaml uses "
+            "/mnt/doctune/cache; docs/scaling.md, 'Corpora at Wikipedia's size')"
+        )
 
 
 def _prepare(source: str, max_documents: int | None, directory: Path) -> None:

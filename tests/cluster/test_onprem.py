@@ -28,6 +28,7 @@ import pytest
 import yaml
 from ray._private.utils import get_ray_address_file
 
+from core.data import cache_dir
 from core.encoder import embed_texts, load_encoder
 from tests.conftest import ROOT
 
@@ -182,6 +183,10 @@ def test_ray_up_runs_a_smoke_search_job_and_ray_down_leaves_nothing(sshd, tmp_pa
     config["provider"] |= {"head_ip": "127.0.0.1", "worker_ips": []}
     config["auth"] = {"ssh_user": "root", "ssh_private_key": str(sshd)}
     config["file_mounts"] = {"~/doctune": str(ROOT)}
+    # the cluster's shared cache is this suite's (warm) one; the job must find it through ~/.bashrc
+    shared_cache = str(cache_dir())
+    config["setup_commands"] = [c.replace("/srv/doctune/cache", shared_cache) for c in config["setup_commands"]]
+    assert any(shared_cache in c for c in config["setup_commands"]), "cluster_onprem.yaml sets no DOCTUNE_CACHE"
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text(yaml.safe_dump(config, sort_keys=False))
     run_dir = tmp_path / "runs" / "smoke"
@@ -209,6 +214,8 @@ def test_ray_up_runs_a_smoke_search_job_and_ray_down_leaves_nothing(sshd, tmp_pa
         assert len(trials) == 2 and all(row["status"] == "completed" for row in trials)
         assert all(row["objective"] is not None for row in trials)
         _check_exported_winner(run_dir / "best", leaderboard)
+        prepared = json.loads((run_dir / "search.json").read_text())["prepared_corpus"]
+        assert prepared.startswith(shared_cache + "/corpora/"), prepared
     finally:
         _launcher("down", "-y", config=cluster, timeout=300)
 

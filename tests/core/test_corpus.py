@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -7,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import psutil
 import pytest
 
 from core.data import DataUnavailable, DocumentStream, PreparedCorpus, StreamPosition, prepare_corpus
@@ -188,7 +190,13 @@ def test_a_killed_preparation_is_never_taken_for_a_complete_one(tmp_path):
     deadline = time.monotonic() + 120
     while not list(corpora.glob("*.partial-*/part-*")) and time.monotonic() < deadline:  # shards being written
         time.sleep(0.2)
+    # the preparation's whole process tree (its Ray too) dies at once, as on a lost machine
+    tree = [psutil.Process(child.pid), *psutil.Process(child.pid).children(recursive=True)]
     os.killpg(child.pid, signal.SIGKILL)
+    for process in tree:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.kill()
+    psutil.wait_procs(tree, timeout=60)
     child.wait()
     assert list(corpora.glob("*.partial-*")), "the preparation was killed before it wrote a shard"
     assert not [p for p in corpora.iterdir() if (p / MANIFEST).exists()]
