@@ -189,7 +189,11 @@ def _write_shards(source: str, max_documents: int | None, directory: Path, cpus:
     if max_documents is not None:
         documents = documents.limit(max_documents)
     sentences = documents.map_batches(
-        Sentencizer, batch_size=128, batch_format="numpy", concurrency=max(1, cpus), num_cpus=1
+        Sentencizer,
+        batch_size=128,
+        batch_format="numpy",
+        compute=ray.data.ActorPoolStrategy(size=max(1, cpus)),  # one sentencizer per CPU of the cluster
+        num_cpus=1,
     )
     sentences.write_parquet(
         str(directory),

@@ -10,16 +10,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from core.data import DataUnavailable, prepare_corpus
 from tests.conftest import ROOT, spec_variant
 
 pytestmark = pytest.mark.slow  # starts a three-node Ray and a search
@@ -65,15 +64,6 @@ class LocalNodes:
     def _agent_ports() -> list[str]:  # the agent's default port is fixed: two nodes on one host clash
         return [f"--dashboard-agent-listen-port={_free_port()}", f"--metrics-export-port={_free_port()}"]
 
-    def wait_for(self, count: int, timeout: float = 120) -> None:
-        import ray
-
-        deadline = time.monotonic() + timeout
-        while sum(node["Alive"] for node in ray.nodes()) < count:
-            assert all(p.poll() is None for p in self.processes), "a Ray node exited"
-            assert time.monotonic() < deadline, f"{count} Ray nodes did not come up"
-            time.sleep(0.5)
-
     def stop(self) -> None:
         """The joined nodes first, then the head (a node stopping asks the head to drain it)."""
         head, *joined = self.processes
@@ -89,61 +79,86 @@ class LocalNodes:
                     process.wait()
 
 
-@pytest.fixture
-def nodes(tmp_path, monkeypatch):
-    """A Ray head this test drives; ``DOCTUNE_CACHE`` is ``tmp_path/cache``."""
-    import ray
+# A driver of its own process for each question: Ray keeps its settings (the auth mode among
+# them) for the life of a process, and the suite's process must keep its own.
+SEEN_BY_EVERY_NODE = """
+import sys, time
+from pathlib import Path
+import ray
+from core.data import DataUnavailable
+from core.data.corpus import check_every_node_sees
 
+address, count, directory = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
+deadline = time.monotonic() + 120
+while True:  # the head's GCS takes a moment to listen
+    try:
+        ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+        break
+    except ConnectionError:
+        assert time.monotonic() < deadline, "the Ray head did not come up"
+        time.sleep(1)
+while sum(node["Alive"] for node in ray.nodes()) < count:
+    assert time.monotonic() < deadline, f"{count} Ray nodes did not come up"
+    time.sleep(0.5)
+try:
+    check_every_node_sees(directory)
+    print("seen by every node")
+except DataUnavailable as refusal:
+    print(f"refused: {refusal}")
+"""
+
+
+@pytest.fixture
+def nodes(tmp_path):
+    """A Ray head on this machine; its processes and this test's drivers use ``tmp_path/cache``."""
     assert os.geteuid() == 0, "this test mounts a tmpfs in a mount namespace and needs root"
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    monkeypatch.setenv("DOCTUNE_CACHE", str(cache))
-    # `ray start` turns token auth on, and this process's Ray client, imported before, would not
-    # send the token: the test's own throwaway cluster on this machine runs without it
-    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
-    monkeypatch.delenv("RAY_ADDRESS")  # the suite's "local": this test addresses its own cluster
-    started = LocalNodes(dict(os.environ))
+    (tmp_path / "cache").mkdir()
+    env = {name: value for name, value in os.environ.items() if name != "RAY_ADDRESS"}  # the suite's "local"
+    # `ray start` turns token auth on by default; this throwaway cluster on one machine runs without
+    env |= {"DOCTUNE_CACHE": str(tmp_path / "cache"), "RAY_AUTH_MODE": "disabled", "PYTHONPATH": str(ROOT)}
+    started = LocalNodes(env)
     started.start_head()
     try:
-        deadline = time.monotonic() + 120
-        while True:  # the head's GCS takes a moment to listen
-            try:
-                ray.init(address=started.address, log_to_driver=False, logging_level="ERROR")
-                break
-            except ConnectionError:
-                assert time.monotonic() < deadline, "the Ray head did not come up"
-                time.sleep(1)
         yield started
     finally:
-        ray.shutdown()
         started.stop()
 
 
+def _ask_every_node(nodes: LocalNodes, count: int, directory: Path) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", SEEN_BY_EVERY_NODE, nodes.address, str(count), str(directory)],
+        cwd=ROOT,
+        env=nodes.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip().splitlines()[-1]
+
+
 def test_a_cache_some_node_cannot_see_is_refused_naming_the_node(nodes, tmp_path):
+    cache = tmp_path / "cache"
+    nodes.add()
+    assert _ask_every_node(nodes, 2, cache / "corpora") == "seen by every node"
+
+    nodes.add(hiding=cache)
+    answer = _ask_every_node(nodes, 3, cache / "corpora")
+    assert re.fullmatch(
+        r"refused: the corpus cache .*/cache/corpora is not seen from node .* set DOCTUNE_CACHE.*", answer
+    )
+    assert not [p.name for p in (cache / "corpora").iterdir()], "the probe files are removed"
+
+    # the search says so once, exits 2 and starts nothing
     source = tmp_path / "corpus.jsonl"
     source.write_text(
         "".join(json.dumps({"text": f"Document {i} opens here. A second sentence follows."}) + "\n" for i in range(60))
     )
-    cache = Path(os.environ["DOCTUNE_CACHE"])
-
-    nodes.add()
-    nodes.wait_for(2)
-    prepared = prepare_corpus(str(source))  # both nodes see the cache
-    assert prepared.stats.documents == 60 and prepared.stats.sentences == 120
-
-    nodes.add(hiding=cache)
-    nodes.wait_for(3)
-    refusal = r"corpus cache .*/cache/corpora is not seen from node .* set DOCTUNE_CACHE"
-    with pytest.raises(DataUnavailable, match=refusal):
-        prepare_corpus(str(source))  # a prepared corpus, too, is refused: that node's workers could not read it
-    assert [p.name for p in (cache / "corpora").iterdir() if p.name.startswith(".seen-by")] == []
-
-    # the search says so once, exits 2 and starts nothing
     spec = spec_variant("smoke", tmp_path, **{"corpus": {"source": str(source)}})
     done = subprocess.run(
         [sys.executable, "-m", "platform.search", spec, "--profile", "smoke", "--run-dir", str(tmp_path / "run")],
         cwd=ROOT,
-        env={**os.environ, "RAY_ADDRESS": nodes.address},
+        env={**nodes.env, "RAY_ADDRESS": nodes.address},
         capture_output=True,
         text=True,
         timeout=300,
@@ -151,4 +166,4 @@ def test_a_cache_some_node_cannot_see_is_refused_naming_the_node(nodes, tmp_path
     assert done.returncode == 2, done.stderr[-3000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("doctune: error:")]
     assert len(errors) == 1 and "is not seen from node" in errors[0], done.stderr[-3000:]
-    assert not (tmp_path / "run").exists()
+    assert not (tmp_path / "run").exists() and not list((cache / "corpora").iterdir())
