@@ -9,7 +9,7 @@ Parquet shards (columns ``sentences``, ``sentence_count``, ``truncated``,
 shard's row groups and the corpus's ``CorpusStats``; the directory is renamed into place whole, so
 a killed preparation never leaves something that passes for a prepared corpus. Put the cache
 (``DOCTUNE_CACHE``) on storage every node sees and every Train worker reads the same shards
-(docs/scaling.md).
+(docs/scaling.md); on a cluster of several nodes ``check_every_node_sees`` refuses one that is not.
 
 What preparation does to odd input is counted in ``CorpusStats``, never done silently: empty
 documents are dropped (kept as rows without sentences, so that they are counted; readers skip
@@ -112,7 +112,7 @@ def prepare_corpus(source: str, max_documents: int | None = None) -> PreparedCor
             partial.rename(target)
         finally:
             shutil.rmtree(partial, ignore_errors=True)
-        _remove_partials(target)  # again: a killed preparation's Ray workers may have written on a moment
+        _remove_partials(target)  # again: a killed preparation's Ray workers may outlive it by a moment
     return PreparedCorpus.load(target)
 
 
