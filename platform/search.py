@@ -8,15 +8,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
 from evaluators.noise import Gain
 from platform import common
-from platform.common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, ROOT, UsageError
+from platform.common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, UsageError
+from platform.resolution import (
+    SEARCH_RECORD,
+    SearchRequest,
+    choose_profile,
+    plan_search_resources,
+    resolve,
+    this_machine,
+)
 from platform.resources import InfeasibleResources
-from platform.spec import PROFILES, SpecError, load_spec
+from platform.spec import PROFILES, SearchSpec, SpecError
 from platform.timings import PhaseClock
 
 
@@ -39,10 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     clock = PhaseClock()
     args = parse_args(argv)
     try:
-        spec, spec_path = load_spec(args.spec, args.profile or "local")
-        run_dir = args.run_dir or ROOT / "runs" / spec.name
-        common.check_run_dir(run_dir, args.resume)
-        return _run(args, spec_path, run_dir, clock)
+        request = SearchRequest.from_command_line(args.spec, args.profile, args.run_dir, args.resume)
+        return _run(request, args.dry_run, clock)
     except (SpecError, UsageError, InfeasibleResources) as err:
         print(f"doctune: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -51,16 +56,28 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILURE
 
 
-def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path, clock: PhaseClock) -> int:
+def _settle(request: SearchRequest, cluster: dict[str, float]) -> tuple[SearchSpec, str]:
+    """The profile for ``cluster`` (said when doctune chose it) and the spec validated for it,
+    checked to fit the cluster (``InfeasibleResources`` otherwise)."""
+    profile, why = choose_profile(request, cluster)
+    if why:
+        print(f"doctune: profile {profile!r} ({why}; choose with --profile)")
+    spec = request.spec_for(profile)
+    plan_search_resources(spec, cluster)
+    return spec, profile
+
+
+def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> int:
     from core.data import DataUnavailable
     from core.encoder import ModelUnavailable
     from platform import tuner
     from trainers.base_stage import BaseStageFailed
 
-    chosen_profile = _check_before_ray(args, spec_path, run_dir)
-    spec, _ = load_spec(str(spec_path), args.profile or chosen_profile or "local")
+    provisional = request.provisional_spec()
+    # a search that starts its own Ray knows its cluster now: bad input is refused before Ray starts
+    settled = _settle(request, this_machine()) if common.starts_its_own_ray(provisional.address) else None
     try:
-        common.check_inputs(spec)
+        common.check_inputs(settled[0] if settled else provisional)
     except (ModelUnavailable, DataUnavailable) as err:
         print(f"doctune: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -68,38 +85,27 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path, clock: PhaseC
     import ray
 
     with clock.phase("ray start"):
-        cluster = common.ray_init(spec.address, args.resume)
+        cluster = common.ray_init(provisional.address, request.resume)
     try:
-        profile = args.profile or (chosen_profile if args.resume else None)
-        if profile is None:
-            profile = "full" if cluster.get("GPU", 0) > 0 else "local"
-            why = "the cluster has GPUs" if profile == "full" else "the cluster has no GPU"
-            print(f"doctune: profile {profile!r} ({why}; choose with --profile)")
-            spec, _ = load_spec(str(spec_path), profile)  # the full profile may change the corpus or the backbone
+        spec, profile = settled or _settle(request, cluster)
+        run_dir = request.run_dir
         with clock.phase("inputs"):  # the corpus is prepared by a Ray Data job the first time
             model_dir, corpus, source_model = common.prepare_inputs(spec)
-        resolved = tuner.resolve(spec, spec_path, profile, run_dir, model_dir, corpus, cluster, source_model)
+        resolved = resolve(spec, request.spec_path, profile, run_dir, model_dir, corpus, cluster, source_model)
         summary = resolved.summary()
-        if args.dry_run:
+        if dry_run:
             if spec.base is not None:
                 state = "cached" if Path(model_dir).is_dir() else "not trained yet: a run trains it first"
                 print(f"doctune: base {spec.base.label} ({state}): {model_dir}")
             print(json.dumps(summary, indent=2, default=str))
             return EXIT_OK
-        if args.resume:
-            recorded = json.loads((run_dir / "search.json").read_text())
-            if recorded["resolved_spec"] != json.loads(json.dumps(summary["resolved_spec"], default=str)):
-                raise UsageError(
-                    f"--resume: the spec or profile differs from the one {run_dir} was started with "
-                    f"({recorded['spec']}, profile {recorded['profile']!r})"
-                )
-        else:
+        if not request.resume:
             run_dir.mkdir(parents=True)
-            common.write_atomic(run_dir / "search.json", json.dumps(summary, indent=2, default=str))
+            common.write_atomic(run_dir / SEARCH_RECORD, json.dumps(summary, indent=2, default=str))
         if spec.base is not None:  # trained (or taken from the cache) now that Ray runs and the run is recorded
             with clock.phase("base stage"):
-                model_dir, corpus, source_model = common.prepare_inputs(spec, build_base_in=run_dir)
-            resolved = tuner.resolve(spec, spec_path, profile, run_dir, model_dir, corpus, cluster, source_model)
+                model_dir, _, source_model = common.prepare_inputs(spec, build_base_in=run_dir)
+            resolved = resolved.with_base(model_dir, source_model)
         searched = spec.search.space.get("recipe")
         recipes = ", ".join(searched.values) if searched else spec.recipe
         print(f"doctune: search {spec.name!r}, profile {profile!r}, recipe {recipes}, run dir {run_dir}")
@@ -113,7 +119,7 @@ def _run(args: argparse.Namespace, spec_path: Path, run_dir: Path, clock: PhaseC
         with clock.phase("evaluators start"):
             pool.start()
         with pool:
-            return _search_and_report(resolved, args.resume, clock)
+            return _search_and_report(resolved, request.resume, clock)
     except (ModelUnavailable, DataUnavailable) as err:  # found while preparing the corpus
         print(f"doctune: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -181,38 +187,6 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> int:
 
 
 REPORT_TOP_TRIALS = 3  # trials scored on the report-only tasks, beside the baseline
-
-
-def _check_before_ray(args: argparse.Namespace, spec_path: Path, run_dir: Path) -> str | None:
-    """What can be refused before Ray starts, so bad input starts nothing. ``--resume``: the spec
-    and profile must be the ones the run was started with (a resumed search keeps its recorded
-    profile unless ``--profile`` names one); returns that profile. A search that starts its own
-    local Ray: the resources it asks for must fit this machine (a running cluster's can only be
-    read once Ray is up, and are checked then)."""
-    import dataclasses
-
-    from platform.resources import plan_resources
-
-    profile = args.profile
-    if args.resume:
-        recorded = json.loads((run_dir / "search.json").read_text())
-        profile = profile or recorded["profile"]
-        spec, _ = load_spec(str(spec_path), profile)
-        if recorded["resolved_spec"] != json.loads(json.dumps(dataclasses.asdict(spec), default=str)):
-            raise UsageError(
-                f"--resume: the spec or profile differs from the one {run_dir} was started with "
-                f"({recorded['spec']}, profile {recorded['profile']!r})"
-            )
-    spec, _ = load_spec(str(spec_path), profile or "local")
-    if common.starts_its_own_ray(spec.address):
-        import torch
-
-        machine = {"CPU": float(os.cpu_count() or 1), "GPU": float(torch.cuda.device_count())}
-        if profile is None:  # the choice the driver makes once Ray is up, from the same GPUs
-            profile = "full" if machine["GPU"] > 0 else "local"
-            spec, _ = load_spec(str(spec_path), profile)
-        plan_resources(spec.train, spec.evaluation, spec.search.samples, spec.search.max_concurrent, machine)
-    return profile
 
 
 def _compare_with_baselines(best, baselines, resolved) -> None:

@@ -34,6 +34,7 @@ from pathlib import Path
 from platform import common, tuner
 from platform.common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, ROOT, UsageError
 from platform.leaderboard import BASELINE_ID
+from platform.resolution import ResolvedSearch, resolve
 from platform.resources import InfeasibleResources
 from platform.spec import SearchSpec, SpecError, load_spec
 from platform.study_table import RowResult, rank_rows, write_table
@@ -169,10 +170,10 @@ class Study:
         self.cluster = cluster
         self.tasks = tasks  # every table task
 
-    def resolve(self, spec: SearchSpec, run_dir: Path) -> tuner.ResolvedSearch:
-        return tuner.resolve(spec, self.spec_path, self.profile, run_dir, self.model_dir, self.corpus, self.cluster)
+    def resolve(self, spec: SearchSpec, run_dir: Path) -> ResolvedSearch:
+        return resolve(spec, self.spec_path, self.profile, run_dir, self.model_dir, self.corpus, self.cluster)
 
-    def score(self, resolved: tuner.ResolvedSearch, checkpoint: str, have: dict) -> dict:
+    def score(self, resolved: ResolvedSearch, checkpoint: str, have: dict) -> dict:
         """``have`` completed with the table tasks it lacks, scored on ``checkpoint``."""
         from evaluators.pool import score_checkpoint
 
@@ -212,7 +213,7 @@ class Study:
         common.write_atomic(done, json.dumps(result, indent=2))
         return result
 
-    def base_row(self, pool_plan: tuner.ResolvedSearch) -> RowResult:
+    def base_row(self, pool_plan: ResolvedSearch) -> RowResult:
         """The base model, untouched, on every table task (scored once)."""
         from evaluators.pool import score_checkpoint
 

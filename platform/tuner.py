@@ -1,117 +1,22 @@
 """The Tune wiring: from a validated spec to finished trials.
 
-``resolve`` turns a spec into everything a search needs (model directory, prepared corpus,
-resource plan, the fixed ``TrainPlan``); ``run_search`` starts the evaluator pool, scores the
-base model, and runs Optuna + ASHA over Ray Train trials.
+From a ``ResolvedSearch`` (``platform.resolution``): ``run_search`` scores the base model and
+runs Optuna + ASHA over Ray Train trials with the evaluator pool up (``evaluator_pool``);
+``confirm_winner`` retrains the winner's configuration with more seeds.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import statistics
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
-from core.data.corpus import CorpusStats, PreparedCorpus
-from evaluators.plan import EvalPlan
-from evaluators.pool import CheckpointScorer
-from platform.resources import ResourcePlan, plan_resources
+from platform.resolution import ResolvedSearch
 from platform.samplers import SamplerPlan, make_sampler, plan_sampler
-from platform.spec import Distribution, SearchSpec
+from platform.spec import Distribution
 from platform.timings import PhaseClock
-from trainers.config import Hyperparameters, TrainPlan
-
-ACTOR_PREFIX = "evaluator"
-
-
-@dataclass(frozen=True)
-class ResolvedSearch:
-    spec: SearchSpec
-    spec_path: Path
-    profile: str
-    run_dir: Path
-    plan: TrainPlan
-    evaluation: EvalPlan
-    fixed: Hyperparameters
-    resources: ResourcePlan
-    corpus_stats: CorpusStats
-    source_model: str  # the base encoder before any backbone conversion (plan.base_model is after it)
-
-    def summary(self) -> dict:
-        return {
-            "spec": str(self.spec_path),
-            "profile": self.profile,
-            "run_dir": str(self.run_dir),
-            "resolved_spec": dataclasses.asdict(self.spec),
-            "fixed_hyperparameters": dataclasses.asdict(self.fixed),
-            "searched": {k: {d.kind: list(d.values)} for k, d in self.spec.search.space.items()},
-            "corpus": dataclasses.asdict(self.corpus_stats),
-            "prepared_corpus": self.plan.corpus_path,  # the Parquet shards every Train worker reads
-            "resources": dataclasses.asdict(self.resources),
-            "trial_plan": {
-                "trials": self.spec.search.samples,
-                "steps": self.plan.steps,
-                "eval_rounds": self.plan.eval_rounds,
-                "workers_per_trial": self.plan.workers,
-                "max_concurrent": self.resources.max_concurrent,
-            },
-        }
-
-
-def resolve(
-    spec: SearchSpec,
-    spec_path: Path,
-    profile: str,
-    run_dir: Path,
-    model_dir: str,
-    corpus: PreparedCorpus,
-    cluster: dict[str, float],
-    source_model: str | None = None,
-) -> ResolvedSearch:
-    train, evaluation = spec.train, spec.evaluation
-    resources = plan_resources(train, evaluation, spec.search.samples, spec.search.max_concurrent, cluster)
-    namespace = f"doctune-{spec.name}"
-    eval_plan = EvalPlan(
-        objectives=spec.search.objective.named(),
-        actor_names=tuple(f"{ACTOR_PREFIX}-{i}" for i in range(evaluation.evaluators)),
-        namespace=namespace,
-        budget=evaluation.limits,
-        max_length=evaluation.max_length,
-        batch_size=evaluation.batch_size,
-        threads=evaluation.threads,
-        report_tasks=tuple(
-            t for t in evaluation.report_tasks if not any(t in w for w in spec.search.objective.named().values())
-        ),
-    )
-    plan = TrainPlan(
-        run_dir=str(run_dir.resolve()),
-        base_model=model_dir,
-        base_model_name=spec.base_model,
-        corpus_path=str(corpus.directory),
-        corpus_name=spec.corpus.source,
-        steps=train.steps,
-        eval_every=train.eval_every,
-        max_length=train.max_length,
-        workers=train.workers,
-        use_gpu=train.gpus_per_worker > 0,
-        cpus_per_worker=train.cpus_per_worker,
-        gpus_per_worker=train.gpus_per_worker,
-        threads_per_worker=max(1, math.floor(train.cpus_per_worker)),
-        seed=train.seed,
-        bf16=train.bf16,
-        max_worker_failures=train.max_worker_failures,
-        scorer=CheckpointScorer(eval_plan),
-        gradient_checkpointing=train.gradient_checkpointing,
-        chunk_size=train.chunk_size,
-        overlap_scoring=train.overlap_scoring,
-    )
-    fixed = spec.fixed_hyperparameters()
-    return ResolvedSearch(
-        spec, spec_path, profile, run_dir, plan, eval_plan, fixed, resources, corpus.stats, source_model or model_dir
-    )
 
 
 class ConditionalSpace:

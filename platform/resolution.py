@@ -1,0 +1,213 @@
+"""One search, resolved once: the spec for the chosen profile, the cluster it runs on, its inputs.
+
+``python -m platform.search`` resolves a search in this order, each step once:
+
+1. ``SearchRequest``: the spec file read (not yet validated for a profile), the run directory
+   checked, and for ``--resume`` what the run directory recorded (``search.json``);
+2. ``choose_profile``: ``--profile`` as given, else the profile a resumed run was started with,
+   else ``full`` when the cluster has GPUs and ``local`` when it has none;
+3. ``SearchRequest.spec_for``: the spec validated for that profile, and for ``--resume`` checked
+   against the recorded one (``check_matches_recording``);
+4. ``resolve``: with the prepared inputs (base encoder, corpus) and the cluster's resources, the
+   ``ResolvedSearch`` that ``--dry-run`` prints, ``search.json`` records and the search runs.
+
+A search that starts its own local Ray knows its cluster (this machine) before Ray starts, so
+steps 2-3 and the resource check run before anything is started; a search that joins a running
+cluster reads the cluster once connected.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.data.corpus import CorpusStats, PreparedCorpus
+from evaluators.plan import EvalPlan
+from evaluators.pool import CheckpointScorer
+from platform.common import ROOT, UsageError, check_run_dir
+from platform.resources import ResourcePlan, plan_resources
+from platform.spec import SearchSpec, find_spec_file, parse_spec, read_raw
+from trainers.config import Hyperparameters, TrainPlan
+
+ACTOR_PREFIX = "evaluator"
+SEARCH_RECORD = "search.json"  # the resolved search, written when a run directory is created
+
+
+def _jsonable(value) -> object:
+    """``value`` as it reads back from JSON (what ``search.json`` holds)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """What the command line asks for: a spec file (read, validated per profile on demand), a run
+    directory (checked), ``--profile`` and, for ``--resume``, the run's own record."""
+
+    spec_path: Path
+    raw: dict
+    run_dir: Path
+    asked_profile: str | None
+    recorded: dict | None  # search.json of the run being resumed
+
+    @classmethod
+    def from_command_line(cls, spec: str, profile: str | None, run_dir: Path | None, resume: bool) -> SearchRequest:
+        spec_path = find_spec_file(spec)
+        raw = read_raw(spec_path)
+        name = parse_spec(raw, profile or "local").name  # validates the spec itself and every profile's overrides
+        run_dir = run_dir or ROOT / "runs" / name
+        check_run_dir(run_dir, resume)
+        recorded = json.loads((run_dir / SEARCH_RECORD).read_text()) if resume else None
+        return cls(spec_path, raw, run_dir, profile, recorded)
+
+    @property
+    def resume(self) -> bool:
+        return self.recorded is not None
+
+    def provisional_spec(self) -> SearchSpec:
+        """The spec for the profile known before the cluster is: enough for its address and inputs.
+        A resumed search knows its profile already, so a changed spec is refused here, before Ray."""
+        if self.resume:
+            return self.spec_for(self.asked_profile or self.recorded_profile)
+        return parse_spec(self.raw, self.asked_profile or "local")
+
+    @property
+    def recorded_profile(self) -> str | None:
+        return self.recorded["profile"] if self.recorded else None
+
+    def spec_for(self, profile: str) -> SearchSpec:
+        spec = parse_spec(self.raw, profile)
+        if self.recorded is not None:
+            check_matches_recording(spec, self.recorded, self.run_dir)
+        return spec
+
+
+def check_matches_recording(spec: SearchSpec, recorded: dict, run_dir: Path) -> None:
+    """``--resume`` continues the search a run directory was started with, nothing else."""
+    if recorded["resolved_spec"] != _jsonable(dataclasses.asdict(spec)):
+        raise UsageError(
+            f"--resume: the spec or profile differs from the one {run_dir} was started with "
+            f"({recorded['spec']}, profile {recorded['profile']!r})"
+        )
+
+
+def choose_profile(request: SearchRequest, cluster: dict[str, float]) -> tuple[str, str | None]:
+    """The profile and, when doctune chose it, why (printed): ``--profile``, else the profile a
+    resumed run was started with, else ``full`` on a cluster with GPUs and ``local`` without."""
+    if request.asked_profile:
+        return request.asked_profile, None
+    if request.recorded_profile:
+        return request.recorded_profile, None
+    if cluster.get("GPU", 0) > 0:
+        return "full", "the cluster has GPUs"
+    return "local", "the cluster has no GPU"
+
+
+def this_machine() -> dict[str, float]:
+    """The resources a local Ray started here will have."""
+    import torch
+
+    return {"CPU": float(os.cpu_count() or 1), "GPU": float(torch.cuda.device_count())}
+
+
+@dataclass(frozen=True)
+class ResolvedSearch:
+    """Everything a search needs, built once (``resolve``): the validated spec, the training and
+    evaluation plans, the fixed hyperparameters and the resource plan."""
+
+    spec: SearchSpec
+    spec_path: Path
+    profile: str
+    run_dir: Path
+    plan: TrainPlan
+    evaluation: EvalPlan
+    fixed: Hyperparameters
+    resources: ResourcePlan
+    corpus_stats: CorpusStats
+    source_model: str  # the base encoder before any backbone conversion (plan.base_model is after it)
+
+    def with_base(self, model_dir: str, source_model: str) -> ResolvedSearch:
+        """The same search once a base it trains (``base:``) exists: only the model paths change."""
+        plan = dataclasses.replace(self.plan, base_model=model_dir)
+        return dataclasses.replace(self, plan=plan, source_model=source_model)
+
+    def summary(self) -> dict:
+        """What ``--dry-run`` prints and ``search.json`` records."""
+        return {
+            "spec": str(self.spec_path),
+            "profile": self.profile,
+            "run_dir": str(self.run_dir),
+            "resolved_spec": dataclasses.asdict(self.spec),
+            "fixed_hyperparameters": dataclasses.asdict(self.fixed),
+            "searched": {k: {d.kind: list(d.values)} for k, d in self.spec.search.space.items()},
+            "corpus": dataclasses.asdict(self.corpus_stats),
+            "prepared_corpus": self.plan.corpus_path,  # the Parquet shards every Train worker reads
+            "resources": dataclasses.asdict(self.resources),
+            "trial_plan": {
+                "trials": self.spec.search.samples,
+                "steps": self.plan.steps,
+                "eval_rounds": self.plan.eval_rounds,
+                "workers_per_trial": self.plan.workers,
+                "max_concurrent": self.resources.max_concurrent,
+            },
+        }
+
+
+def plan_search_resources(spec: SearchSpec, cluster: dict[str, float]) -> ResourcePlan:
+    """The resource plan of ``spec`` on ``cluster`` (``InfeasibleResources`` when one trial cannot fit)."""
+    return plan_resources(spec.train, spec.evaluation, spec.search.samples, spec.search.max_concurrent, cluster)
+
+
+def resolve(
+    spec: SearchSpec,
+    spec_path: Path,
+    profile: str,
+    run_dir: Path,
+    model_dir: str,
+    corpus: PreparedCorpus,
+    cluster: dict[str, float],
+    source_model: str | None = None,
+) -> ResolvedSearch:
+    train, evaluation = spec.train, spec.evaluation
+    resources = plan_search_resources(spec, cluster)
+    eval_plan = EvalPlan(
+        objectives=spec.search.objective.named(),
+        actor_names=tuple(f"{ACTOR_PREFIX}-{i}" for i in range(evaluation.evaluators)),
+        namespace=f"doctune-{spec.name}",
+        budget=evaluation.limits,
+        max_length=evaluation.max_length,
+        batch_size=evaluation.batch_size,
+        threads=evaluation.threads,
+        report_tasks=tuple(
+            t for t in evaluation.report_tasks if not any(t in w for w in spec.search.objective.named().values())
+        ),
+    )
+    plan = TrainPlan(
+        run_dir=str(run_dir.resolve()),
+        base_model=model_dir,
+        base_model_name=spec.base_model,
+        corpus_path=str(corpus.directory),
+        corpus_name=spec.corpus.source,
+        steps=train.steps,
+        eval_every=train.eval_every,
+        max_length=train.max_length,
+        workers=train.workers,
+        use_gpu=train.gpus_per_worker > 0,
+        cpus_per_worker=train.cpus_per_worker,
+        gpus_per_worker=train.gpus_per_worker,
+        threads_per_worker=max(1, math.floor(train.cpus_per_worker)),
+        seed=train.seed,
+        bf16=train.bf16,
+        max_worker_failures=train.max_worker_failures,
+        scorer=CheckpointScorer(eval_plan),
+        gradient_checkpointing=train.gradient_checkpointing,
+        chunk_size=train.chunk_size,
+        overlap_scoring=train.overlap_scoring,
+    )
+    fixed = spec.fixed_hyperparameters()
+    return ResolvedSearch(
+        spec, spec_path, profile, run_dir, plan, eval_plan, fixed, resources, corpus.stats, source_model or model_dir
+    )
