@@ -67,7 +67,7 @@ def one_run(checkout: Path, spec: str, profile: str, run_dir: Path) -> dict:
     return {
         "wall": wall,
         "load": f"before {load_before}; after {load_average()}",
-        "rows": json.loads((run_dir / "leaderboard.json").read_text()),
+        **json.loads((run_dir / "leaderboard.json").read_text()),  # rows, noise
         "timings": json.loads((run_dir / "timings.json").read_text()),
         "disk": disk_use(run_dir),
         # what train.keep_checkpoints freed as trials ended (each trial's released.json)

@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from evaluators.plan import EvalBudget, EvalPlan
+from evaluators.scores import TOTAL_SUFFIX, coverage, sizes
 from evaluators.tasks import TASK_FAMILIES, TASKS, UnknownTask, check_task_name
 
 
@@ -105,8 +106,11 @@ def main(argv: list[str] | None = None) -> int:
     for task, values in scores.items():
         for split in SPLITS:
             part = values[split]
-            details = ", ".join(f"{k} {v:.4f}" for k, v in part.items() if k not in ("main", "main_se"))
-            print(f"{task + ' ' + split:{width}s}  {part['main']:.4f} ± {part['main_se']:.4f}  ({details})")
+            scored = sizes(part)
+            counts = {*scored, *(f"{unit}{TOTAL_SUFFIX}" for unit in scored)}
+            details = ", ".join(f"{k} {v:.4f}" for k, v in part.items() if k not in ("main", "main_se", *counts))
+            on = f"; {coverage(part)}" if scored else ""
+            print(f"{task + ' ' + split:{width}s}  {part['main']:.4f} ± {part['main_se']:.4f}  ({details}{on})")
     if args.json:
         args.json.write_text(json.dumps({"model": args.model, "pooling": pooling, "scores": scores}, indent=2))
     return 0

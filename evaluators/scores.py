@@ -45,3 +45,29 @@ def unflatten(metrics: dict, tasks: tuple[str, ...] | list[str]) -> Scores:
         if split in SPLITS and task in tasks and isinstance(value, (int, float)):
             scores.setdefault(task, {}).setdefault(split, {})[metric] = float(value)
     return scores
+
+
+TOTAL_SUFFIX = "_total"
+
+
+def sizes(part_scores: dict[str, float]) -> dict[str, tuple[int, int]]:
+    """``{unit: (scored, total)}`` of one part's scores (``Task.part_sizes``): documents, queries, pairs."""
+    return {
+        key[: -len(TOTAL_SUFFIX)]: (int(part_scores[key[: -len(TOTAL_SUFFIX)]]), int(total))
+        for key, total in part_scores.items()
+        if key.endswith(TOTAL_SUFFIX) and key[: -len(TOTAL_SUFFIX)] in part_scores
+    }
+
+
+def subsampled(part_scores: dict[str, float]) -> bool:
+    """Whether the budget cut this part: fewer scored than the collection holds."""
+    return any(scored < total for scored, total in sizes(part_scores).values())
+
+
+def coverage(part_scores: dict[str, float]) -> str:
+    """What one part scored, e.g. ``200 of 1,400 documents, 15 of 15 queries``, marked when the
+    budget cut it: such a score is not comparable with one on the whole collection."""
+    text = ", ".join(f"{scored:,} of {total:,} {unit}" for unit, (scored, total) in sizes(part_scores).items())
+    if subsampled(part_scores):
+        text += " (a subsample: not comparable with scores on the full collection)"
+    return text

@@ -12,7 +12,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from evaluators.scores import main_scores, part, unflatten
+from evaluators.scores import coverage, main_scores, part, sizes, unflatten
+from evaluators.tasks.base import SPLITS
 from trainers.checkpoint import SCORES_FILE, step_dirs
 
 BASELINE_ID = "baseline"  # the base encoder as the spec names it
@@ -166,7 +167,12 @@ def _rank_key(row: Row) -> float:
     return -row.objective if row.objective is not None and math.isfinite(row.objective) else math.inf
 
 
-def write_leaderboard(rows: list[Row], run_dir: Path, tasks: list[str]) -> list[Row]:
+LEADERBOARD_FILE = "leaderboard.json"
+
+
+def write_leaderboard(rows: list[Row], run_dir: Path, tasks: list[str], noise: dict | None = None) -> list[Row]:
+    """``leaderboard.csv`` (a row per line) and ``leaderboard.json``: ``{"rows": [...], "noise":
+    ...}``, the ranked rows and the ranking's noise (``platform.ranking``; None until assessed)."""
     rows = sorted(rows, key=_rank_key)
     flat = [row.flat(tasks) for row in rows]
     columns = list(dict.fromkeys(key for record in flat for key in record))
@@ -174,8 +180,18 @@ def write_leaderboard(rows: list[Row], run_dir: Path, tasks: list[str]) -> list[
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()
         writer.writerows(flat)
-    (run_dir / "leaderboard.json").write_text(json.dumps([asdict(row) for row in rows], indent=2))
+    record = {"rows": [asdict(row) for row in rows], "noise": noise}
+    (run_dir / LEADERBOARD_FILE).write_text(json.dumps(record, indent=2))
     return rows
+
+
+def read_leaderboard(run_dir: Path) -> tuple[list[Row], dict | None]:
+    """The ranked rows of ``leaderboard.json`` and the ranking's noise (None where it was not
+    assessed: a leaderboard written before the assessment existed holds a plain list of rows)."""
+    record = json.loads((run_dir / LEADERBOARD_FILE).read_text())
+    if isinstance(record, list):
+        return [Row(**row) for row in record], None
+    return [Row(**row) for row in record["rows"]], record.get("noise")
 
 
 def format_table(rows: list[Row], tasks: list[str]) -> str:
@@ -211,6 +227,19 @@ def score_with_error(scores: dict[str, float]) -> str:
         return "-"
     error = scores.get("main_se")
     return f"{scores['main']:.4f}" + (f"±{error:.4f}" if error is not None and math.isfinite(error) else "")
+
+
+def coverage_lines(rows: list[Row], tasks: list[str]) -> list[str]:
+    """What each task's parts scored of what its collection holds, from the first row scored on it
+    (every row is scored on the same items), e.g. ``beir:cranfield: val 200 of 1,400 documents,
+    56 of 112 queries; ...``; tasks without sizes are left out."""
+    lines = []
+    for task in tasks:
+        scored = next((row.scores[task] for row in rows if task in row.scores), {})
+        parts = [f"{split} {coverage(scored[split])}" for split in SPLITS if split in scored and sizes(scored[split])]
+        if parts:
+            lines.append(f"{task}: " + "; ".join(parts))
+    return lines
 
 
 def winner(rows: list[Row]) -> Row | None:

@@ -30,7 +30,7 @@ from evaluators.plan import EvalPlan
 from evaluators.pool import CheckpointScorer
 from platform.common import ROOT, UsageError, check_run_dir
 from platform.resources import ResourcePlan, plan_resources
-from platform.spec import SearchSpec, find_spec_file, parse_spec, read_raw
+from platform.spec import Replacement, SearchSpec, find_spec_file, parse_spec, profile_replacements, read_raw
 from trainers.config import Hyperparameters, TrainPlan
 
 ACTOR_PREFIX = "evaluator"
@@ -77,6 +77,10 @@ class SearchRequest:
     @property
     def recorded_profile(self) -> str | None:
         return self.recorded["profile"] if self.recorded else None
+
+    def replacements(self, profile: str) -> list[Replacement]:
+        """The values this spec sets that ``profile``'s built-in overrides replace."""
+        return profile_replacements(self.raw, profile)
 
     def spec_for(self, profile: str) -> SearchSpec:
         spec = parse_spec(self.raw, profile)
@@ -128,6 +132,7 @@ class ResolvedSearch:
     resources: ResourcePlan
     corpus_stats: CorpusStats
     source_model: str  # the base encoder before any backbone conversion (plan.base_model is after it)
+    replaced: tuple[Replacement, ...] = ()  # what the profile's built-in overrides changed in the spec
 
     def with_base(self, model_dir: str, source_model: str) -> ResolvedSearch:
         """The same search once a base it trains (``base:``) exists: only the model paths change."""
@@ -141,6 +146,7 @@ class ResolvedSearch:
             "profile": self.profile,
             "run_dir": str(self.run_dir),
             "resolved_spec": dataclasses.asdict(self.spec),
+            "profile_replaced": [dataclasses.asdict(r) for r in self.replaced],
             "fixed_hyperparameters": dataclasses.asdict(self.fixed),
             "searched": {k: {d.kind: list(d.values)} for k, d in self.spec.search.space.items()},
             "corpus": dataclasses.asdict(self.corpus_stats),
@@ -170,6 +176,7 @@ def resolve(
     corpus: PreparedCorpus,
     cluster: dict[str, float],
     source_model: str | None = None,
+    replaced: tuple[Replacement, ...] = (),
 ) -> ResolvedSearch:
     train, evaluation = spec.train, spec.evaluation
     resources = plan_search_resources(spec, cluster)
@@ -209,5 +216,15 @@ def resolve(
     )
     fixed = spec.fixed_hyperparameters()
     return ResolvedSearch(
-        spec, spec_path, profile, run_dir, plan, eval_plan, fixed, resources, corpus.stats, source_model or model_dir
+        spec,
+        spec_path,
+        profile,
+        run_dir,
+        plan,
+        eval_plan,
+        fixed,
+        resources,
+        corpus.stats,
+        source_model or model_dir,
+        tuple(replaced),
     )

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from evaluators.noise import Gain
-from platform import common
+from platform import common, ranking
 from platform.common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, UsageError
 from platform.resolution import (
     SEARCH_RECORD,
@@ -23,7 +23,7 @@ from platform.resolution import (
     this_machine,
 )
 from platform.resources import InfeasibleResources
-from platform.spec import PROFILES, SearchSpec, SpecError
+from platform.spec import PROFILES, Replacement, SearchSpec, SpecError
 from platform.timings import PhaseClock
 
 
@@ -56,15 +56,22 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILURE
 
 
-def _settle(request: SearchRequest, cluster: dict[str, float]) -> tuple[SearchSpec, str]:
-    """The profile for ``cluster`` (said when doctune chose it) and the spec validated for it,
-    checked to fit the cluster (``InfeasibleResources`` otherwise)."""
+def _settle(request: SearchRequest, cluster: dict[str, float]) -> tuple[SearchSpec, str, tuple[Replacement, ...]]:
+    """The profile for ``cluster`` (said when doctune chose it), the spec validated for it and
+    checked to fit the cluster (``InfeasibleResources`` otherwise), and what the profile replaced
+    of the spec's own values (said once)."""
     profile, why = choose_profile(request, cluster)
     if why:
         print(f"doctune: profile {profile!r} ({why}; choose with --profile)")
+    if replaced := request.replacements(profile):
+        print(
+            f"doctune: profile {profile!r} replaced values the spec sets: "
+            + ", ".join(r.describe() for r in replaced)
+            + f" (keep yours with a profiles.{profile} section in the spec)"
+        )
     spec = request.spec_for(profile)
     plan_search_resources(spec, cluster)
-    return spec, profile
+    return spec, profile, tuple(replaced)
 
 
 def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> int:
@@ -87,11 +94,13 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> int:
     with clock.phase("ray start"):
         cluster = common.ray_init(provisional.address, request.resume)
     try:
-        spec, profile = settled or _settle(request, cluster)
+        spec, profile, replaced = settled or _settle(request, cluster)
         run_dir = request.run_dir
         with clock.phase("inputs"):  # the corpus is prepared by a Ray Data job the first time
             model_dir, corpus, source_model = common.prepare_inputs(spec)
-        resolved = resolve(spec, request.spec_path, profile, run_dir, model_dir, corpus, cluster, source_model)
+        resolved = resolve(
+            spec, request.spec_path, profile, run_dir, model_dir, corpus, cluster, source_model, replaced
+        )
         summary = resolved.summary()
         if dry_run:
             if spec.base is not None:
@@ -149,14 +158,20 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> int:
     columns = tasks + list(resolved.evaluation.report_tasks)
     baselines = leaderboard.baseline_rows(baseline, resolved)
     rows = leaderboard.write_leaderboard([*baselines, *rows], run_dir, columns)
+    noise = None
     if scored:
+        outcomes = ItemOutcomes(resolved)
         with clock.phase("noise"):
-            _compare_with_baselines(leaderboard.winner(rows), baselines, resolved)
+            _compare_with_baselines(leaderboard.winner(rows), baselines, outcomes)
         if spec.search.confirm_seeds:
             with clock.phase("confirmation"):
                 leaderboard.winner(rows).confirmation = tuner.confirm_winner(resolved, leaderboard.winner(rows))
-        rows = leaderboard.write_leaderboard(rows, run_dir, columns)
+        with clock.phase("noise"):
+            noise = _assess_ranking(rows, baselines, outcomes)
+        rows = leaderboard.write_leaderboard(rows, run_dir, columns, noise.record() if noise else None)
     print("\n" + leaderboard.format_table(rows, columns) + "\n")
+    for line in leaderboard.coverage_lines(rows, columns):
+        print(f"doctune: scored on {line}")
     if not scored:
         print("doctune: no trial produced a score; see the statuses above", file=sys.stderr)
         return EXIT_FAILURE
@@ -166,8 +181,12 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> int:
         f"doctune: best trial {best.trial} (validation objective {best.objective:.4f}, test objective "
         f"{best.test_objective:.4f}) exported to {exported.path}"
     )
-    for against, gain in best.gains.items():
-        print(f"doctune: test objective of {best.trial} over {against}: {Gain.from_record(gain).describe()}")
+    if noise is not None:
+        for line in ranking.verdict(noise, best.gains):
+            print(f"doctune: {line}")
+    else:
+        for against, gain in best.gains.items():
+            print(f"doctune: test objective of {best.trial} over {against}: {Gain.from_record(gain).describe()}")
     if best.confirmation:
         stats = best.confirmation["test_objective"]
         spread = f" ± {stats['std']:.4f} (mean ± std)" if stats["std"] is not None else " (the other seeds failed)"
@@ -189,27 +208,62 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> int:
 REPORT_TOP_TRIALS = 3  # trials scored on the report-only tasks, beside the baseline
 
 
-def _compare_with_baselines(best, baselines, resolved) -> None:
+class ItemOutcomes:
+    """Rows' item-level outcomes on the ranking objective's tasks, per part, fetched from the
+    evaluator pool once each (``evaluators.pool.checkpoint_outcomes``: cached embeddings, no
+    encoder run twice)."""
+
+    def __init__(self, resolved) -> None:
+        self.evaluation = resolved.evaluation
+        self.weights = next(iter(self.evaluation.objectives.values()))  # the ranking objective
+        self._seen: dict[tuple[str, str], dict] = {}
+
+    def __call__(self, row, split: str) -> dict:
+        from evaluators.pool import checkpoint_outcomes
+
+        key = (row.checkpoint, split)
+        if key not in self._seen:
+            pooling = row.hyperparameters["pooling"]
+            self._seen[key] = checkpoint_outcomes(self.evaluation, row.checkpoint, pooling, list(self.weights), split)
+        return self._seen[key]
+
+
+def _compare_with_baselines(best, baselines, outcomes: ItemOutcomes) -> None:
     """Set ``best.gains``: the winner's test objective against each baseline row's, with a paired
     bootstrap over the same test items (``evaluators.noise``), so the leaderboard says whether the
     gain is beyond noise."""
     from evaluators.noise import paired_bootstrap
-    from evaluators.pool import CheckpointMissing, checkpoint_outcomes
-
-    evaluation = resolved.evaluation
-    weights = next(iter(evaluation.objectives.values()))  # the ranking objective
-
-    def outcomes(row):
-        return checkpoint_outcomes(evaluation, row.checkpoint, row.hyperparameters["pooling"], list(weights), "test")
+    from evaluators.pool import CheckpointMissing
 
     print(f"doctune: comparing {best.trial} with the baseline rows on the test items (paired bootstrap)", flush=True)
     try:
-        mine = outcomes(best)
         for baseline in baselines:
-            gain = paired_bootstrap(mine, outcomes(baseline), weights)
+            gain = paired_bootstrap(outcomes(best, "test"), outcomes(baseline, "test"), outcomes.weights)
             best.gains[baseline.trial] = gain.record()
     except (CheckpointMissing, RuntimeError) as err:  # the leaderboard, best/ and the report still follow
         best.status += f"; not compared with the baselines: {err}"
+
+
+def _assess_ranking(rows, baselines, outcomes: ItemOutcomes) -> ranking.RankingNoise | None:
+    """Whether the trials, and the winner against the runner-up and the baselines, differ beyond
+    the validation scores' noise (``platform.ranking``); None, with the reason printed, when a
+    checkpoint it needs is gone."""
+    from evaluators.pool import CheckpointMissing
+    from platform.leaderboard import is_baseline, winner
+
+    trials = [r for r in rows if not is_baseline(r) and r.objective is not None and r.checkpoint]
+    print(f"doctune: measuring the noise of the ranking ({len(trials)} trials, validation items)", flush=True)
+    try:
+        return ranking.assess(
+            trials,
+            baselines,
+            lambda row: outcomes(row, ranking.RANKING_PART),
+            outcomes.weights,
+            ranking.seed_spread(winner(rows)),
+        )
+    except (CheckpointMissing, RuntimeError) as err:  # the leaderboard, best/ and the report still follow
+        print(f"doctune: the ranking's noise not measured: {err}", file=sys.stderr)
+        return None
 
 
 def _score_report_tasks(scored, resolved) -> None:

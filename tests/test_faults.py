@@ -66,7 +66,7 @@ def test_a_killed_worker_resumes_from_its_checkpoint_and_a_later_divergence_ends
     assert not psutil.pid_exists(victim.pid) or victim.status() == psutil.STATUS_ZOMBIE
     assert "resumed from step_000002" in output  # the new worker group started from the checkpoint
     assert "resumed from step_000004" not in output  # the divergence was not retried
-    (trial,) = [r for r in json.loads((run_dir / "leaderboard.json").read_text()) if r["trial"] != "baseline"]
+    (trial,) = [r for r in json.loads((run_dir / "leaderboard.json").read_text())["rows"] if r["trial"] != "baseline"]
     assert trial["status"].startswith("error after round 2") and "loss became nan at step 5" in trial["status"]
     assert trial["step"] in (2, 4) and trial["objective"] is not None
     steps = sorted(int(p.name[5:]) for p in run_dir.glob(f"trials/{trial['trial']}/checkpoints/step_*"))

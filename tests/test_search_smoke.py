@@ -31,7 +31,7 @@ def smoke_run(tmp_path_factory):
 
 def test_leaderboard_has_every_trial_and_the_baseline_with_finite_scores(smoke_run):
     run_dir, stdout = smoke_run
-    rows = json.loads((run_dir / "leaderboard.json").read_text())
+    rows = json.loads((run_dir / "leaderboard.json").read_text())["rows"]
     assert [r["trial"] for r in rows].count("baseline") == 1 and len(rows) == 3
     for row in rows:
         assert math.isfinite(row["objective"]) and math.isfinite(row["test_objective"])
@@ -53,13 +53,35 @@ def test_leaderboard_has_every_trial_and_the_baseline_with_finite_scores(smoke_r
     assert gain["difference"] == pytest.approx(best["test_objective"] - baseline["test_objective"], abs=1e-9)
     assert gain["low"] <= gain["difference"] <= gain["high"]
     assert gain["beyond_noise"] == (gain["low"] > 0 or gain["high"] < 0)
-    assert f"test objective of {best['trial']} over baseline" in stdout and "noise" in stdout
+    assert "The winner over baseline on test (unbiased)" in stdout
     assert {r["status"] for r in trials} == {"completed"}
     assert all(0.3 <= r["hyperparameters"]["split_probability"] <= 0.7 for r in trials)
-    assert len({r["hyperparameters"]["temperature"] for r in trials}) == 2  # Optuna sampled two configurations
+    # the spec's two warm starts: DocSplit's own setting, and the same with a learning rate 100x too high
+    assert sorted(r["hyperparameters"]["lr"] for r in trials) == [5e-5, 5e-3]
     csv_lines = (run_dir / "leaderboard.csv").read_text().splitlines()
     assert len(csv_lines) == 4 and "hp.temperature" in csv_lines[0]
     assert "rank  trial" in stdout and "baseline" in stdout
+
+
+def test_the_ranking_tells_a_sensible_configuration_from_a_bad_one_beyond_noise(smoke_run):
+    """The smoke search's two trials differ by a learning rate 100x too high: the ranking's noise
+    check (platform.ranking) must call their difference beyond noise, on validation only."""
+    run_dir, stdout = smoke_run
+    board = json.loads((run_dir / "leaderboard.json").read_text())
+    noise, rows = board["noise"], board["rows"]
+    winner = next(r for r in rows if r["trial"] != "baseline")
+    assert winner["hyperparameters"]["lr"] == 5e-5
+    assert noise["part"] == "val" and set(noise["tasks"]) == {"news-title-retrieval", "r8-fewshot"}
+    for task, values in noise["tasks"].items():
+        assert 0 < values["main_se"] < 0.2 and values["n"] > 0, task
+    assert "main_se_draws" in noise["tasks"]["r8-fewshot"]  # a few-shot probe's draws are part of its noise
+    spread = noise["trials"]
+    assert spread["encoders"] == 2 and spread["beyond_noise"] and spread["ratio"] > 3
+    assert noise["runner_up"]["beyond_noise"] and noise["runner_up"]["difference"] > 0
+    assert "baseline" in noise["over_baselines"]
+    assert "The trials differ beyond noise" in stdout and f"ratio {spread['ratio']:.2f}" in stdout
+    page = (run_dir / "report.html").read_text()
+    assert "Is the ranking beyond noise?" in page and "<dt>verdict</dt><dd><b>beyond noise</b>" in page
 
 
 def test_best_loads_with_transformers_and_describes_itself(smoke_run):
@@ -69,7 +91,7 @@ def test_best_loads_with_transformers_and_describes_itself(smoke_run):
     run_dir, _ = smoke_run
     best = run_dir / "best"
     record = json.loads((best / "doctune.json").read_text())
-    rows = json.loads((run_dir / "leaderboard.json").read_text())
+    rows = json.loads((run_dir / "leaderboard.json").read_text())["rows"]
     winner = max((r for r in rows if r["trial"] != "baseline"), key=lambda r: r["objective"])
     assert record["trial_id"] == winner["trial"] and record["recipe"] == "docsplit"
     assert record["objective"] == pytest.approx(winner["objective"])
@@ -83,7 +105,7 @@ def test_best_loads_with_transformers_and_describes_itself(smoke_run):
 
 def test_every_round_was_scored_and_an_ended_trial_keeps_only_its_rows_weights(smoke_run, tmp_path):
     run_dir, _ = smoke_run
-    rows = json.loads((run_dir / "leaderboard.json").read_text())
+    rows = json.loads((run_dir / "leaderboard.json").read_text())["rows"]
     trials = [r for r in rows if not r["trial"].startswith("baseline")]
     checkpoints = sorted(run_dir.glob("trials/*/checkpoints/step_*"))
     assert len(checkpoints) == 4 and not list(run_dir.glob("trials/*/checkpoints/*.partial"))  # 2 trials x 2 rounds
@@ -182,7 +204,7 @@ def test_resume_of_a_finished_search_reruns_nothing(smoke_run):
     assert done.returncode == 0, done.stderr[-3000:]
     after = {p: p.stat().st_mtime_ns for p in run_dir.glob("trials/*/checkpoints/step_*/model.safetensors")}
     assert after == before
-    assert len(json.loads((run_dir / "leaderboard.json").read_text())) == 3
+    assert len(json.loads((run_dir / "leaderboard.json").read_text())["rows"]) == 3
 
 
 def _reports(run_dir) -> list[list[dict]]:
@@ -224,7 +246,7 @@ def test_each_recipes_gpu_sized_spec_runs_real_trials_under_the_smoke_profile(tm
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     search = json.loads((run_dir / "search.json").read_text())
     assert search["profile"] == "smoke" and search["trial_plan"]["steps"] == 4
-    rows = json.loads((run_dir / "leaderboard.json").read_text())
+    rows = json.loads((run_dir / "leaderboard.json").read_text())["rows"]
     converted = search["resolved_spec"]["backbone"]["longformer"] is not None
     # the base as given, and the converted base (untrained) where the spec converts it
     baselines = {r["trial"]: r for r in rows if r["trial"].startswith("baseline")}
@@ -266,7 +288,7 @@ def test_two_objectives_give_a_pareto_front_from_warm_started_trials(tmp_path):
         timeout=900,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    rows = json.loads((run_dir / "leaderboard.json").read_text())
+    rows = json.loads((run_dir / "leaderboard.json").read_text())["rows"]
     trials = [r for r in rows if r["trial"] != "baseline"]
     assert len(trials) == 2 and all(set(r["objectives"]) == {"quality", "robustness"} for r in rows)
     for row in trials:  # on the front exactly when no other trial dominates it

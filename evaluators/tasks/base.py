@@ -46,19 +46,34 @@ class Outcomes:
 
     ``items`` has one row per scored item (a query, a test document, a pair); ``statistic`` maps
     any selection of rows (a bootstrap resample) to the main score, so ``statistic(items)`` is the
-    main score itself. ``draws`` holds the main score of each probe draw where the task fits one
-    classifier per seeded draw: their spread is then the standard error (over the draws).
+    main score itself. Where the task fits one classifier per seeded draw (few-shot probes),
+    ``draws`` holds each draw's main score and ``draw_width`` says how ``items`` holds them: the
+    truth in its first ``draw_width`` columns, then one block of ``draw_width`` columns per draw, so
+    a resample may pick draws as well as rows (``value``).
     """
 
     scores: dict[str, float]
     items: np.ndarray
     statistic: Callable[[np.ndarray], float]
     draws: np.ndarray | None = field(default=None)
+    draw_width: int = 0
 
-    def standard_error(self, rounds: int = BOOTSTRAP_ROUNDS, seed: int = 0) -> float:
-        """Over the draws when there are several (probes); else a bootstrap over the items."""
-        if self.draws is not None and len(self.draws) > 1:
-            return float(np.std(self.draws, ddof=1) / np.sqrt(len(self.draws)))
+    @property
+    def draw_count(self) -> int:
+        return 0 if not self.draw_width else (self.items.shape[1] - self.draw_width) // self.draw_width
+
+    def value(self, rows: np.ndarray | slice = slice(None), draws: np.ndarray | None = None) -> float:
+        """The main score on the items ``rows`` and, where the task has draws, the draws ``draws``
+        (indices, repeats allowed); all of either by default."""
+        items = self.items[rows]
+        if draws is not None and self.draw_width:
+            width = self.draw_width
+            columns = np.concatenate([np.arange(width), *(width * (1 + d) + np.arange(width) for d in draws)])
+            items = items[:, columns]
+        return self.statistic(items)
+
+    def item_standard_error(self, rounds: int = BOOTSTRAP_ROUNDS, seed: int = 0) -> float:
+        """The main score's standard error over the items (a bootstrap; draws held fixed)."""
         n = len(self.items)
         if n < 2:
             return float("nan")
@@ -66,9 +81,28 @@ class Outcomes:
         values = [self.statistic(self.items[rng.integers(0, n, n)]) for _ in range(rounds)]
         return float(np.std(values, ddof=1))
 
+    def draw_standard_error(self) -> float | None:
+        """The main score's standard error over the draws (None for a task without several)."""
+        if self.draws is None or len(self.draws) < 2:
+            return None
+        return float(np.std(self.draws, ddof=1) / np.sqrt(len(self.draws)))
+
+    def standard_errors(self, rounds: int = BOOTSTRAP_ROUNDS, seed: int = 0) -> dict[str, float]:
+        """``main_se``, the main score's standard error from both sources of scoring noise taken as
+        independent, and its parts: ``main_se_items`` (which items were scored) and, where there
+        are several draws, ``main_se_draws`` (which training examples a few-shot probe was fitted on)."""
+        items = self.item_standard_error(rounds, seed)
+        draws = self.draw_standard_error()
+        if draws is None:
+            return {"main_se": items, "main_se_items": items}
+        return {"main_se": float(np.hypot(items, draws)), "main_se_items": items, "main_se_draws": draws}
+
+    def standard_error(self, rounds: int = BOOTSTRAP_ROUNDS, seed: int = 0) -> float:
+        return self.standard_errors(rounds, seed)["main_se"]
+
     def summary(self) -> dict[str, float]:
-        """The scores with ``main_se`` (the main score's standard error) and ``n`` (items scored)."""
-        return {**self.scores, "main_se": self.standard_error(), "n": float(len(self.items))}
+        """The scores with their standard errors (``standard_errors``) and ``n`` (items scored)."""
+        return {**self.scores, **self.standard_errors(), "n": float(len(self.items))}
 
 
 class PerEncoder:
@@ -98,6 +132,9 @@ class Task(ABC):
 
     def __init__(self, budget: EvalBudget) -> None:
         self.budget = budget
+        # what each part scores of what the collection holds, by unit ("documents", "queries"):
+        # (scored, total), set by ``load`` where the budget can cut a part
+        self.sizes: dict[Split, dict[str, tuple[int, int]]] = {}
 
     @abstractmethod
     def load(self) -> None:
@@ -108,8 +145,16 @@ class Task(ABC):
         """One encoder's item-level results on one part; ``scores`` hold ``main`` (the main score)."""
 
     def evaluate(self, embed: Embedder) -> dict[str, dict[str, float]]:
-        """Both parts' scores: ``{"val": {...}, "test": {...}}``, each with ``main`` and ``main_se``."""
-        return {split: self.outcomes(embed, split).summary() for split in SPLITS}
+        """Both parts' scores: ``{"val": {...}, "test": {...}}``, each with ``main``, ``main_se``
+        and, where the budget can cut the part, its sizes (``part_sizes``)."""
+        return {split: {**self.outcomes(embed, split).summary(), **self.part_sizes(split)} for split in SPLITS}
+
+    def part_sizes(self, split: Split) -> dict[str, float]:
+        """``{unit: scored, f"{unit}_total": the collection's}`` for one part (``evaluators.scores.coverage``)."""
+        sizes: dict[str, float] = {}
+        for unit, (scored, total) in self.sizes.get(split, {}).items():
+            sizes |= {unit: float(scored), f"{unit}_total": float(total)}
+        return sizes
 
     def check_parts(self, sizes: dict[Split, int]) -> None:
         """Refuse, with the reason, a part with nothing to score (data too small to split)."""

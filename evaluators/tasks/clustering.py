@@ -35,6 +35,7 @@ class OrangeClustering(Task):
             "val": ([train_x[i] for i in val], [train_y[i] for i in val]),
             "test": ([test_x[i] for i in kept], [test_y[i] for i in kept]),
         }
+        self.sizes = {"test": {"documents": (len(kept), len(test_y))}}
 
     def outcomes(self, embed: Embedder, split: Split) -> Outcomes:
         from sklearn.cluster import KMeans

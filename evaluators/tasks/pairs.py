@@ -76,6 +76,10 @@ class PairClassification(Task):
         test_pairs = {(a, b) for a, b, _ in test}
         val = [p for p in val if (p[0], p[1]) not in test_pairs]  # a pair in both files is a test pair
         self.parts = {"val": cap(val, self.budget.max_test), "test": cap(test, self.budget.max_test)}
+        self.sizes = {
+            "val": {"pairs": (len(self.parts["val"]), len(val))},
+            "test": {"pairs": (len(self.parts["test"]), len(test))},
+        }
         self.check_parts({split: len(pairs) for split, pairs in self.parts.items()})
         self._fitted = PerEncoder()  # (vectors, classifier, cosine threshold), shared by both parts
 

@@ -136,6 +136,8 @@ class ProbeTask(Task):
             "test": ([test_x[i] for i in kept], [test_y[i] for i in kept]),
         }
         self.check_parts({split: len(texts) for split, (texts, _) in self.parts.items()})
+        # the test part is the published test split, cut to max_test; validation is drawn to its size
+        self.sizes = {"test": {"documents": (len(kept), len(test_y))}}
         self.multilabel = isinstance(train_y[0], tuple)
         self._classifiers = PerEncoder()  # one classifier per draw, shared by both parts
 
@@ -177,7 +179,8 @@ class ProbeTask(Task):
         for name, values in per_draw.items():
             scores[name] = float(np.mean(values))
             scores[f"{name}_std"] = float(np.std(values))
-        return Outcomes(scores, items, partial(mean_over_draws, width=width, measure=measures[main]), per_draw[main])
+        statistic = partial(mean_over_draws, width=width, measure=measures[main])
+        return Outcomes(scores, items, statistic, per_draw[main], draw_width=width)
 
 
 def draw_values(items: np.ndarray, width: int, measure) -> np.ndarray:

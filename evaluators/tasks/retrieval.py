@@ -31,7 +31,12 @@ class RetrievalTask(Task):
         raise NotImplementedError
 
     def load(self) -> None:
-        self.parts = {split: self._limited(*collection) for split, collection in self.read().items()}
+        collections = self.read()
+        self.parts = {split: self._limited(*collection) for split, collection in collections.items()}
+        for split, (corpus, queries, qrels) in collections.items():
+            kept_corpus, kept_queries, _ = self.parts[split]
+            judged = sum(1 for q in queries if any(r > 0 for r in qrels.get(q, {}).values()))
+            self.sizes[split] = {"documents": (len(kept_corpus), len(corpus)), "queries": (len(kept_queries), judged)}
         for split, (_, queries, _) in self.parts.items():
             if not queries:
                 raise ValueError(
@@ -68,10 +73,9 @@ class RetrievalTask(Task):
         }
         per_query = ranking_table(runs, qrels)
         scores = {name: float(np.mean(values)) for name, values in per_query.items()}
-        sizes = {"queries": float(len(query_ids)), "documents": float(len(doc_ids))}
         if len(doc_ids) >= FAISS_MIN_DOCUMENTS:  # which exact search ran, where faiss was meant to
-            sizes["faiss"] = float(search_backend(len(doc_ids)) == "faiss")
-        return Outcomes({"main": scores["ndcg_at_10"], **scores, **sizes}, per_query["ndcg_at_10"], mean_of_rows)
+            scores["faiss"] = float(search_backend(len(doc_ids)) == "faiss")
+        return Outcomes({"main": scores["ndcg_at_10"], **scores}, per_query["ndcg_at_10"], mean_of_rows)
 
 
 def split_queries(qrels: dict[str, dict[str, int]], seed: int = SPLIT_SEED) -> tuple[set[str], set[str]]:

@@ -9,7 +9,6 @@ that sentence-transformers also loads with the trial's pooling and L2 normalisat
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import sys
@@ -18,7 +17,7 @@ from pathlib import Path
 from platform.common import EXIT_BAD_INPUT, EXIT_OK
 from platform.export import export_trial
 from platform.export.record import ExportError, SearchRecord
-from platform.leaderboard import Row, is_baseline, winner
+from platform.leaderboard import Row, is_baseline, read_leaderboard, winner
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -49,8 +48,8 @@ def check_inputs(run_dir: Path, trial: str | None, to: Path) -> tuple[Row, Searc
             f"{search.command} --run-dir {shlex.quote(str(run_dir))} --resume"
         )
     try:
-        rows = [Row(**record) for record in json.loads((run_dir / "leaderboard.json").read_text())]
-    except (TypeError, ValueError) as err:
+        rows, _ = read_leaderboard(run_dir)
+    except (KeyError, TypeError, ValueError) as err:
         raise ExportError(f"{run_dir}/leaderboard.json is not one this doctune wrote ({err})") from None
     trials = [r.trial for r in rows if not is_baseline(r)]
     if trial is None:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from evaluators.noise import Gain
-from evaluators.scores import part
+from evaluators.scores import coverage, part
 from platform.export.record import SearchRecord
 from platform.export.st_files import POOLINGS
 from platform.leaderboard import Row, score_with_error
@@ -56,7 +56,7 @@ def model_card(row: Row, record: dict, search: SearchRecord, model_type: str, pa
         if "main" in test:
             score_rows.append(
                 f"| {task} | {_main_metric(task, test)} | {score_with_error(test)} | {_value(val.get('main', '–'))} "
-                f"| {weights.get(task, 'report only')} |"
+                f"| {weights.get(task, 'report only')} | {coverage(test) or '–'} |"
             )
     hp_rows = [
         f"| {name} | {_value(value)} | {'yes' if name in search.searched else ''} |"
@@ -84,8 +84,8 @@ def model_card(row: Row, record: dict, search: SearchRecord, model_type: str, pa
         + " The checkpoint was chosen on the tasks' validation parts; the test parts steered nothing. Gains over "
         "the baselines are paired bootstraps over the same test items (95% intervals).",
         "",
-        "| task | main score | test (± standard error) | validation | weight in objective |",
-        "|---|---|---|---|---|",
+        "| task | main score | test (± standard error) | validation | weight in objective | test part scored |",
+        "|---|---|---|---|---|---|",
         *score_rows,
         "",
         "## Hyperparameters",

@@ -11,7 +11,8 @@ from html import escape
 
 from evaluators.noise import Gain
 from evaluators.scores import part
-from platform.leaderboard import is_baseline, score_with_error, winner
+from platform.leaderboard import coverage_lines, is_baseline, score_with_error, winner
+from platform.ranking import RankingNoise, verdict
 from platform.report.run import PLOTS_DIR, Plot, Run
 
 CSS = """
@@ -79,6 +80,8 @@ def render(run: Run, drawn: list[Plot], now: datetime) -> str:
         _search_section(run),
         "<h2>Winner</h2>",
         _winner_section(run),
+        "<h2>Is the ranking beyond noise?</h2>",
+        _noise_section(run),
         "<h2>Leaderboard</h2>",
         _leaderboard(run),
         "<h2>Plots</h2>",
@@ -129,18 +132,27 @@ def _search_section(run: Run) -> str:
     plan = run.summary.get("trial_plan", {})
     items = {
         "spec": escape(str(run.summary.get("spec", "?"))),
-        "profile": escape(str(run.summary.get("profile", "?"))),
+        "profile": escape(str(run.summary.get("profile", "?"))) + _replaced(run.summary.get("profile_replaced", [])),
         "base model": escape(str(spec.get("base_model", "?"))),
         "corpus": escape(str(spec.get("corpus", {}).get("source", "?"))),
         "recipe": escape(str(spec.get("recipe", "?"))),
         "objective" + ("s" if len(run.objectives) > 1 else ""): objectives,
         "searched": space or "nothing (fixed hyperparameters only)",
+        "scored on": "<br>".join(escape(line) for line in coverage_lines(run.rows, run.tasks)) or "–",
         "trials": escape(
             f"{sum(not is_baseline(r) for r in run.rows)} run"
             + (f" of {plan['trials']} planned, {plan['steps']} steps each" if "trials" in plan else "")
         ),
     }
     return "<dl>" + "".join(f"<dt>{key}</dt><dd>{value}</dd>" for key, value in items.items()) + "</dl>"
+
+
+def _replaced(replaced: list[dict]) -> str:
+    """What the profile's built-in overrides changed among the values the spec sets itself."""
+    if not replaced:
+        return ""
+    changes = ", ".join(f"{r['key']} {r['spec']!r} → {r['profile']!r}" for r in replaced)
+    return f" (replaced values the spec sets: {escape(changes)})"
 
 
 def _winner_section(run: Run) -> str:
@@ -181,6 +193,40 @@ def _winner_section(run: Run) -> str:
     return text + (
         f"<p>Not exported here: <code>best/</code> {held}. Export it with "
         f"<code>python -m platform.export {escape(str(run.path))} --trial {escape(best.trial)} --to DIR</code>.</p>"
+    )
+
+
+ERROR_COLUMNS = ("main_se", "main_se_items", "main_se_draws")
+
+
+def _noise_section(run: Run) -> str:
+    """The ranking's noise (``platform.ranking``): each task's standard error, the trials' spread
+    against noise, and the verdict in sentences."""
+    if run.noise is None:
+        return "<p>Not measured for this search (its leaderboard was written without the ranking's noise).</p>"
+    noise = RankingNoise.from_record(run.noise)
+    best = winner(run.rows)
+    sentences = "".join(f"<li>{escape(line)}</li>" for line in verdict(noise, best.gains if best else None))
+    header = "<tr><th>task</th><th>items (val)</th><th>standard error</th><th>of it: items</th><th>draws</th></tr>"
+    rows = "".join(
+        f"<tr><td>{escape(task)}</td><td class='num'>{_number(values.get('n'), 0)}</td>"
+        + "".join(f"<td class='num'>{_number(values.get(key))}</td>" for key in ERROR_COLUMNS)
+        + "</tr>"
+        for task, values in noise.tasks.items()
+    )
+    spread = noise.trials
+    figures = ""
+    if spread is not None:
+        figures = (
+            f"<dl><dt>trials' spread (val)</dt><dd>{_number(spread.spread)}</dd>"
+            f"<dt>spread from noise alone</dt><dd>{_number(spread.noise_spread)}</dd>"
+            f"<dt>ratio</dt><dd>{_number(spread.ratio, 2)} (p = {_number(spread.p_value, 3)})</dd>"
+            f"<dt>standard error of a difference</dt><dd>{_number(spread.difference_se)}</dd>"
+            f"<dt>verdict</dt><dd><b>{'beyond noise' if spread.beyond_noise else 'within noise'}</b></dd></dl>"
+        )
+    return (
+        f"<ul>{sentences}</ul>{figures}"
+        f'<div class="table"><table><thead>{header}</thead><tbody>{rows}</tbody></table></div>'
     )
 
 

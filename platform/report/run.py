@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from platform.leaderboard import Row
+from platform.leaderboard import Row, read_leaderboard
 
 PLOTS_DIR = "plots"  # under the run directory
 
@@ -31,6 +31,7 @@ class Run:
     summary: dict  # search.json
     name: str  # the search's (and its Optuna study's) name
     rows: list[Row]  # ranked, as leaderboard.json has them
+    noise: dict | None  # the ranking's noise (platform.ranking), None where it was not assessed
     objectives: dict[str, dict[str, float]]  # name -> task weights; a single objective is called "objective"
     tasks: list[str]  # the leaderboard's task columns
     searched: list[str]  # the hyperparameters the search varied
@@ -68,7 +69,7 @@ def read_run(run_dir: Path) -> Run:
                 "when it ends; an interrupted one continues with python -m platform.search SPEC --resume)"
             )
     try:
-        rows = [Row(**record) for record in json.loads((run_dir / "leaderboard.json").read_text())]
+        rows, noise = read_leaderboard(run_dir)
         summary = json.loads((run_dir / "search.json").read_text())
         spec = summary["resolved_spec"]
         objective = spec["search"]["objective"]
@@ -82,7 +83,9 @@ def read_run(run_dir: Path) -> Run:
             f"{run_dir}: leaderboard.json or search.json is not one this doctune wrote ({type(err).__name__}: {err})"
         ) from None
     # the search's own experiment; a confirmation's (tune/<name>-confirm) re-runs the winner and is no trial
-    return Run(run_dir, summary, name, rows, objectives, tasks, searched, trial_histories(run_dir / "tune" / name))
+    return Run(
+        run_dir, summary, name, rows, noise, objectives, tasks, searched, trial_histories(run_dir / "tune" / name)
+    )
 
 
 def trial_histories(tune_dir: Path) -> dict[str, pd.DataFrame]:

@@ -36,11 +36,13 @@ __all__ = [
     "PROFILES",
     "SPACES_DIR",
     "Distribution",
+    "Replacement",
     "SearchSpec",
     "SpecError",
     "find_spec_file",
     "load_spec",
     "parse_spec",
+    "profile_replacements",
     "read_raw",
 ]
 
@@ -81,6 +83,51 @@ def read_raw(path: Path) -> dict:
     return raw
 
 
+def _leaves(tree: dict, prefix: str = "") -> dict[str, object]:
+    """``{"a.b.c": value}`` for every value of a nested mapping that is not itself a mapping."""
+    leaves: dict[str, object] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            leaves |= _leaves(value, f"{name}.")
+        else:
+            leaves[name] = value
+    return leaves
+
+
+@dataclasses.dataclass(frozen=True)
+class Replacement:
+    """A value the spec sets itself that a profile's built-in overrides replaced."""
+
+    key: str  # dotted, e.g. train.steps
+    spec: object
+    profile: object
+
+    def describe(self) -> str:
+        return f"{self.key} {self.spec!r} → {self.profile!r}"
+
+
+def profile_replacements(raw: dict, profile: str) -> list[Replacement]:
+    """What ``profile``'s built-in overrides change among the values the spec sets explicitly. The
+    spec's own ``profiles.<profile>`` section is the user's word: a key it sets replaces nothing
+    (that section is how a spec keeps its numbers under a profile)."""
+    spec_values = _leaves({k: v for k, v in raw.items() if k != "profiles"})
+    own = _leaves(raw.get("profiles", {}).get(profile, {}))
+    return [
+        Replacement(key, spec_values[key], value)
+        for key, value in _leaves(_builtin_overrides(raw, profile)).items()
+        if key in spec_values and key not in own and spec_values[key] != value
+    ]
+
+
+def _builtin_overrides(raw: dict, profile: str) -> dict:
+    """The built-in overrides ``profile`` applies to ``raw``: the base sizes only where it trains a base."""
+    builtin = BUILTIN_PROFILES[profile]
+    if raw.get("base") is None:  # the built-in base sizes shrink a base the spec trains; they add none
+        builtin = {k: v for k, v in builtin.items() if k != "base"}
+    return builtin
+
+
 def parse_spec(raw: dict, profile: str) -> SearchSpec:
     """Validate ``raw`` with ``profile``'s overrides; every profile's overrides are checked too."""
     overrides = raw.get("profiles", {})
@@ -95,11 +142,8 @@ def parse_spec(raw: dict, profile: str) -> SearchSpec:
     check_model_choice(raw, "")
     specs = {}
     for name in PROFILES:
-        builtin = BUILTIN_PROFILES[name]
-        if raw.get("base") is None:  # the built-in base sizes shrink a base the spec trains; they add none
-            builtin = {k: v for k, v in builtin.items() if k != "base"}
         override = overrides.get(name, {})
-        merged = _deep_merge(_deep_merge(raw, builtin), override)
+        merged = _deep_merge(_deep_merge(raw, _builtin_overrides(raw, name)), override)
         try:
             check_model_choice(override, f"profiles.{name}.")
             if merged.get("base") is not None and "base_model" in merged:

@@ -209,7 +209,7 @@ def test_ray_up_runs_a_smoke_search_job_and_ray_down_leaves_nothing(sshd, tmp_pa
         assert submit.returncode == 0, f"the job failed:\n{submit.stdout[-4000:]}\n{submit.stderr[-2000:]}"
         assert "Job 'smoke' succeeded" in submit.stdout + submit.stderr
 
-        leaderboard = json.loads((run_dir / "leaderboard.json").read_text())
+        leaderboard = json.loads((run_dir / "leaderboard.json").read_text())["rows"]
         trials = [row for row in leaderboard if row["trial"] != "baseline"]
         assert len(trials) == 2 and all(row["status"] == "completed" for row in trials)
         assert all(row["objective"] is not None for row in trials)

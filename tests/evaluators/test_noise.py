@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evaluators.noise import paired_bootstrap
+from evaluators.noise import items_needed, joint_resamples, paired_bootstrap, spread_test
 from evaluators.tasks.base import Outcomes, mean_of_rows
 
 
@@ -47,9 +47,88 @@ def test_tasks_combine_with_the_objective_weights_and_must_share_items():
         paired_bootstrap({"x": _outcomes(np.ones(3))}, {"x": _outcomes(np.ones(4))}, {"x": 1.0})
 
 
-def test_a_standard_error_is_over_the_draws_when_there_are_several_else_a_bootstrap():
+def test_a_standard_error_is_a_bootstrap_over_the_items_and_adds_the_draws_where_there_are_several():
     values = np.random.default_rng(2).uniform(size=200)
-    assert _outcomes(values).standard_error() == pytest.approx(values.std(ddof=1) / np.sqrt(200), rel=0.15)
+    items_only = values.std(ddof=1) / np.sqrt(200)
+    assert _outcomes(values).standard_error() == pytest.approx(items_only, rel=0.15)
     draws = np.array([0.5, 0.6, 0.7])
     with_draws = Outcomes({"main": 0.6}, values, mean_of_rows, draws)
-    assert with_draws.standard_error() == pytest.approx(0.1 / np.sqrt(3))
+    errors = with_draws.standard_errors()
+    assert errors["main_se_draws"] == pytest.approx(0.1 / np.sqrt(3))
+    assert errors["main_se_items"] == pytest.approx(items_only, rel=0.15)
+    assert errors["main_se"] == pytest.approx(np.hypot(errors["main_se_items"], 0.1 / np.sqrt(3)))
+
+
+def _search(rng: np.random.Generator, effects: list[float], items: int = 60, noise: float = 0.15) -> list[dict]:
+    """One simulated search: per-item outcomes of trials scored on the same items (a shared item
+    difficulty, each trial's own effect and its own per-item noise)."""
+    difficulty = rng.uniform(0.2, 0.8, size=items)
+    return [{"t": _outcomes(difficulty + effect + rng.normal(0, noise, size=items))} for effect in effects]
+
+
+DIFFERENCE_SE = np.sqrt(2) * 0.15 / np.sqrt(60)  # the standard error of a paired difference in _search
+
+
+@pytest.mark.parametrize(
+    ("effects", "called", "bound"),
+    [
+        ([0.0] * 4, "at most", 0.07),  # identical configurations
+        ([3 * DIFFERENCE_SE, 0.0, 0.0, 0.0], "at least", 0.80),  # one better by 3 standard errors of a difference
+        ([3 * DIFFERENCE_SE, 0.0], "at least", 0.80),
+    ],
+)
+def test_the_spread_verdict_is_calibrated_on_simulated_searches(effects, called, bound):
+    rng = np.random.default_rng(7)
+    beyond = 0
+    for search in range(200):
+        observed, resampled = joint_resamples(_search(rng, effects), {"t": 1.0}, rounds=300, seed=search)
+        beyond += spread_test(observed, resampled).beyond_noise
+    share = beyond / 200
+    assert share <= bound if called == "at most" else share >= bound
+
+
+def test_a_spread_reports_its_noise_and_the_difference_standard_error():
+    rng = np.random.default_rng(3)
+    observed, resampled = joint_resamples(_search(rng, [0.0, 0.0, 0.0], items=400), {"t": 1.0}, rounds=500)
+    spread = spread_test(observed, resampled)
+    assert spread.difference_se == pytest.approx(np.sqrt(2) * 0.15 / np.sqrt(400), rel=0.2)
+    # each trial's objective carries the shared item noise as well: its own error is larger
+    assert spread.objective_se > spread.difference_se / np.sqrt(2)
+    assert not spread.beyond_noise and spread.ratio < 2
+    assert items_needed(spread, 400) is None or spread.true_spread > 0
+
+
+def test_items_needed_shrinks_noise_to_the_power_a_true_spread_needs():
+    rng = np.random.default_rng(4)
+    effects = [0.0, 0.01, 0.02, 0.03]  # a real but small spread, hidden at 40 items
+    observed, resampled = joint_resamples(_search(rng, effects, items=40), {"t": 1.0}, rounds=500)
+    spread = spread_test(observed, resampled)
+    needed = items_needed(spread, 40)
+    assert needed is not None and needed > 40
+    # at that many items the same trials are called apart in most simulated searches
+    rng = np.random.default_rng(5)
+    calls = []
+    for _ in range(60):
+        observed, resampled = joint_resamples(_search(rng, effects, items=int(needed)), {"t": 1.0}, rounds=200)
+        calls.append(spread_test(observed, resampled).beyond_noise)
+    assert np.mean(calls) >= 0.5  # the estimate rests on one noisy spread: aim, not guarantee
+
+
+def test_resamples_pick_draws_as_well_as_items_and_keep_every_encoder_on_the_same_ones():
+    truth = np.array([0, 1, 0, 1])
+    predictions = [np.array([0, 1, 0, 1]), np.array([1, 0, 1, 0])]  # a perfect draw and a wrong one
+    items = np.column_stack([truth, *predictions])
+    from functools import partial
+
+    from evaluators.tasks.probe import accuracy, mean_over_draws
+
+    outcomes = Outcomes(
+        {"main": 0.5}, items, partial(mean_over_draws, width=1, measure=accuracy), np.array([1.0, 0.0]), 1
+    )
+    assert outcomes.draw_count == 2 and outcomes.value() == 0.5
+    assert outcomes.value(draws=np.array([0, 0])) == 1.0 and outcomes.value(draws=np.array([1, 1])) == 0.0
+    observed, resampled = joint_resamples([{"p": outcomes}, {"p": outcomes}], {"p": 1.0}, rounds=50)
+    assert list(observed) == [0.5, 0.5] and resampled.std() > 0.1  # the draws moved it
+    assert np.array_equal(resampled[:, 0], resampled[:, 1])  # the same draws for both encoders
+    with pytest.raises(ValueError, match="different items"):
+        joint_resamples([{"p": outcomes}, {"p": _outcomes(np.ones(4))}], {"p": 1.0})

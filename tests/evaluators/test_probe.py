@@ -60,8 +60,12 @@ def test_fewshot_probe_uses_k_per_class_and_scores_a_separating_encoder_perfectl
     rng = np.random.default_rng(1)
     random = task.evaluate(lambda texts: rng.normal(size=(len(texts), 16)))
     assert random["test"]["macro_f1"] < 0.5 and random["val"]["macro_f1"] < 0.5
-    # the standard error is the spread over the draws: sample std / sqrt(3) = population std / sqrt(2)
-    assert random["test"]["main_se"] == pytest.approx(random["test"]["macro_f1_std"] / np.sqrt(2))
+    # the draws' part of the standard error: sample std / sqrt(3) = population std / sqrt(2); the
+    # items' part is a bootstrap over the test documents; the whole is both, as independent sources
+    test = random["test"]
+    assert test["main_se_draws"] == pytest.approx(test["macro_f1_std"] / np.sqrt(2))
+    assert 0 < test["main_se_items"] < 0.2
+    assert test["main_se"] == pytest.approx(np.hypot(test["main_se_items"], test["main_se_draws"]))
 
 
 @pytest.mark.parametrize("head", ["logistic", "mlp"])

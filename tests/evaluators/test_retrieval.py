@@ -196,3 +196,31 @@ def test_without_faiss_exact_search_falls_back_to_numpy_and_says_so_once(monkeyp
     assert retrieval.search_backend(5) == "numpy" and capsys.readouterr().out == ""  # small: numpy by choice
     assert retrieval.search_backend(50) == retrieval.search_backend(60) == "numpy"
     assert capsys.readouterr().out.count("faiss is not importable") == 1
+
+
+def test_a_collection_scored_under_a_budget_says_how_much_of_it_was_scored(tmp_path):
+    """Every part's scores carry what was scored against the collection's totals; a retrieval
+    score on a cut corpus is marked as not comparable with one on the whole collection."""
+    from evaluators.scores import coverage, subsampled
+    from platform.leaderboard import Row, coverage_lines
+
+    news = make_task("news-title-retrieval", EvalBudget(max_queries=30, max_documents=60))
+    news.load()
+    _write_collection(news.parts["test"], tmp_path / "c", hub_layout=False)  # 60 documents, 30 judged queries
+    name = f"beir:{tmp_path / 'c'}"
+    rng = np.random.default_rng(0)
+    embed = lambda texts: rng.normal(size=(len(texts), 8)).astype(np.float32)  # noqa: E731
+    cut = make_task(name, EvalBudget(max_documents=20, max_queries=10))
+    cut.load()
+    scores = cut.evaluate(embed)
+    for split in ("val", "test"):  # the 30 judged queries halve into 15 and 15; each part keeps 10
+        assert coverage(scores[split]).startswith("20 of 60 documents, 10 of 15 queries")
+        assert subsampled(scores[split]) and "not comparable with scores on the full collection" in coverage(
+            scores[split]
+        )
+    whole = make_task(name, EvalBudget())
+    whole.load()
+    full = whole.evaluate(embed)
+    assert coverage(full["test"]) == "60 of 60 documents, 15 of 15 queries" and not subsampled(full["test"])
+    row = Row("baseline", "base model, untouched", 0.1, 0, "m", {}, {name: {**scores, "split": "halves"}})
+    assert coverage_lines([row], [name]) == [f"{name}: val {coverage(scores['val'])}; test {coverage(scores['test'])}"]

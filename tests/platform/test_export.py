@@ -29,7 +29,7 @@ from platform.export import export_best
 from platform.export.cli import main as export_main
 from platform.export.model_card import USAGE_TEXTS
 from platform.export.st_files import POOLINGS
-from platform.leaderboard import BASELINE_ID, Row, write_leaderboard
+from platform.leaderboard import BASELINE_ID, Row, read_leaderboard, write_leaderboard
 from platform.spec import load_spec
 from tests.conftest import ROOT
 from trainers.checkpoint import save_checkpoint, trial_checkpoint_dir
@@ -205,7 +205,7 @@ def test_by_default_the_best_trial_is_exported_even_when_the_baseline_ranks_firs
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert json.loads((run_dir / "leaderboard.json").read_text())[0]["trial"] == BASELINE_ID
+    assert json.loads((run_dir / "leaderboard.json").read_text())["rows"][0]["trial"] == BASELINE_ID
     assert f"trial {TRIALS['mean']} (objective 0.8000) exported to {target}" in done.stdout
     assert json.loads((target / "doctune.json").read_text())["trial_id"] == TRIALS["mean"]
     assert not target.with_name("out.partial").exists()
@@ -216,7 +216,7 @@ def test_export_best_replaces_the_run_directorys_best(run_dir):
     best = run_dir / "best"
     best.mkdir()
     (best / "stale.txt").write_text("from an earlier export")
-    rows = [Row(**r) for r in json.loads((run_dir / "leaderboard.json").read_text())]
+    rows, _ = read_leaderboard(run_dir)
     exported = export_best(next(r for r in rows if r.trial == TRIALS["max"]), run_dir)
     assert exported.path == best and exported.sentence_transformers_gap is None
     assert json.loads((best / "doctune.json").read_text())["trial_id"] == TRIALS["max"]
@@ -229,11 +229,11 @@ def test_a_moved_run_directory_exports_from_its_own_trials(run_dir, tmp_path):
     moved.mkdir()
     shutil.copy(run_dir / "search.json", moved)
     (moved / "trials").symlink_to(run_dir / "trials")
-    records = json.loads((run_dir / "leaderboard.json").read_text())
-    for record in records:  # the leaderboard keeps the paths of where the search ran
+    board = json.loads((run_dir / "leaderboard.json").read_text())
+    for record in board["rows"]:  # the leaderboard keeps the paths of where the search ran
         if record["trial"] in TRIALS.values():
             record["checkpoint"] = record["checkpoint"].replace(str(run_dir), "/gone/smoke")
-    (moved / "leaderboard.json").write_text(json.dumps(records))
+    (moved / "leaderboard.json").write_text(json.dumps(board))
     assert export_main([str(moved), "--trial", TRIALS["cls"], "--to", str(tmp_path / "out")]) == 0
     assert json.loads((tmp_path / "out" / "doctune.json").read_text())["trial_id"] == TRIALS["cls"]
 
@@ -247,11 +247,11 @@ def _without_leaderboard(run_dir: Path, tmp_path: Path) -> list[str]:
 def _checkpoint_gone(run_dir: Path, tmp_path: Path) -> list[str]:
     (tmp_path / "gone").mkdir()
     shutil.copy(run_dir / "search.json", tmp_path / "gone")
-    records = json.loads((run_dir / "leaderboard.json").read_text())
-    for record in records:
+    board = json.loads((run_dir / "leaderboard.json").read_text())
+    for record in board["rows"]:
         if record["checkpoint"] and record["trial"] != BASELINE_ID:
             record["checkpoint"] = str(tmp_path / "gone" / "elsewhere" / "step_000002")
-    (tmp_path / "gone" / "leaderboard.json").write_text(json.dumps(records))
+    (tmp_path / "gone" / "leaderboard.json").write_text(json.dumps(board))
     return [str(tmp_path / "gone")]
 
 

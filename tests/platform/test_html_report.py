@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 import matplotlib.image
+import numpy as np
 import optuna
 import pandas as pd
 import pytest
@@ -29,6 +30,8 @@ from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 
 from evaluators.scores import flatten
+from evaluators.tasks.base import Outcomes, mean_of_rows
+from platform import ranking
 from platform.common import STUDY_FILE
 from platform.leaderboard import BASELINE_ID, Row, write_leaderboard
 from platform.report import plots, write_reports
@@ -57,13 +60,18 @@ RESULT_JSON_ONLY = "3e4f5a6b"  # a trial whose directory holds result.json but n
 def _scores(quality: float, robustness: float) -> dict[str, dict]:
     """A checkpoint's scores (``evaluators.scores``): test as given, validation a little apart."""
     test = {
-        "news-title-retrieval": {"main": quality + 0.05, "ndcg_at_10": quality + 0.05, "recall_at_100": 1.0},
+        "news-title-retrieval": {
+            "main": quality + 0.05,
+            "ndcg_at_10": quality + 0.05,
+            "recall_at_100": 1.0,
+            **{"documents": 200.0, "documents_total": 1400.0, "queries": 95.0, "queries_total": 95.0},
+        },
         "r8-fewshot": {"main": quality - 0.05, "macro_f1": quality - 0.05, "accuracy": 0.9},
         "length-robustness": {"main": robustness, "mean_abs_shift": -robustness},
     }
     return {
         task: {
-            "val": {k: v + 0.002 for k, v in values.items()},
+            "val": {**{k: v + 0.002 for k, v in values.items()}, "main_se": 0.012, "main_se_items": 0.012, "n": 60.0},
             "test": {**values, "main_se": 0.01, "n": 100.0},
             "split": "validation and test",
         }
@@ -163,6 +171,23 @@ def _write_study(path: Path, multi: bool, trials: list[tuple]) -> None:
         )
 
 
+def _ranking_noise(rows: list[Row]) -> dict:
+    """The ranking's noise as a search measures it (``platform.ranking.assess``), on item-level
+    outcomes drawn around each row's validation scores (60 items per task)."""
+    rng = np.random.default_rng(0)
+    items = {task: rng.uniform(-0.1, 0.1, size=60) for task in OBJECTIVES["quality"]}
+
+    def outcomes(row: Row) -> dict[str, Outcomes]:
+        return {
+            task: Outcomes({}, row.scores[task]["val"]["main"] + shift + rng.normal(0, 0.05, 60), mean_of_rows)
+            for task, shift in items.items()
+        }
+
+    trials = [r for r in rows if r.objective is not None and r.trial != BASELINE_ID]
+    baselines = [r for r in rows if r.trial == BASELINE_ID]
+    return ranking.assess(trials, baselines, outcomes, OBJECTIVES["quality"], None).record()
+
+
 def make_run_dir(root: Path, multi: bool = True, journal: bool = True) -> Path:
     """A finished search's run directory (see the module docstring)."""
     run_dir = root / NAME
@@ -177,6 +202,7 @@ def make_run_dir(root: Path, multi: bool = True, journal: bool = True) -> Path:
         "fixed_hyperparameters": {"lr": 5e-05, "temperature": 0.05, "mlm_weight": 0.1, "pooling": "mean"},
         "searched": {"temperature": {"loguniform": [0.02, 0.2]}, "lr": {"loguniform": [1e-05, 0.0001]}},
         "trial_plan": {"trials": len(TRIALS) + 1, "steps": 40, "eval_rounds": 2, "workers_per_trial": 2},
+        "profile_replaced": [{"key": "train.steps", "spec": 2000, "profile": 40}],
     }
     (run_dir / "search.json").write_text(json.dumps(summary, indent=2))
     rows = []
@@ -214,7 +240,7 @@ def make_run_dir(root: Path, multi: bool = True, journal: bool = True) -> Path:
             baseline_objectives,
         )
     )
-    write_leaderboard(rows, run_dir, TASKS)
+    write_leaderboard(rows, run_dir, TASKS, _ranking_noise(rows))
     if journal:
         _write_study(run_dir / STUDY_FILE, multi, TRIALS)
     winner_dir = run_dir / "best"
@@ -252,10 +278,28 @@ def test_the_page_shows_the_search_its_leaderboard_and_the_winner(report):
     assert page.count("◆</td>") == sum(t[-1] for t in TRIALS)  # the Pareto marks
     assert "<th>quality (val)</th><th>robustness (val)</th><th>test objective</th>" in page
     assert f"Exported to <code>{(run_dir / 'best').resolve()}</code>" in page
-    assert "profile</dt><dd>local" in page and f"doctune search {NAME}" in page
+    assert "profile</dt><dd>local (replaced values the spec sets: train.steps 2000 → 40)" in page
+    assert f"doctune search {NAME}" in page
+    assert "news-title-retrieval: val 200 of 1,400 documents, 95 of 95 queries (a subsample: not comparable" in page
     # nothing is fetched: every image is a data URI, and no other source is referenced
     assert re.findall(r'<img src="([a-z]+):', page) == ["data"] * 4
     assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", page)
+
+
+def test_the_page_says_whether_the_ranking_is_beyond_noise(report):
+    run_dir, _ = report
+    page = (run_dir / "report.html").read_text()
+    noise = json.loads((run_dir / "leaderboard.json").read_text())["noise"]
+    section = page.split("Is the ranking beyond noise?", 1)[1].split("<h2>", 1)[0]
+    spread = noise["trials"]
+    assert spread["encoders"] == len(TRIALS) and spread["spread"] > 0 and spread["noise_spread"] > 0
+    assert f"validation objectives spread {spread['spread']:.4f}" in section
+    assert f"ratio</dt><dd>{spread['ratio']:.2f}" in section
+    verdict = "beyond noise" if spread["beyond_noise"] else "within noise"
+    assert f"<dt>verdict</dt><dd><b>{verdict}</b>" in section
+    for task in OBJECTIVES["quality"]:
+        assert f"<td>{task}</td><td class='num'>60</td>" in section  # items per part, beside its error
+    assert "The winner ahead of the next trial on validation" in section
 
 
 def test_run_data_is_escaped(report):
@@ -425,9 +469,10 @@ def test_the_command_line_writes_the_report_or_exits_2(tmp_path):
 
 
 def test_a_leaderboard_without_objectives_is_read_as_one_objective(tmp_path):
-    """Run directories written before multi-objective searches have no ``objectives`` or ``pareto``."""
+    """Run directories written before multi-objective searches have no ``objectives`` or ``pareto``
+    (and, as before the ranking's noise was assessed, a leaderboard that is a plain list of rows)."""
     run_dir = make_run_dir(tmp_path, multi=False, journal=False)
-    records = json.loads((run_dir / "leaderboard.json").read_text())
+    records = json.loads((run_dir / "leaderboard.json").read_text())["rows"]
     old = copy.deepcopy(records)
     for record in old:
         del record["objectives"], record["pareto"]
@@ -436,3 +481,4 @@ def test_a_leaderboard_without_objectives_is_read_as_one_objective(tmp_path):
     assert [p.name for p in written] == ["objective_over_time.png", "task_scores.png", "report.html"]
     page = (run_dir / "report.html").read_text()
     assert "<th>objective (val)</th>" in page and "Pareto" not in page
+    assert "Not measured for this search" in page

@@ -65,7 +65,7 @@ def test_sigkill_then_resume_loses_and_reruns_nothing(tmp_path):
 
     done = subprocess.run([*command, "--resume"], cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    rows = json.loads((run_dir / "leaderboard.json").read_text())
+    rows = json.loads((run_dir / "leaderboard.json").read_text())["rows"]
     trials = [r for r in rows if r["trial"] != "baseline"]
     assert len(trials) == 2 and {r["status"] for r in trials} == {"completed"}
     after = _checkpoints(run_dir)

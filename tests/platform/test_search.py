@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 from platform.common import recorded_address_if_alive
 from tests.conftest import ROOT
@@ -60,21 +61,30 @@ def test_the_driver_starts_its_own_ray_beside_a_stale_record():
     assert "starting a local Ray" in done.stderr
 
 
-def test_a_resumed_search_lets_restored_trials_wait_for_workers(monkeypatch):
+@pytest.mark.slow  # starts Ray
+def test_a_resumed_search_lets_restored_trials_wait_for_workers():
     """Tune restarts every unfinished trial of a restored experiment at once; the driver gives their
-    Ray Train worker groups time to wait for the trials ahead instead of erroring after 60 s."""
-    import ray
+    Ray Train worker groups time to wait for the trials ahead instead of erroring after 60 s. Read
+    off a real Ray's workers, resumed and not."""
+    probe = (
+        "import os, sys, ray\n"
+        "from platform.common import ray_init\n"
+        "ray_init(None, resume=sys.argv[1] == 'resume')\n"
+        "name = 'RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S'\n"
+        "print(ray.get(ray.remote(lambda: os.environ.get(name, 'unset')).remote()))\n"
+        "ray.shutdown()\n"
+    )
+    env = {**os.environ, "RAY_ADDRESS": "local"}
+    seen = {}
+    for mode in ("resume", "new"):
+        done = subprocess.run(
+            [sys.executable, "-c", probe, mode], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        seen[mode] = done.stdout.split()[-1]
+    from platform.common import RESUMED_START_TIMEOUT_S
 
-    from platform import common
-
-    seen = []
-    monkeypatch.setattr(ray, "init", lambda **kwargs: seen.append(kwargs["runtime_env"]))
-    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2.0})
-    monkeypatch.setenv("RAY_ADDRESS", "local")
-    common.ray_init(None, resume=True)
-    common.ray_init(None)
-    timeout = "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"
-    assert seen[0]["env_vars"][timeout] == common.RESUMED_START_TIMEOUT_S and timeout not in seen[1]["env_vars"]
+    assert seen == {"resume": RESUMED_START_TIMEOUT_S, "new": "unset"}
 
 
 def _search(*args: str):
@@ -103,3 +113,24 @@ def test_a_resume_with_another_spec_is_refused_before_ray_starts(tmp_path):
     done, started_ray = _search("smoke", "--run-dir", str(run_dir), "--resume")
     assert done.returncode == 2 and "the spec or profile differs" in done.stderr
     assert not started_ray and sorted(p.name for p in run_dir.iterdir()) == ["search.json"]
+
+
+@pytest.mark.slow  # starts Ray
+def test_a_profile_says_once_which_values_of_the_spec_it_replaced(tmp_path):
+    spec = yaml.safe_load((ROOT / "search_spaces" / "smoke.yaml").read_text())
+    spec["search"]["samples"] = 3  # the smoke profile makes it 2
+    spec["train"]["steps"] = 6  # and this 4
+    del spec["profiles"]
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    done, _ = _search(str(path), "--profile", "smoke", "--run-dir", str(tmp_path / "run"), "--dry-run")
+    assert done.returncode == 0, done.stderr[-2000:]
+    line = "doctune: profile 'smoke' replaced values the spec sets: "
+    assert done.stdout.count(line) == 1
+    said = next(text for text in done.stdout.splitlines() if text.startswith(line))
+    assert "train.steps 6 → 4" in said and "search.samples 3 → 2" in said and "keep yours with a profiles.smoke" in said
+    summary = json.loads(done.stdout[done.stdout.index("{") :])  # --dry-run prints what search.json records
+    assert {(r["key"], r["spec"], r["profile"]) for r in summary["profile_replaced"]} == {
+        ("train.steps", 6, 4),
+        ("search.samples", 3, 2),
+    }

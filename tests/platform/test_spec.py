@@ -9,7 +9,15 @@ import sys
 import pytest
 import yaml
 
-from platform.spec import PROFILES, SPACES_DIR, SpecError, find_spec_file, parse_spec, read_raw
+from platform.spec import (
+    PROFILES,
+    SPACES_DIR,
+    SpecError,
+    find_spec_file,
+    parse_spec,
+    profile_replacements,
+    read_raw,
+)
 from tests.conftest import ROOT
 from trainers.config import BaseSettings
 
@@ -133,6 +141,17 @@ def test_profiles_shrink_and_the_specs_own_overrides_win():
     assert (smoke.train.steps, smoke.train.eval_every, smoke.train.max_length) == (3, 1, 64)
     assert smoke.evaluation.limits.max_queries == 30
     assert parse_spec(raw, "full").train.steps == 10
+
+
+def test_a_profile_names_each_value_of_the_spec_it_replaces_and_the_specs_own_section_keeps_them():
+    raw = _with("search.samples", 3)
+    replaced = {r.key: (r.spec, r.profile) for r in profile_replacements(raw, "smoke")}
+    # GOOD sets steps 10, eval_every 5, batch_size 4 (the smoke profile's own 4: no change), workers 2 (same)
+    assert replaced == {"train.steps": (10, 4), "train.eval_every": (5, 2), "search.samples": (3, 2)}
+    assert "train.steps 10 → 4" in [r.describe() for r in profile_replacements(raw, "smoke")]
+    assert profile_replacements(raw, "full") == []  # the full profile changes nothing of a spec
+    kept = _with("profiles", {"smoke": {"train": {"steps": 10}}})
+    assert "train.steps" not in {r.key for r in profile_replacements(kept, "smoke")}
 
 
 BASE = {"layers": 2, "hidden": 64, "heads": 2, "intermediate": 128, "vocab_size": 4000, "steps": 300}
