@@ -40,8 +40,13 @@ class Hyperparameters:
     temperature: float = field(
         default=0.05, metadata=constraint("contrastive temperature tau (cosine / tau)", 0.0, 10.0, low_open=True)
     )
-    loss: str = field(
-        default="infonce", metadata=constraint("contrastive loss: infonce (SimCSE), ntxent (SimCLR), simsiam")
+    loss: str | None = field(
+        default=None,
+        metadata=constraint(
+            "contrastive loss: infonce (SimCSE), ntxent (SimCLR's 2N form), deca_ntxent (DECA Eq. 4: one direction, "
+            "the positive out of the denominator), simsiam; unset: the recipe's own (deca: deca_ntxent, the others: "
+            "infonce)"
+        ),
     )
     symmetric: bool = field(default=True, metadata=constraint("InfoNCE in both directions (a->b and b->a)"))
     split_probability: float = field(

@@ -230,3 +230,8 @@ class SearchSpec:
     def fixed_hyperparameters(self) -> Hyperparameters:
         values = {**self.hyperparameters, "batch_size": self.train.batch_size, "recipe": self.recipe}
         return Hyperparameters(**{k: v for k, v in values.items() if k not in self.search.space})
+
+    def recipes(self) -> tuple[str, ...]:
+        """Every recipe this search's trials may train."""
+        searched = self.search.space.get("recipe")
+        return tuple(searched.values) if searched else (self.fixed_hyperparameters().recipe,)

@@ -65,3 +65,21 @@ def test_bad_conditional_spaces_are_refused(space, message):
     with pytest.raises(SpecError) as caught:
         parse_spec(raw, "full")
     assert message in str(caught.value)
+
+
+def test_a_recipes_own_loss_is_checked_in_the_trials_that_draw_that_recipe():
+    """No loss named: deca trials train with DECA's Eq. 4, which needs a negative, so two pairs a step."""
+    single = {"train": {"batch_size": 1, "workers": 1}}
+    raw = {
+        "name": "t",
+        "search": {
+            "objective": {"tasks": {"news-title-retrieval": 1.0}},
+            "space": {"recipe": {"choice": ["docsplit", "deca"]}},
+        },
+        "train": {"steps": 4, "eval_every": 2, **single["train"]},
+        "profiles": {"local": single, "smoke": single},
+    }
+    with pytest.raises(SpecError, match="loss deca_ntxent needs at least 2 pairs per step"):
+        parse_spec(raw, "full")
+    raw["search"]["space"]["recipe"] = {"choice": ["docsplit", "laser"]}
+    assert parse_spec(raw, "full").fixed_hyperparameters().loss is None  # each recipe's own: InfoNCE
