@@ -183,6 +183,16 @@ def test_simsiam_matches_its_formula_and_stops_the_gradient_at_z():
     assert SimSiamPredictor(8)(torch.randn(4, 8)).shape == (4, 8)
 
 
+def test_the_simsiam_predictor_has_decas_64_hidden_units_whatever_the_embedding_size():
+    """DECA App. A.3.2: "a two layer MLPs with 64 hidden", batch normalisation between."""
+    for dim in (32, 384, 768):
+        net = SimSiamPredictor(dim).net
+        assert [type(m).__name__ for m in net] == ["Linear", "BatchNorm1d", "ReLU", "Linear"]
+        first, norm, last = net[0], net[1], net[3]
+        assert (first.in_features, first.out_features, norm.num_features) == (dim, 64, 64)
+        assert (last.in_features, last.out_features) == (64, dim)
+
+
 def _bregman_by_hand(scores: torch.Tensor, sigma: float, tau: float) -> float:
     m = scores.shape[0]
     n = m // 2

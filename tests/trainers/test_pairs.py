@@ -258,6 +258,27 @@ def test_deca_antonym_negates_adjectives_and_verbs_only():
     assert "man" in augmented.split() and "not woman" not in augmented  # a noun keeps its antonym to itself
 
 
+def test_deca_antonyms_come_from_every_lemma_of_the_words_synsets_as_in_the_papers_example():
+    """DECA §3.3: "... offers an exceptionally strong characterization" becomes "... offers an
+    exceptionally not impotent characterization": "impotent" is the antonym of "potent", which shares
+    a synset with "strong" ({potent, strong, stiff}); "strong"'s own antonym is "weak"."""
+    from trainers.augment.wordnet import wordnet
+
+    assert wordnet().antonyms("strong", "a") == ["impotent", "weak"]
+    # only the word's own senses: "slight" reaches "much" through {little, slight}, not "big", the
+    # antonym of "little" in another sense
+    assert wordnet().antonyms("slight", "a") == ["much"]
+    documents = _frequent("impotent", "weak")
+    build = build_pairs(context(documents, recipe="deca", augmentation="antonym", aug_p=1.0))
+    drawn = Counter(
+        build(["offers an exceptionally strong characterization"], random.Random(seed))[1] for seed in range(60)
+    )
+    assert set(drawn) == {
+        "offers an exceptionally not impotent characterization",
+        "offers an exceptionally not weak characterization",
+    }
+
+
 def test_deca_uninformative_replaces_rare_words_by_frequent_synonyms():
     """DECA §3.3: low-frequency words become synonyms with high frequencies."""
     documents = [*_frequent("car", "the"), ["the automobile", "an auto"]]  # "automobile" and "auto" are rare
