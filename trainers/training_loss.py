@@ -30,7 +30,7 @@ class LossHeads(nn.Module):
     def __init__(self, hp: Hyperparameters, dim: int) -> None:
         super().__init__()
         self.predictor = contrastive_loss(hp).head(dim)
-        self.bregman = BregmanHead(dim, hp.bregman_k) if hp.bregman_weight > 0 else None
+        self.bregman = BregmanHead(dim, hp.bregman_k) if hp.bregman_k > 0 else None
 
     def forward(self, embeddings: torch.Tensor) -> dict[str, torch.Tensor]:
         out = {}

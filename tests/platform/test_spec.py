@@ -77,6 +77,8 @@ BAD = [
     (_with("recipe", "nope"), "recipe: unknown recipe 'nope'"),
     (_with("hyperparameters", {"temperature": -1.0}), "hyperparameters.temperature: -1.0 is out of range"),
     (_with("hyperparameters", {"tau": 0.1}), "hyperparameters.tau: unknown hyperparameter"),
+    (_with("hyperparameters", {"bregman_weight": 0.0}), "bregman_weight: 0.0 is out of range; it must be > 0.0"),
+    (_with("hyperparameters", {"bregman_k": -1}), "bregman_k: -1 is out of range; it must be >= 0"),
     (_with("profiles", {"huge": {}}), "profiles.huge: unknown profile"),
     (_with("profiles", {"smoke": {"train": {"steps": "x"}}}), "(in the overrides of profile 'smoke')"),
     (_with("profiles", {"local": {"train": {"wrokers": 1}}}), "train.wrokers: unknown key"),

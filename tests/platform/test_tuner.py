@@ -31,7 +31,7 @@ def test_recipe_parameters_are_drawn_only_in_that_recipes_trials():
         assert ("augmentation" in t) == ("aug_p" in t) == (t["recipe"] == "deca")
         assert ("laser_mode" in t) == (t["recipe"] == "laser")
         assert ("elongation_max" in t) == (t["recipe"] in ("laser", "docsplit"))
-        assert ("bregman_k" in t) == (t["bregman_weight"] == 2.0)
+        assert ("bregman_sigma" in t) == (t["bregman_k"] > 0)  # sigma only where the Bregman term is on
         assert 0.02 <= t["temperature"] <= 0.2 and "lr" in t
 
 

@@ -304,6 +304,20 @@ def test_bregman_passes_a_finite_difference_gradient_check():
     assert torch.autograd.gradcheck(loss, (scores,), eps=1e-6, atol=1e-4)
 
 
+def test_the_bregman_term_is_on_exactly_when_there_are_subnetworks():
+    """``bregman_k`` is the switch (0: no term); on, the other settings default to App. A's selection."""
+    embeddings = torch.randn(6, 8)
+    off = LossHeads(Hyperparameters(), 8)
+    assert off.bregman is None and "bregman_loss" not in training_loss(Hyperparameters(), {"embeddings": embeddings})[1]
+    hp = Hyperparameters(bregman_k=10)
+    assert (hp.bregman_weight, hp.bregman_sigma, hp.bregman_temperature) == (2.0, 2.0, 0.1)
+    on = LossHeads(hp, 8).eval()
+    outputs = {"embeddings": embeddings, **on(embeddings)}
+    assert outputs["bregman_scores"].shape == (6, 10)
+    total, terms = training_loss(hp, outputs)
+    assert total.item() == pytest.approx(terms["contrastive_loss"] + 2.0 * terms["bregman_loss"], rel=1e-6)
+
+
 def test_training_loss_combines_the_terms_with_their_weights():
     torch.manual_seed(0)
     hp = Hyperparameters(
