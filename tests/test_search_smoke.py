@@ -287,7 +287,7 @@ def test_two_objectives_give_a_pareto_front_from_warm_started_trials(tmp_path):
     # the warm-start points (each paper's defaults) ran first, as written in the spec
     assert sorted(r["hyperparameters"]["recipe"] for r in trials) == ["docsplit", "laser"]
     laser = next(r for r in trials if r["hyperparameters"]["recipe"] == "laser")["hyperparameters"]
-    assert (laser["laser_mode"], laser["elongation_max"], laser["lr"]) == ("self", 25, 3e-5)
+    assert (laser["laser_mode"], laser["elongation_max"], laser["lr"]) == ("self", 256, 3e-5)
     # the Optuna study is in the run dir, for optuna-dashboard, with both objectives told
     study = optuna.load_study(study_name="quality_vs_length", storage=study_storage(run_dir))
     assert len(study.directions) == 2 and len(study.trials) == 2

@@ -89,8 +89,8 @@ class Hyperparameters:
     elongation_max: int = field(
         default=256,
         metadata=constraint(
-            "laser / elongation: largest copy count m (the token budget caps it too; 256: the budget alone, as in "
-            "LA(SER)^3 Sec. 4)",
+            "laser / elongation: largest copy count m (the token budget caps it too; at max_length - 2 or above "
+            "only the budget bounds m, LA(SER)^3's rule, Sec. 4: so the default 256 up to 258 tokens)",
             1,
             512,
         ),
