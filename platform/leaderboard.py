@@ -14,6 +14,7 @@ from pathlib import Path
 
 from evaluators.scores import main_scores, part, unflatten
 from trainers.checkpoint import SCORES_FILE, step_dirs
+from trainers.config import Hyperparameters
 
 BASELINE_ID = "baseline"  # the base encoder as the spec names it
 CONVERTED_BASELINE_ID = "baseline-converted"  # the same after the backbone conversion, untrained
@@ -73,7 +74,8 @@ def rows_from_results(results, resolved) -> list[Row]:
         frame = result.metrics_dataframe
         if frame is not None and "trial_id" in frame.columns and len(frame):
             trial_id = str(frame["trial_id"].iloc[-1])
-        hp = {**fixed, **{k: v for k, v in (result.config or {}).items() if k in fixed}}
+        # built as the trial built them, so what a searched ``views`` decides (recipe, elongate) shows
+        hp = asdict(Hyperparameters(**{**fixed, **{k: v for k, v in (result.config or {}).items() if k in fixed}}))
         if frame is None or "objective" not in frame.columns or frame["objective"].dropna().empty:
             reason = str(result.error).strip().splitlines()[-1][:300] if result.error else "no evaluation reported"
             rows.append(Row(trial_id, f"error: {reason}", None, None, None, hp))

@@ -200,7 +200,7 @@ def _last_results(run_dir) -> list[dict]:
 @pytest.mark.parametrize(
     ("spec", "recipes"),
     [
-        ("docsplit_long", {"docsplit"}),
+        ("docsplit_long", {"docsplit"}),  # one trial: DocSplit's own setting (views: split) runs first
         ("deca_wordnet", {"deca"}),
         ("laser_minilm", {"laser"}),
         ("bregman_longformer", {"simcse"}),

@@ -15,6 +15,24 @@ Pooling = Literal["cls", "mean", "max"]
 LaserMode = Literal["self", "intra"]
 Anchor = Literal["first", "random"]
 SynonymRule = Literal["paper", "rate"]
+Views = Literal["split", "split+elongation", "elongation", "word"]
+
+
+@dataclass(frozen=True)
+class ViewMaking:
+    """How one augmentation type (``Hyperparameters.views``) makes a document's two views: the
+    recipe that makes them, and whether DocSplit's view A is then elongated."""
+
+    recipe: str
+    elongate: bool = False
+
+
+VIEW_MAKING: dict[str, ViewMaking] = {
+    "split": ViewMaking("docsplit"),  # DocSplit / SimDE: the sentences split between the views
+    "split+elongation": ViewMaking("docsplit", elongate=True),  # the split, view A elongated: doctune's own
+    "elongation": ViewMaking("laser"),  # LA(SER)^3: copy-and-concatenate
+    "word": ViewMaking("deca"),  # DECA: word-level operations
+}
 
 
 class Scorer(Protocol):
@@ -37,6 +55,15 @@ class Hyperparameters:
     until ``bregman_k`` > 0)."""
 
     recipe: str = field(default="docsplit", metadata=constraint("positive-pair recipe: simcse, docsplit, deca, laser"))
+    views: Views | None = field(
+        default=None,
+        metadata=constraint(
+            "augmentation type: how a document's two views are made, each as its paper makes them: split "
+            "(DocSplit's sentence split), elongation (LA(SER)^3), word (DECA's word-level operations), "
+            "split+elongation (the split with view A elongated, doctune's own combination); set, it decides "
+            "recipe and elongate, which a spec then leaves out"
+        ),
+    )
     lr: float = field(default=5e-5, metadata=constraint("AdamW learning rate", 0.0, 1.0, low_open=True))
     temperature: float = field(
         default=0.05, metadata=constraint("contrastive temperature tau (cosine / tau)", 0.0, 10.0, low_open=True)
@@ -137,6 +164,12 @@ class Hyperparameters:
     )
     weight_decay: float = field(default=0.01, metadata=constraint("AdamW weight decay", 0.0, 1.0))
     warmup_ratio: float = field(default=0.1, metadata=constraint("share of steps with linear warm-up", 0.0, 1.0))
+
+    def __post_init__(self) -> None:
+        if self.views is not None:  # the one place an augmentation type becomes a recipe
+            making = VIEW_MAKING[self.views]
+            object.__setattr__(self, "recipe", making.recipe)
+            object.__setattr__(self, "elongate", making.elongate)
 
     @property
     def elongation_range(self) -> tuple[int, int]:

@@ -122,17 +122,20 @@ def _search_section(run: Run) -> str:
         + ", ".join(f"{escape(task)} × {weight:g}" for task, weight in weights.items())
         for name, weights in run.objectives.items()
     )
+    searched = spec["search"]["space"]
     space = ", ".join(
         f"{escape(name)}: {escape(str(d.get('kind', '')))} {escape(json.dumps(d.get('values')))}"
-        for name, d in spec["search"]["space"].items()
+        + "".join(f" when {escape(other)} in {escape(json.dumps(values))}" for other, values in d.get("when") or ())
+        for name, d in searched.items()
     )
+    recipe = next((f"searched through {name}" for name in ("views", "recipe") if name in searched), None)
     plan = run.summary.get("trial_plan", {})
     items = {
         "spec": escape(str(run.summary.get("spec", "?"))),
         "profile": escape(str(run.summary.get("profile", "?"))),
         "base model": escape(str(spec.get("base_model", "?"))),
         "corpus": escape(str(spec.get("corpus", {}).get("source", "?"))),
-        "recipe": escape(str(spec.get("recipe", "?"))),
+        "recipe": escape(recipe or str(spec.get("recipe", "?"))),
         "objective" + ("s" if len(run.objectives) > 1 else ""): objectives,
         "searched": space or "nothing (fixed hyperparameters only)",
         "trials": escape(

@@ -18,6 +18,28 @@ def check_model_choice(layer: dict, where: str) -> None:
         )
 
 
+def check_views_choice(merged: dict) -> None:
+    """``views`` (an augmentation type) decides the recipe and whether DocSplit's view A is
+    elongated, so a spec that gives it, fixed or searched, gives neither of those."""
+    space = (merged.get("search") or {}).get("space") or {}
+    fixed = merged.get("hyperparameters") or {}
+    if "views" not in space and "views" not in fixed:
+        return
+    given = {
+        "recipe": "recipe" in merged,
+        "search.space.recipe": "recipe" in space,
+        "search.space.elongate": "elongate" in space,
+        "hyperparameters.elongate": "elongate" in fixed,
+    }
+    clash = next((key for key, present in given.items() if present), None)
+    if clash is not None:
+        views = "search.space.views" if "views" in space else "hyperparameters.views"
+        raise SpecError(
+            f"{clash}: {views} decides the recipe and the elongation of view A (split: docsplit; split+elongation: "
+            f"docsplit, elongated; elongation: laser; word: deca); drop {clash}"
+        )
+
+
 def _check_base(spec: SearchSpec) -> None:
     """A trained base must fit the trials: heads that divide the hidden size, a batch the workers
     share equally, and positions for every token the trials and evaluators feed it."""

@@ -107,6 +107,28 @@ def test_docsplit_with_elongation_repeats_view_a_within_the_budget():
         assert words == words[:unit] * (len(words) // unit)
 
 
+# --- augmentation types (views) -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("views", "recipe"),
+    [
+        ("split", {"recipe": "docsplit"}),
+        ("split+elongation", {"recipe": "docsplit", "elongate": True}),
+        ("elongation", {"recipe": "laser"}),
+        ("word", {"recipe": "deca"}),
+    ],
+)
+def test_each_augmentation_type_makes_its_views_as_its_recipe_does(views, recipe):
+    documents = _frequent("big", "large", "house", "quiet", "street", "garden")
+    doc = ["The big house stood on a quiet street.", "A large garden grew behind it.", "Nobody came."]
+    by_type = build_pairs(context(documents, views=views, elongation_min=2, elongation_max=3))
+    by_recipe = build_pairs(context(documents, elongation_min=2, elongation_max=3, **recipe))
+    pairs = [by_type(doc, random.Random(seed)) for seed in range(10)]
+    assert pairs == [by_recipe(doc, random.Random(seed)) for seed in range(10)]
+    assert len(set(pairs)) > 1  # the views are drawn, not fixed
+
+
 # --- simcse -----------------------------------------------------------------------------------
 
 
