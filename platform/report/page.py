@@ -11,7 +11,7 @@ from html import escape
 
 from evaluators.noise import Gain
 from evaluators.scores import part
-from platform.leaderboard import is_baseline, score_with_error, winner
+from platform.leaderboard import describe_confirmation, is_baseline, score_with_error, winner
 from platform.report.run import PLOTS_DIR, Plot, Run
 
 CSS = """
@@ -164,11 +164,7 @@ def _winner_section(run: Run) -> str:
         )
         text += f"<p>Test-objective gain, paired bootstrap over the same test items:</p><ul>{items}</ul>"
     if best.confirmation:
-        stats = best.confirmation["test_objective"]
-        text += (
-            f"<p>Its configuration trained with {stats['n']} training seeds: test objective "
-            f"{_number(stats['mean'])} ± {_number(stats['std'])} (mean ± sample std).</p>"
-        )
+        text += f"<p>Its configuration {escape(describe_confirmation(best.confirmation))}.</p>"
     best_dir = run.path / "best"
     try:
         exported = json.loads((best_dir / "doctune.json").read_text()).get("trial_id")

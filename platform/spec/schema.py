@@ -123,7 +123,9 @@ class SearchSection:
     confirm_seeds: int = field(
         default=0,
         metadata=constraint(
-            "after the search, train the winner's configuration with this many more seeds and report mean +- std", 0
+            "after the search, train the winner's configuration with this many new seeds and report their test "
+            "objective's mean +- std (the winner's own run apart: chosen as the best, it is biased upwards)",
+            0,
         ),
     )
     scheduler: SchedulerSpec = field(default_factory=SchedulerSpec, metadata=constraint("early stopping"))
