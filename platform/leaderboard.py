@@ -238,7 +238,7 @@ def confirmation_record(winner: Row, winner_seed: int, runs: dict[int, Row], pla
 
 
 def describe_confirmation(confirmation: dict) -> str:
-    """One sentence for the terminal, the report and the model card."""
+    """The confirmation in one sentence (the report's and the model card's)."""
     stats, own = confirmation["test_objective"], confirmation["winner"]
     apart = f"the winner's own run, chosen as the best, {own['test_objective']:.4f} apart"
     if stats["n"] == 0:

@@ -116,8 +116,8 @@ class Hyperparameters:
     elongation_max: int = field(
         default=256,
         metadata=constraint(
-            "laser / elongation: largest copy count m (the token budget caps it too; at max_length - 2 or above "
-            "only the budget bounds m, LA(SER)^3's rule, Sec. 4: so the default 256 up to 258 tokens)",
+            "laser / elongation: largest copy count m (the token budget caps it too; from max_length - 2 up, "
+            "only the budget bounds m, LA(SER)^3's rule, Sec. 4: the default 256 does so up to 258 tokens)",
             1,
             512,
         ),
