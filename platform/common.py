@@ -192,7 +192,6 @@ def check_corpus_suits_recipes(spec, stats) -> None:
     from core.data import DataUnavailable
     from trainers.pairs import RECIPES
 
-    searched = spec.search.space.get("recipe")
-    for recipe in searched.values if searched else (spec.recipe,):
+    for recipe in spec.recipes():
         if problem := RECIPES[recipe]().corpus_problem(stats):
             raise DataUnavailable(f"corpus {spec.corpus.source!r}: {problem}")

@@ -9,12 +9,14 @@ from __future__ import annotations
 import csv
 import json
 import math
+import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from evaluators.scores import coverage, main_scores, part, sizes, unflatten
 from evaluators.tasks.base import SPLITS
 from trainers.checkpoint import SCORES_FILE, step_dirs
+from trainers.config import Hyperparameters
 
 BASELINE_ID = "baseline"  # the base encoder as the spec names it
 CONVERTED_BASELINE_ID = "baseline-converted"  # the same after the backbone conversion, untrained
@@ -39,7 +41,8 @@ class Row:
     test_objective: float | None = None
     # the winner's test-objective gain over each baseline row, with its paired-bootstrap interval
     gains: dict[str, dict] = field(default_factory=dict)
-    # the winner's configuration trained with more seeds (search.confirm_seeds): test objective mean ± std
+    # the winner's configuration retrained with new seeds (search.confirm_seeds): their test objective's
+    # mean ± std, and the winner's own run apart (``confirmation_record``)
     confirmation: dict = field(default_factory=dict)
 
     def test_score(self, task: str) -> float | None:
@@ -74,7 +77,8 @@ def rows_from_results(results, resolved) -> list[Row]:
         frame = result.metrics_dataframe
         if frame is not None and "trial_id" in frame.columns and len(frame):
             trial_id = str(frame["trial_id"].iloc[-1])
-        hp = {**fixed, **{k: v for k, v in (result.config or {}).items() if k in fixed}}
+        # built as the trial built them, so what a searched ``views`` decides (recipe, elongate) shows
+        hp = asdict(Hyperparameters(**{**fixed, **{k: v for k, v in (result.config or {}).items() if k in fixed}}))
         if frame is None or "objective" not in frame.columns or frame["objective"].dropna().empty:
             reason = str(result.error).strip().splitlines()[-1][:300] if result.error else "no evaluation reported"
             rows.append(Row(trial_id, f"error: {reason}", None, None, None, hp))
@@ -220,6 +224,45 @@ def format_table(rows: list[Row], tasks: list[str]) -> str:
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in lines)
+
+
+def confirmation_record(winner: Row, winner_seed: int, runs: dict[int, Row], planned: int) -> dict:
+    """What ``search.confirm_seeds`` keeps: the winner's configuration retrained with ``planned`` new
+    training seeds, of which ``runs`` (seed -> its row, chosen like a trial's) finished. The mean ±
+    sample std is over the new seeds only: the winner's own run was chosen as the best of the
+    search, so its test objective is biased upwards (the winner's curse); it is kept apart. With no
+    new run finished the mean is NaN and the std None."""
+    values = [row.test_objective for row in runs.values()]
+    return {
+        "winner": {
+            "seed": winner_seed,
+            "trial": winner.trial,
+            "objective": winner.objective,
+            "test_objective": winner.test_objective,
+        },
+        "seeds": {
+            str(seed): {"trial": row.trial, "objective": row.objective, "test_objective": row.test_objective}
+            for seed, row in sorted(runs.items())
+        },
+        "test_objective": {
+            "mean": statistics.fmean(values) if values else math.nan,
+            "std": statistics.stdev(values) if len(values) > 1 else None,
+            "n": len(values),
+        },
+        "failed": planned - len(runs),
+    }
+
+
+def describe_confirmation(confirmation: dict) -> str:
+    """The confirmation in one sentence (the report's and the model card's)."""
+    stats, own = confirmation["test_objective"], confirmation["winner"]
+    apart = f"the winner's own run, chosen as the best, {own['test_objective']:.4f} apart"
+    if stats["n"] == 0:
+        return f"retrained with new training seeds, every run failed ({confirmation['failed']}); {apart}"
+    spread = f" ± {stats['std']:.4f} (mean ± sample std)" if stats["std"] is not None else ""
+    seeds = "1 new training seed" if stats["n"] == 1 else f"{stats['n']} new training seeds"
+    failed = f", {confirmation['failed']} more failed" if confirmation["failed"] else ""
+    return f"retrained with {seeds}{failed}: test objective {stats['mean']:.4f}{spread}; {apart}"
 
 
 def score_with_error(scores: dict[str, float]) -> str:

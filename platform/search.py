@@ -115,8 +115,7 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> int:
             with clock.phase("base stage"):
                 model_dir, _, source_model = common.prepare_inputs(spec, build_base_in=run_dir)
             resolved = resolved.with_base(model_dir, source_model)
-        searched = spec.search.space.get("recipe")
-        recipes = ", ".join(searched.values) if searched else spec.recipe
+        recipes = ", ".join(spec.recipes())
         print(f"doctune: search {spec.name!r}, profile {profile!r}, recipe {recipes}, run dir {run_dir}")
         stats = resolved.corpus_stats
         print(
@@ -188,10 +187,7 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> int:
         for against, gain in best.gains.items():
             print(f"doctune: test objective of {best.trial} over {against}: {Gain.from_record(gain).describe()}")
     if best.confirmation:
-        stats = best.confirmation["test_objective"]
-        spread = f" ± {stats['std']:.4f} (mean ± std)" if stats["std"] is not None else " (the other seeds failed)"
-        seeds = f"{best.trial}'s configuration over {stats['n']} training seeds"
-        print(f"doctune: {seeds}: test objective {stats['mean']:.4f}{spread}")
+        print(f"doctune: {best.trial}'s configuration {leaderboard.describe_confirmation(best.confirmation)}")
     if exported.sentence_transformers_gap:
         print(f"doctune: {exported.path} has no sentence-transformers files: {exported.sentence_transformers_gap}")
     print(f"doctune: leaderboard in {run_dir}/leaderboard.csv; TensorBoard: tensorboard --logdir {run_dir}")

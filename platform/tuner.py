@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import statistics
 import sys
 from pathlib import Path
 
@@ -241,11 +240,11 @@ def confirm_winner(resolved: ResolvedSearch, winner) -> dict:
     """``search.confirm_seeds``: the winner's configuration trained again with that many more
     training seeds (``train.seed`` + 1, + 2, ...), each run chosen and reported like a trial
     (best round by the validation objective, test scores reported). Returns the record the
-    leaderboard keeps: per seed, and mean ± sample std over the winner's own seed and the new ones.
-    An interrupted confirmation continues on ``--resume``."""
+    leaderboard keeps (``confirmation_record``): mean ± sample std over the new seeds only, the
+    winner's own run apart. An interrupted confirmation continues on ``--resume``."""
     from ray import tune
 
-    from platform.leaderboard import rows_from_results
+    from platform.leaderboard import confirmation_record, rows_from_results
     from trainers.trial import run_trial
 
     spec = resolved.spec
@@ -274,20 +273,8 @@ def confirm_winner(resolved: ResolvedSearch, winner) -> dict:
     if not finished(results):
         raise KeyboardInterrupt  # the search's own handling: continue with --resume
     _release_ended(results, resolved)
-    runs = {resolved.plan.seed: winner}
+    runs = {}
     for result, row in zip(results, rows_from_results(results, resolved)):
         if row.test_objective is not None:
             runs[int(result.config["seed"])] = row
-    values = [row.test_objective for row in runs.values()]
-    return {
-        "seeds": {
-            str(seed): {"trial": row.trial, "objective": row.objective, "test_objective": row.test_objective}
-            for seed, row in sorted(runs.items())
-        },
-        "test_objective": {
-            "mean": statistics.fmean(values),
-            "std": statistics.stdev(values) if len(values) > 1 else None,
-            "n": len(values),
-        },
-        "failed": len(seeds) + 1 - len(runs),
-    }
+    return confirmation_record(winner, resolved.plan.seed, runs, len(seeds))

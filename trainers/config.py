@@ -15,6 +15,24 @@ Pooling = Literal["cls", "mean", "max"]
 LaserMode = Literal["self", "intra"]
 Anchor = Literal["first", "random"]
 SynonymRule = Literal["paper", "rate"]
+Views = Literal["split", "split+elongation", "elongation", "word"]
+
+
+@dataclass(frozen=True)
+class ViewMaking:
+    """How one augmentation type (``Hyperparameters.views``) makes a document's two views: the
+    recipe that makes them, and whether DocSplit's view A is then elongated."""
+
+    recipe: str
+    elongate: bool = False
+
+
+VIEW_MAKING: dict[str, ViewMaking] = {
+    "split": ViewMaking("docsplit"),  # DocSplit / SimDE: the sentences split between the views
+    "split+elongation": ViewMaking("docsplit", elongate=True),  # the split, view A elongated: doctune's own
+    "elongation": ViewMaking("laser"),  # LA(SER)^3: copy-and-concatenate
+    "word": ViewMaking("deca"),  # DECA: word-level operations
+}
 
 
 class Scorer(Protocol):
@@ -33,15 +51,30 @@ class Scorer(Protocol):
 @dataclass(frozen=True)
 class Hyperparameters:
     """Everything a search may vary per trial. A recipe reads the fields it needs; defaults are the
-    papers' (DocSplit Sec. 4; DECA; LA(SER)^3 Sec. 4; the Bregman papers' public code)."""
+    papers' (DocSplit Sec. 4.1; DECA; LA(SER)^3 Sec. 4; the Bregman paper's App. A, its term off
+    until ``bregman_k`` > 0)."""
 
     recipe: str = field(default="docsplit", metadata=constraint("positive-pair recipe: simcse, docsplit, deca, laser"))
+    views: Views | None = field(
+        default=None,
+        metadata=constraint(
+            "augmentation type: how a document's two views are made, each as its paper makes them: split "
+            "(DocSplit's sentence split), elongation (LA(SER)^3), word (DECA's word-level operations), "
+            "split+elongation (the split with view A elongated, doctune's own combination); set, it decides "
+            "recipe and elongate, which a spec then leaves out"
+        ),
+    )
     lr: float = field(default=5e-5, metadata=constraint("AdamW learning rate", 0.0, 1.0, low_open=True))
     temperature: float = field(
         default=0.05, metadata=constraint("contrastive temperature tau (cosine / tau)", 0.0, 10.0, low_open=True)
     )
-    loss: str = field(
-        default="infonce", metadata=constraint("contrastive loss: infonce (SimCSE), ntxent (SimCLR), simsiam")
+    loss: str | None = field(
+        default=None,
+        metadata=constraint(
+            "contrastive loss: infonce (SimCSE), ntxent (SimCLR's 2N form), deca_ntxent (DECA Eq. 4: one direction, "
+            "the positive out of the denominator), simsiam; unset: the recipe's own (deca: deca_ntxent, the others: "
+            "infonce)"
+        ),
     )
     symmetric: bool = field(default=True, metadata=constraint("InfoNCE in both directions (a->b and b->a)"))
     split_probability: float = field(
@@ -83,8 +116,8 @@ class Hyperparameters:
     elongation_max: int = field(
         default=256,
         metadata=constraint(
-            "laser / elongation: largest copy count m (the token budget caps it too; 256: the budget alone, as in "
-            "LA(SER)^3 Sec. 4)",
+            "laser / elongation: largest copy count m (the token budget caps it too; from max_length - 2 up, "
+            "only the budget bounds m, LA(SER)^3's rule, Sec. 4: the default 256 does so up to 258 tokens)",
             1,
             512,
         ),
@@ -96,20 +129,33 @@ class Hyperparameters:
     contrastive_weight: float = field(
         default=1.0, metadata=constraint("lambda_c: weight of the contrastive loss", 0.0, 100.0)
     )
-    bregman_weight: float = field(
-        default=0.0,
+    # Saggau et al. 2023, App. A: the grid's selected configuration is K 10, sigma 2, lambda 2, tau 0.1
+    bregman_k: int = field(
+        default=0,
         metadata=constraint(
-            "Bregman lambda (Eq. 7: contrastive + lambda * Bregman; the paper searches 0.1, 2, 4, 5, 10; 0: off)",
-            0.0,
-            100.0,
+            "Bregman: number of sub-networks K; 0: no Bregman term (the term is an add-on to any recipe; "
+            "bregman_k: 10 turns on App. A's selected configuration with the defaults below)",
+            0,
+            256,
         ),
     )
-    bregman_k: int = field(default=5, metadata=constraint("Bregman: number of sub-networks K", 1, 256))
+    bregman_weight: float = field(
+        default=2.0,
+        metadata=constraint(
+            "Bregman lambda (Eq. 7: contrastive + lambda * Bregman; App. A selects 2 of 0.1, 2, 4, 5, 10)",
+            0.0,
+            100.0,
+            low_open=True,
+        ),
+    )
     bregman_sigma: float = field(
-        default=1.0, metadata=constraint("Bregman: sigma in exp(-D / 2 sigma^2)", 0.0, 100.0, low_open=True)
+        default=2.0,
+        metadata=constraint(
+            "Bregman: sigma in exp(-D / 2 sigma^2) (App. A selects 2 of 1 to 3)", 0.0, 100.0, low_open=True
+        ),
     )
     bregman_temperature: float = field(
-        default=0.1, metadata=constraint("Bregman: NT-Xent temperature", 0.0, 10.0, low_open=True)
+        default=0.1, metadata=constraint("Bregman: NT-Xent temperature (App. A: 0.1)", 0.0, 10.0, low_open=True)
     )
     pooling: Pooling = field(default="mean", metadata=constraint("how token states become one embedding"))
     batch_size: int = field(
@@ -118,6 +164,12 @@ class Hyperparameters:
     )
     weight_decay: float = field(default=0.01, metadata=constraint("AdamW weight decay", 0.0, 1.0))
     warmup_ratio: float = field(default=0.1, metadata=constraint("share of steps with linear warm-up", 0.0, 1.0))
+
+    def __post_init__(self) -> None:
+        if self.views is not None:  # the one place an augmentation type becomes a recipe
+            making = VIEW_MAKING[self.views]
+            object.__setattr__(self, "recipe", making.recipe)
+            object.__setattr__(self, "elongate", making.elongate)
 
     @property
     def elongation_range(self) -> tuple[int, int]:

@@ -2,7 +2,8 @@
 
     total = lambda_c * contrastive + mlm_weight * MLM + lambda_b * Bregman
 
-The contrastive term is the ``ContrastiveLoss`` that ``hp.loss`` names (``trainers.losses``).
+The contrastive term is the ``ContrastiveLoss`` that ``hp.loss`` names, or where it names none the
+recipe's own (``Recipe.loss``: DECA's Eq. 4 for ``deca``, InfoNCE for the others).
 ``LossHeads`` holds the trainable parts of the loss (the contrastive loss's head, such as
 SimSiam's predictor, and the Bregman sub-networks); they run inside the model's forward so DDP
 synchronises their gradients.
@@ -17,14 +18,19 @@ import torch.nn as nn
 
 from trainers.config import Hyperparameters
 from trainers.distributed import gather, world_size
-from trainers.losses import CONTRASTIVE_LOSSES, BregmanHead, active_subnetworks, bregman_loss
+from trainers.losses import CONTRASTIVE_LOSSES, BregmanHead, ContrastiveLoss, active_subnetworks, bregman_loss
+from trainers.pairs import contrastive_loss_name
+
+
+def contrastive_loss(hp: Hyperparameters) -> ContrastiveLoss:
+    return CONTRASTIVE_LOSSES[contrastive_loss_name(hp)]()
 
 
 class LossHeads(nn.Module):
     def __init__(self, hp: Hyperparameters, dim: int) -> None:
         super().__init__()
-        self.predictor = CONTRASTIVE_LOSSES[hp.loss]().head(dim)
-        self.bregman = BregmanHead(dim, hp.bregman_k) if hp.bregman_weight > 0 else None
+        self.predictor = contrastive_loss(hp).head(dim)
+        self.bregman = BregmanHead(dim, hp.bregman_k) if hp.bregman_k > 0 else None
 
     def forward(self, embeddings: torch.Tensor) -> dict[str, torch.Tensor]:
         out = {}
@@ -43,7 +49,7 @@ def training_loss(hp: Hyperparameters, outputs: dict[str, torch.Tensor]) -> tupl
     n = embeddings.shape[0] // 2
     scale = world_size()
     a, b = embeddings[:n], embeddings[n:]
-    contrastive, contrastive_scale = CONTRASTIVE_LOSSES[hp.loss]()(hp, a, b, outputs.get("predictions"))
+    contrastive, contrastive_scale = contrastive_loss(hp)(hp, a, b, outputs.get("predictions"))
     total = hp.contrastive_weight * contrastive * contrastive_scale
     terms = {"contrastive_loss": contrastive.item()}
     logged = hp.contrastive_weight * terms["contrastive_loss"]

@@ -10,7 +10,7 @@ from evaluators.noise import Gain
 from evaluators.scores import coverage, part
 from platform.export.record import SearchRecord
 from platform.export.st_files import POOLINGS
-from platform.leaderboard import Row, score_with_error
+from platform.leaderboard import Row, describe_confirmation, score_with_error
 
 # The texts the model card's usage snippets embed (the tests run the snippets on them).
 USAGE_TEXTS = ["A first document.", "A second, longer document about something else."]
@@ -45,11 +45,7 @@ def model_card(row: Row, record: dict, search: SearchRecord, model_type: str, pa
         f"Test objective over `{against}`: {Gain.from_record(g).describe()}" for against, g in row.gains.items()
     ]
     if row.confirmation:
-        stats = row.confirmation["test_objective"]
-        spread = f" ± {stats['std']:.4f} (mean ± sample std)" if stats["std"] is not None else ""
-        objective_lines.append(
-            f"Over {stats['n']} training seeds this configuration's test objective is {stats['mean']:.4f}{spread}"
-        )
+        objective_lines.append(f"This configuration {describe_confirmation(row.confirmation)}")
     score_rows = []
     for task in row.scores:
         test, val = part(row.scores, task, "test"), part(row.scores, task, "val")

@@ -11,7 +11,7 @@ from html import escape
 
 from evaluators.noise import Gain
 from evaluators.scores import part
-from platform.leaderboard import coverage_lines, is_baseline, score_with_error, winner
+from platform.leaderboard import coverage_lines, describe_confirmation, is_baseline, score_with_error, winner
 from platform.ranking import RankingNoise, verdict
 from platform.report.run import PLOTS_DIR, Plot, Run
 
@@ -125,17 +125,20 @@ def _search_section(run: Run) -> str:
         + ", ".join(f"{escape(task)} × {weight:g}" for task, weight in weights.items())
         for name, weights in run.objectives.items()
     )
+    searched = spec["search"]["space"]
     space = ", ".join(
         f"{escape(name)}: {escape(str(d.get('kind', '')))} {escape(json.dumps(d.get('values')))}"
-        for name, d in spec["search"]["space"].items()
+        + "".join(f" when {escape(other)} in {escape(json.dumps(values))}" for other, values in d.get("when") or ())
+        for name, d in searched.items()
     )
+    recipe = next((f"searched through {name}" for name in ("views", "recipe") if name in searched), None)
     plan = run.summary.get("trial_plan", {})
     items = {
         "spec": escape(str(run.summary.get("spec", "?"))),
         "profile": escape(str(run.summary.get("profile", "?"))) + _replaced(run.summary.get("profile_replaced", [])),
         "base model": escape(str(spec.get("base_model", "?"))),
         "corpus": escape(str(spec.get("corpus", {}).get("source", "?"))),
-        "recipe": escape(str(spec.get("recipe", "?"))),
+        "recipe": escape(recipe or str(spec.get("recipe", "?"))),
         "objective" + ("s" if len(run.objectives) > 1 else ""): objectives,
         "searched": space or "nothing (fixed hyperparameters only)",
         "scored on": "<br>".join(escape(line) for line in coverage_lines(run.rows, run.tasks)) or "–",
@@ -173,11 +176,7 @@ def _winner_section(run: Run) -> str:
         )
         text += f"<p>Test-objective gain, paired bootstrap over the same test items:</p><ul>{items}</ul>"
     if best.confirmation:
-        stats = best.confirmation["test_objective"]
-        text += (
-            f"<p>Its configuration trained with {stats['n']} training seeds: test objective "
-            f"{_number(stats['mean'])} ± {_number(stats['std'])} (mean ± sample std).</p>"
-        )
+        text += f"<p>Its configuration {escape(describe_confirmation(best.confirmation))}.</p>"
     best_dir = run.path / "best"
     try:
         exported = json.loads((best_dir / "doctune.json").read_text()).get("trial_id")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from platform.spec.checks import check_model_choice, check_semantics
+from platform.spec.checks import check_model_choice, check_semantics, check_views_choice
 from platform.spec.convert import HP_FIELDS, build, describe
 from platform.spec.schema import Distribution, SearchSpec, SpecError
 
@@ -154,6 +154,7 @@ def parse_spec(raw: dict, profile: str) -> SearchSpec:
                     )
                 del merged["base_model"]  # the profile's base: replaces the spec's base_model
             spec = build(SearchSpec, merged, "")
+            check_views_choice(merged)
             specs[name] = spec if spec.base is None else dataclasses.replace(spec, base_model=spec.base.label)
             check_semantics(specs[name])
         except SpecError as err:

@@ -18,6 +18,28 @@ def check_model_choice(layer: dict, where: str) -> None:
         )
 
 
+def check_views_choice(merged: dict) -> None:
+    """``views`` (an augmentation type) decides the recipe and whether DocSplit's view A is
+    elongated, so a spec that gives it, fixed or searched, gives neither of those."""
+    space = (merged.get("search") or {}).get("space") or {}
+    fixed = merged.get("hyperparameters") or {}
+    if "views" not in space and "views" not in fixed:
+        return
+    given = {
+        "recipe": "recipe" in merged,
+        "search.space.recipe": "recipe" in space,
+        "search.space.elongate": "elongate" in space,
+        "hyperparameters.elongate": "elongate" in fixed,
+    }
+    clash = next((key for key, present in given.items() if present), None)
+    if clash is not None:
+        views = "search.space.views" if "views" in space else "hyperparameters.views"
+        raise SpecError(
+            f"{clash}: {views} decides the recipe and the elongation of view A (split: docsplit; split+elongation: "
+            f"docsplit, elongated; elongation: laser; word: deca); drop {clash}"
+        )
+
+
 def _check_base(spec: SearchSpec) -> None:
     """A trained base must fit the trials: heads that divide the hidden size, a batch the workers
     share equally, and positions for every token the trials and evaluators feed it."""
@@ -219,6 +241,17 @@ def _values(spec: SearchSpec, name: str) -> tuple:
     return (getattr(spec.fixed_hyperparameters(), name),) if name not in spec.search.space else ()
 
 
+def _losses(spec: SearchSpec) -> list[str]:
+    """Every contrastive loss this search's trials may train with."""
+    registries = plugin_registries()
+    searched = spec.search.space.get("loss")
+    losses = list(searched.values) if searched else []
+    if not searched or searched.when:  # a trial that draws none keeps the fixed one, unset: its recipe's own
+        fixed = spec.fixed_hyperparameters().loss
+        losses += [fixed] if fixed else [registries["recipe"][recipe].loss for recipe in spec.recipes()]
+    return list(dict.fromkeys(losses))
+
+
 def _check_recipe_needs(spec: SearchSpec) -> None:
     """Combinations that cannot train, refused before anything starts."""
     if "back_translation" in _values(spec, "augmentation"):
@@ -228,12 +261,16 @@ def _check_recipe_needs(spec: SearchSpec) -> None:
             parse_model_pair(spec.fixed_hyperparameters().translation_models)
         except ValueError as err:
             raise SpecError(f"hyperparameters.translation_models: {err}") from None
-    per_worker = [b // spec.train.workers for b in (_values(spec, "batch_size") or (spec.train.batch_size,))]
-    for loss in _values(spec, "loss"):
-        needed = plugin_registries()["loss"][loss].min_pairs_per_worker
-        if min(per_worker) < needed:
+    batch_sizes = _values(spec, "batch_size") or (spec.train.batch_size,)
+    per_worker = min(batch_sizes) // spec.train.workers
+    for loss in _losses(spec):
+        needs = plugin_registries()["loss"][loss]
+        if per_worker < needs.min_pairs_per_worker:
             raise SpecError(
-                f"loss {loss} needs at least {needed} pairs per worker; "
-                f"train.batch_size {spec.train.batch_size} over {spec.train.workers} workers gives "
-                f"{min(per_worker)}"
+                f"loss {loss} needs at least {needs.min_pairs_per_worker} pairs per worker; "
+                f"train.batch_size {spec.train.batch_size} over {spec.train.workers} workers gives {per_worker}"
+            )
+        if min(batch_sizes) < needs.min_pairs:
+            raise SpecError(
+                f"loss {loss} needs at least {needs.min_pairs} pairs per step; train.batch_size is {min(batch_sizes)}"
             )

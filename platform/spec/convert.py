@@ -165,7 +165,7 @@ def check_hyperparameter(name: str, value: Any, where: str) -> Any:
         raise SpecError(f"{where}: unknown hyperparameter; known: {', '.join(HP_FIELDS)}")
     value = _convert(value, HP_HINTS[name], where)
     registry = plugin_registries().get(name)
-    if registry is not None and value not in registry:
+    if registry is not None and value is not None and value not in registry:
         raise SpecError(f"{where}: unknown {registry.kind} {value!r}; known: {', '.join(registry.names())}")
     if name == "augmentation":
         from trainers.augment.word_level import AugmentationUnavailable, check_augmentation

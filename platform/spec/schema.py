@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from core.fields import constraint
 from evaluators.plan import EvalBudget
-from trainers.config import BaseSettings, Hyperparameters
+from trainers.config import VIEW_MAKING, BaseSettings, Hyperparameters
 
 
 class SpecError(ValueError):
@@ -23,9 +23,17 @@ class Distribution:
     ``when: {other: value-or-list}``: the dimension is sampled only in trials where every named
     earlier dimension took one of the listed values (no wasted dimensions)."""
 
-    kind: Literal["uniform", "loguniform", "int", "choice"]
-    values: tuple
-    when: tuple[tuple[str, tuple], ...] = ()
+    kind: Literal["uniform", "loguniform", "int", "choice"] = field(
+        metadata=constraint("written as the key: {uniform: [lo, hi]}, {loguniform: ...}, {int: ...}, {choice: ...}")
+    )
+    values: tuple = field(metadata=constraint("[lo, hi] for a range (int: inclusive), the options for a choice"))
+    when: tuple[tuple[str, tuple], ...] = field(
+        default=(),
+        metadata=constraint(
+            "{earlier dimension: value or [values]}: drawn only in trials where each named earlier choice took "
+            "one of them (e.g. split_probability when views is split or split+elongation)"
+        ),
+    )
 
     def applies(self, chosen: dict) -> bool:
         return all(name in chosen and chosen[name] in allowed for name, allowed in self.when)
@@ -115,7 +123,9 @@ class SearchSection:
     confirm_seeds: int = field(
         default=0,
         metadata=constraint(
-            "after the search, train the winner's configuration with this many more seeds and report mean +- std", 0
+            "after the search, train the winner's configuration with this many new seeds and report their test "
+            "objective's mean +- std (the winner's own run apart: chosen as the best, it is biased upwards)",
+            0,
         ),
     )
     scheduler: SchedulerSpec = field(default_factory=SchedulerSpec, metadata=constraint("early stopping"))
@@ -230,3 +240,10 @@ class SearchSpec:
     def fixed_hyperparameters(self) -> Hyperparameters:
         values = {**self.hyperparameters, "batch_size": self.train.batch_size, "recipe": self.recipe}
         return Hyperparameters(**{k: v for k, v in values.items() if k not in self.search.space})
+
+    def recipes(self) -> tuple[str, ...]:
+        """Every recipe this search's trials may train (searched, or through a searched ``views``)."""
+        if views := self.search.space.get("views"):
+            return tuple(dict.fromkeys(VIEW_MAKING[v].recipe for v in views.values))
+        searched = self.search.space.get("recipe")
+        return tuple(searched.values) if searched else (self.fixed_hyperparameters().recipe,)

@@ -90,6 +90,8 @@ def _spec(objective: dict) -> dict:
             "seed": 0,
             "scheduler": {"asha": {"grace_period": 1, "reduction_factor": 2}},
             "space": {
+                "views": {"kind": "choice", "values": ["split", "elongation"], "when": []},
+                "split_probability": {"kind": "uniform", "values": [0.3, 0.7], "when": [["views", ["split"]]]},
                 "temperature": {"kind": "loguniform", "values": [0.02, 0.2]},
                 "mlm_weight": {"kind": "choice", "values": [0.0, 0.05, 0.1, 0.2]},
                 "lr": {"kind": "loguniform", "values": [1e-05, 0.0001]},
@@ -281,6 +283,8 @@ def test_the_page_shows_the_search_its_leaderboard_and_the_winner(report):
     assert "profile</dt><dd>local (replaced values the spec sets: train.steps 2000 → 40)" in page
     assert f"doctune search {NAME}" in page
     assert "news-title-retrieval: val 200 of 1,400 documents, 95 of 95 queries (a subsample: not comparable" in page
+    assert "recipe</dt><dd>searched through views" in page  # not the spec's default recipe
+    assert "split_probability: uniform [0.3, 0.7] when views in [&quot;split&quot;]" in page
     # nothing is fetched: every image is a data URI, and no other source is referenced
     assert re.findall(r'<img src="([a-z]+):', page) == ["data"] * 4
     assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", page)

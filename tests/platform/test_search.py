@@ -105,6 +105,39 @@ def test_resources_this_machine_lacks_are_refused_before_ray_starts(tmp_path):
     assert not started_ray and not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow  # preparing the corpus starts Ray
+def test_docsplit_longs_dry_run_shows_the_six_dimensions_and_docsplits_setting_first(tmp_path):
+    done, _ = _search("docsplit_long", "--profile", "local", "--run-dir", str(tmp_path / "run"), "--dry-run")
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout[done.stdout.index("{") :])
+    space = summary["resolved_spec"]["search"]["space"]
+    assert (
+        list(summary["searched"])
+        == list(space)
+        == [
+            "views",
+            "split_probability",
+            "elongation_max",
+            "temperature",
+            "mlm_weight",
+            "bregman_k",
+            "lr",
+        ]
+    )
+    assert summary["searched"]["views"] == {"choice": ["split", "split+elongation", "elongation", "word"]}
+    assert space["split_probability"]["when"] == [["views", ["split", "split+elongation"]]]
+    assert space["elongation_max"]["when"] == [["views", ["split+elongation", "elongation"]]]
+    assert summary["resolved_spec"]["search"]["warm_start"][0] == {
+        "views": "split",
+        "split_probability": 0.5,
+        "temperature": 0.05,
+        "mlm_weight": 0.1,
+        "bregman_k": 0,
+        "lr": 5e-5,
+    }
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_resume_with_another_spec_is_refused_before_ray_starts(tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()

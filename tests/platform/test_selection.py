@@ -69,3 +69,28 @@ def test_a_test_score_never_changes_what_is_chosen(rounds):
     chosen = rows_from_results([_result("t", rounds)], RESOLVED)[0]
     flipped = rows_from_results([_result("t", [(v, 1 - t) for v, t in rounds])], RESOLVED)[0]
     assert (chosen.step, chosen.objective) == (flipped.step, flipped.objective)
+
+
+def test_the_confirmation_reports_the_new_seeds_alone_and_the_winners_own_run_apart():
+    """The winner's own run was chosen as the best of the search, so its test objective is biased
+    upwards (the winner's curse): mean ± std over the new seeds only."""
+    from platform.leaderboard import Row, confirmation_record, describe_confirmation
+
+    winner_row = Row("lucky", "completed", 0.95, 4, None, {}, test_objective=0.90)
+    new = {
+        seed: Row(f"confirm-{seed}", "completed", 0.7, 4, None, {}, test_objective=t)
+        for seed, t in ((1, 0.6), (2, 0.7))
+    }
+    record = confirmation_record(winner_row, 0, new, planned=3)
+    assert record["test_objective"]["mean"] == pytest.approx(0.65)  # with the winner's own run: 0.733
+    assert record["test_objective"]["std"] == pytest.approx(0.0707107, rel=1e-5)  # sample std of 0.6, 0.7
+    assert record["test_objective"]["n"] == 2 and record["failed"] == 1
+    assert record["winner"] == {"seed": 0, "trial": "lucky", "objective": 0.95, "test_objective": 0.90}
+    assert set(record["seeds"]) == {"1", "2"}
+    text = describe_confirmation(record)
+    assert "2 new training seeds, 1 more failed: test objective 0.6500 ± 0.0707" in text
+    assert "own run, chosen as the best, 0.9000 apart" in text
+    one = confirmation_record(winner_row, 0, {1: new[1]}, planned=1)
+    assert "1 new training seed: test objective 0.6000;" in describe_confirmation(one)
+    none = confirmation_record(winner_row, 0, {}, planned=2)
+    assert none["test_objective"]["n"] == 0 and "every run failed (2)" in describe_confirmation(none)

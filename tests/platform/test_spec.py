@@ -85,6 +85,8 @@ BAD = [
     (_with("recipe", "nope"), "recipe: unknown recipe 'nope'"),
     (_with("hyperparameters", {"temperature": -1.0}), "hyperparameters.temperature: -1.0 is out of range"),
     (_with("hyperparameters", {"tau": 0.1}), "hyperparameters.tau: unknown hyperparameter"),
+    (_with("hyperparameters", {"bregman_weight": 0.0}), "bregman_weight: 0.0 is out of range; it must be > 0.0"),
+    (_with("hyperparameters", {"bregman_k": -1}), "bregman_k: -1 is out of range; it must be >= 0"),
     (_with("profiles", {"huge": {}}), "profiles.huge: unknown profile"),
     (_with("profiles", {"smoke": {"train": {"steps": "x"}}}), "(in the overrides of profile 'smoke')"),
     (_with("profiles", {"local": {"train": {"wrokers": 1}}}), "train.wrokers: unknown key"),
@@ -250,3 +252,40 @@ def test_the_spec_reference_is_generated_from_the_schema():
     assert (ROOT / "docs" / "spec.md").read_text() == render(), (
         "regenerate: python -m platform.spec_docs > docs/spec.md"
     )
+
+
+def _shipped(name: str, profile: str = "full"):
+    return parse_spec(read_raw(find_spec_file(name)), profile)
+
+
+def test_deca_wordnet_starts_from_decas_bert_setting():
+    spec = _shipped("deca_wordnet")
+    assert spec.fixed_hyperparameters().pooling == "cls"  # DECA §3.2: the [CLS] embedding
+    low, high = spec.search.space["lr"].values
+    assert low <= 3e-6 <= high  # App. A.3.2: BERT at lr 3e-6
+    first = spec.search.warm_start[0]
+    assert (first["loss"], first["temperature"], first["lr"]) == ("deca_ntxent", 1.0, 3e-6)  # Eq. 4, A.3.2
+
+
+def test_bregman_longformer_starts_from_the_papers_selected_configuration():
+    spec = _shipped("bregman_longformer")
+    first = spec.search.warm_start[0]  # App. A: K 10, sigma 2, lambda 2, temperature 0.1, lr 3e-5
+    assert first == {"bregman_k": 10, "bregman_sigma": 2.0, "bregman_weight": 2.0, "temperature": 0.1, "lr": 3e-5}
+    assert spec.fixed_hyperparameters().bregman_temperature == 0.1
+    row = _shipped("seed_study").study.rows["simcse-bregman"]
+    assert (row["bregman_k"], row["bregman_sigma"], row["bregman_weight"]) == (10, 2.0, 2.0)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_where_la_ser_3_is_claimed_only_the_token_budget_bounds_m(profile):
+    """LA(SER)^3 §4: m uniform on [1, floor(budget / length)]: elongation_max may not bind below the budget."""
+    for name in ("laser_minilm", "quality_vs_length", "all_recipes"):
+        spec = _shipped(name, profile)
+        budget = spec.train.max_length - 2
+        assert spec.search.space["elongation_max"].values[-1] >= budget, name  # the search can reach it
+        laser_starts = [p for p in spec.search.warm_start if p.get("recipe", "laser") == "laser" and "laser_mode" in p]
+        assert all(p["elongation_max"] >= budget for p in laser_starts), name
+    study = _shipped("seed_study", profile)
+    for row in study.study.rows.values():
+        if row["recipe"] == "laser":
+            assert row["elongation_max"] >= study.train.max_length - 2

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import optuna
 import pytest
 
 from platform.spec import SpecError, load_spec, parse_spec
 from platform.tuner import ConditionalSpace
+from trainers.config import Hyperparameters
 
 
 def _sample(space, n: int, seed: int = 0) -> list[dict]:
@@ -31,7 +34,7 @@ def test_recipe_parameters_are_drawn_only_in_that_recipes_trials():
         assert ("augmentation" in t) == ("aug_p" in t) == (t["recipe"] == "deca")
         assert ("laser_mode" in t) == (t["recipe"] == "laser")
         assert ("elongation_max" in t) == (t["recipe"] in ("laser", "docsplit"))
-        assert ("bregman_k" in t) == (t["bregman_weight"] == 2.0)
+        assert ("bregman_sigma" in t) == (t["bregman_k"] > 0)  # sigma only where the Bregman term is on
         assert 0.02 <= t["temperature"] <= 0.2 and "lr" in t
 
 
@@ -64,4 +67,83 @@ def test_bad_conditional_spaces_are_refused(space, message):
     }
     with pytest.raises(SpecError) as caught:
         parse_spec(raw, "full")
+    assert message in str(caught.value)
+
+
+def test_a_recipes_own_loss_is_checked_in_the_trials_that_draw_that_recipe():
+    """No loss named: deca trials train with DECA's Eq. 4, which needs a negative, so two pairs a step."""
+    single = {"train": {"batch_size": 1, "workers": 1}}
+    raw = {
+        "name": "t",
+        "search": {
+            "objective": {"tasks": {"news-title-retrieval": 1.0}},
+            "space": {"recipe": {"choice": ["docsplit", "deca"]}},
+        },
+        "train": {"steps": 4, "eval_every": 2, **single["train"]},
+        "profiles": {"local": single, "smoke": single},
+    }
+    with pytest.raises(SpecError, match="loss deca_ntxent needs at least 2 pairs per step"):
+        parse_spec(raw, "full")
+    raw["search"]["space"]["recipe"] = {"choice": ["docsplit", "laser"]}
+    assert parse_spec(raw, "full").fixed_hyperparameters().loss is None  # each recipe's own: InfoNCE
+
+
+SPLIT_TYPES, ELONGATION_TYPES = {"split", "split+elongation"}, {"split+elongation", "elongation"}
+SIX_DIMENSIONS = ("views", "split_probability", "elongation_max", "temperature", "mlm_weight", "bregman_k")
+
+
+@pytest.mark.parametrize("profile", ["full", "local", "smoke"])
+def test_docsplit_long_searches_the_six_dimensions_from_docsplits_own_setting(profile):
+    spec, _ = load_spec("docsplit_long", profile)
+    space = spec.search.space
+    assert set(space) == {*SIX_DIMENSIONS, "lr"}
+    for name, dist in space.items():  # every dimension can take two values or more, in every profile
+        assert len(dist.values) >= 2 and (dist.kind != "choice" or len(set(dist.values)) >= 2), name
+    assert spec.search.warm_start[0] == {
+        "views": "split",
+        "split_probability": 0.5,
+        "temperature": 0.05,
+        "mlm_weight": 0.1,
+        "bregman_k": 0,
+        "lr": 5e-5,
+    }  # DocSplit Sec. 4.1 (SimDE Secs. 2.2, 3.1), the Bregman term off
+    assert 0 in space["bregman_k"].values and any(k > 0 for k in space["bregman_k"].values)
+    assert any(w > 0 for w in space["mlm_weight"].values)
+    trials = _sample(space, 80)
+    assert {t["views"] for t in trials} == {"split", "split+elongation", "elongation", "word"}
+    for t in trials:  # each type's own dimension only where it applies
+        assert ("split_probability" in t) == (t["views"] in SPLIT_TYPES)
+        assert ("elongation_max" in t) == (t["views"] in ELONGATION_TYPES)
+        assert {"temperature", "mlm_weight", "bregman_k", "lr"} <= set(t)
+    assert spec.recipes() == ("docsplit", "laser", "deca")
+    fixed = dataclasses.asdict(spec.fixed_hyperparameters())
+    made = {v: Hyperparameters(**{**fixed, "views": v}) for v in ("split", "split+elongation", "elongation", "word")}
+    assert {v: (hp.recipe, hp.elongate) for v, hp in made.items()} == {
+        "split": ("docsplit", False),
+        "split+elongation": ("docsplit", True),
+        "elongation": ("laser", False),
+        "word": ("deca", False),
+    }
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"recipe": "laser"}, "recipe: search.space.views decides the recipe"),
+        ({"hyperparameters": {"elongate": True}}, "hyperparameters.elongate: search.space.views decides"),
+        ({"profiles": {"smoke": {"recipe": "deca"}}}, "(in the overrides of profile 'smoke')"),
+    ],
+)
+def test_a_spec_gives_the_augmentation_type_or_the_recipe_not_both(extra, message):
+    raw = {
+        "name": "t",
+        "search": {
+            "objective": {"tasks": {"news-title-retrieval": 1.0}},
+            "space": {"views": {"choice": ["split", "word"]}},
+        },
+        "train": {"steps": 4, "eval_every": 2, "batch_size": 2, "workers": 2},
+        **extra,
+    }
+    with pytest.raises(SpecError) as caught:
+        parse_spec(raw, "smoke")
     assert message in str(caught.value)

@@ -9,23 +9,91 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from trainers.config import Hyperparameters
 from trainers.distributed import gather, world_size
-from trainers.losses import info_nce, mask_tokens
+from trainers.losses import deca_nt_xent, info_nce, mask_tokens, nt_xent
+from trainers.training_loss import LossHeads, training_loss
+
+# --- one batch worked by hand, for every recipe's loss -------------------------------------------
+#
+# Two pairs in the plane: view A rows h1 = (1, 0), h2 = (0, 1); view B rows g1 = (1, 0), g2 = (1, 1).
+# The cosines cos(h_i, g_k) are 1 and c for h1 (c = 1/sqrt2), 0 and c for h2; h1.h2 = 0, g1.g2 = c.
+# With tau = 1/2 every logit is twice its cosine.
+C = 1 / math.sqrt(2)
+VIEW_A = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+VIEW_B = torch.tensor([[1.0, 0.0], [1.0, 1.0]])
+TAU = 0.5
+E2, E2C = math.exp(2), math.exp(2 * C)  # e^(1/tau), e^(c/tau)
+# InfoNCE from view A to view B, the positive in the denominator (SimCSE Eq. 1; SimDE Eq. 1):
+#   h1: -2 + log(e^2 + e^2c) = 0.4425;  h2: -2c + log(e^0 + e^2c) = 0.2177
+INFONCE_A_TO_B = ((-2 + math.log(E2 + E2C)) + (-2 * C + math.log(1 + E2C))) / 2
+# and from view B back to view A:  g1: -2 + log(e^2 + e^0) = 0.1269;  g2: -2c + log(e^2c + e^2c) = log 2
+INFONCE_B_TO_A = ((-2 + math.log(E2 + 1)) + math.log(2)) / 2
+# DECA Eq. 4: from each document to the copies, the positive out of the denominator, so h1's only
+# negative is g2 and h2's is g1:  h1: -2 + 2c;  h2: -2c + 0;  mean -1
+DECA_EQ4 = ((-2 + 2 * C) + (-2 * C + 0)) / 2
+# SimCLR's 2N form: all four rows are anchors, each against the three others (positive included):
+#   h1: -2 + log(e^0 + e^2 + e^2c);  h2: -2c + log(e^0 + e^0 + e^2c);  g1: as h1;  g2: -2c + log(3 e^2c) = log 3
+NTXENT_2N = (2 * (-2 + math.log(1 + E2 + E2C)) + (-2 * C + math.log(2 + E2C)) + math.log(3)) / 4
 
 
-def test_info_nce_matches_a_hand_computed_value():
-    a = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
-    b = torch.tensor([[1.0, 0.0], [1.0, 1.0]])
-    tau = 0.5
-    # cosines: a0.b0 = 1, a0.b1 = 1/sqrt2, a1.b0 = 0, a1.b1 = 1/sqrt2
-    c = 1 / math.sqrt(2)
-    row0 = -math.log(math.exp(1 / tau) / (math.exp(1 / tau) + math.exp(c / tau)))
-    row1 = -math.log(math.exp(c / tau) / (math.exp(0) + math.exp(c / tau)))
-    assert info_nce(a, b, tau).item() == pytest.approx((row0 + row1) / 2, rel=1e-6)
-    col0 = -math.log(math.exp(1 / tau) / (math.exp(1 / tau) + math.exp(0)))
-    col1 = -math.log(math.exp(c / tau) / (math.exp(c / tau) + math.exp(c / tau)))
-    expected = ((row0 + row1) / 2 + (col0 + col1) / 2) / 2
-    assert info_nce(a, b, tau, symmetric=True).item() == pytest.approx(expected, rel=1e-6)
+def test_info_nce_matches_the_hand_worked_batch_in_each_direction():
+    assert info_nce(VIEW_A, VIEW_B, TAU).item() == pytest.approx(INFONCE_A_TO_B, rel=1e-6)
+    expected = (INFONCE_A_TO_B + INFONCE_B_TO_A) / 2
+    assert info_nce(VIEW_A, VIEW_B, TAU, symmetric=True).item() == pytest.approx(expected, rel=1e-6)
+
+
+def test_nt_xent_and_decas_eq4_match_the_hand_worked_batch_and_differ_on_it():
+    assert nt_xent(VIEW_A, VIEW_B, TAU).item() == pytest.approx(NTXENT_2N, rel=1e-6)
+    assert deca_nt_xent(VIEW_A, VIEW_B, TAU).item() == pytest.approx(DECA_EQ4, rel=1e-6)
+    assert abs(DECA_EQ4 - NTXENT_2N) > 0.1  # -1.0 against 0.637: the two forms are not interchangeable
+
+
+def test_decas_eq4_runs_from_the_documents_to_the_copies_only():
+    """With two pairs Eq. 4 reads the same either way; with three it does not. Documents h1 = (1, 0),
+    h2 = (0, 1), h3 = (-1, 0); copies g1 = (1, 0), g2 = (1, 1), g3 = (0, 1); tau = 1/2."""
+    documents = torch.tensor([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])
+    copies = torch.tensor([[1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
+    # cos(h_i, g_k): h1: 1, c, 0;  h2: 0, c, 1;  h3: -1, -c, 0
+    forward = (
+        (-2 + math.log(E2C + 1))  # h1: positive g1 (logit 2), negatives g2 (2c), g3 (0)
+        + (-2 * C + math.log(1 + E2))  # h2: positive g2 (2c), negatives g1 (0), g3 (2)
+        + (0 + math.log(math.exp(-2) + math.exp(-2 * C)))  # h3: positive g3 (0), negatives g1 (-2), g2 (-2c)
+    ) / 3
+    backward = (  # the copies as anchors, for contrast: g1 against h2, h3; g2 against h1, h3; g3 against h1, h2
+        (-2 + math.log(1 + math.exp(-2))) + (-2 * C + math.log(E2C + math.exp(-2 * C))) + math.log(1 + E2)
+    ) / 3
+    assert deca_nt_xent(documents, copies, TAU).item() == pytest.approx(forward, rel=1e-6)  # -0.209
+    assert deca_nt_xent(copies, documents, TAU).item() == pytest.approx(backward, rel=1e-6)  # 0.104
+    assert abs(forward - backward) > 0.1
+    with pytest.raises(ValueError, match="at least two pairs"):
+        deca_nt_xent(documents[:1], copies[:1], TAU)
+
+
+@pytest.mark.parametrize(
+    ("recipe", "settings", "expected"),
+    [
+        ("simcse", {"symmetric": False}, INFONCE_A_TO_B),  # SimCSE Eq. 1
+        ("docsplit", {"symmetric": False}, INFONCE_A_TO_B),  # SimDE §2.1, Eq. 1 (DocSplit §2.1 cites it)
+        ("laser", {"symmetric": False}, INFONCE_A_TO_B),  # LA(SER)^3 §3: "the standard infoNCE loss"
+        ("deca", {}, DECA_EQ4),  # DECA §3.2, Eq. 4: the recipe's own loss
+        ("deca", {"loss": "ntxent"}, NTXENT_2N),  # SimCLR's 2N form, still there by name
+    ],
+    ids=["simcse", "docsplit", "laser", "deca", "deca-ntxent"],
+)
+def test_each_recipe_trains_with_its_papers_loss_on_the_hand_worked_batch(recipe, settings, expected):
+    hp = Hyperparameters(recipe=recipe, temperature=TAU, mlm_weight=0.0, **settings)
+    total, terms = training_loss(hp, {"embeddings": torch.cat([VIEW_A, VIEW_B])})
+    assert total.item() == pytest.approx(expected, rel=1e-6)
+    assert terms["contrastive_loss"] == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("recipe", ["simcse", "docsplit", "laser"])
+def test_the_infonce_recipes_default_to_both_directions(recipe):
+    """doctune's default (``symmetric: true``) averages the papers' direction and its reverse."""
+    hp = Hyperparameters(recipe=recipe, temperature=TAU)
+    total, _ = training_loss(hp, {"embeddings": torch.cat([VIEW_A, VIEW_B])})
+    assert total.item() == pytest.approx((INFONCE_A_TO_B + INFONCE_B_TO_A) / 2, rel=1e-6)
 
 
 def test_info_nce_is_lower_for_aligned_pairs_and_rejects_bad_shapes():
@@ -91,30 +159,14 @@ def test_gather_is_identity_without_a_process_group():
 
 # --- NT-Xent, SimSiam, Bregman -----------------------------------------------------------------
 
-from trainers.config import Hyperparameters  # noqa: E402
 from trainers.losses import (  # noqa: E402
     BregmanHead,
     SimSiamPredictor,
     active_subnetworks,
     bregman_divergence,
     bregman_loss,
-    nt_xent,
     simsiam_loss,
 )
-from trainers.training_loss import LossHeads, training_loss  # noqa: E402
-
-
-def test_nt_xent_matches_a_hand_computed_value():
-    a = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
-    b = torch.tensor([[1.0, 0.0], [1.0, 1.0]])
-    tau = 0.5
-    z = [torch.tensor(v) / torch.tensor(v).norm() for v in ([1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0])]
-    positive = {0: 2, 1: 3, 2: 0, 3: 1}
-    total = 0.0
-    for i in range(4):
-        others = [math.exp(float(z[i] @ z[j]) / tau) for j in range(4) if j != i]
-        total -= math.log(math.exp(float(z[i] @ z[positive[i]]) / tau) / sum(others))
-    assert nt_xent(a, b, tau).item() == pytest.approx(total / 4, rel=1e-6)
 
 
 def test_simsiam_matches_its_formula_and_stops_the_gradient_at_z():
@@ -129,6 +181,16 @@ def test_simsiam_matches_its_formula_and_stops_the_gradient_at_z():
     assert z_a.grad is None and z_b.grad is None  # stop-gradient: the targets get no gradient
     assert p_a.grad is not None and p_a.grad.abs().sum() > 0
     assert SimSiamPredictor(8)(torch.randn(4, 8)).shape == (4, 8)
+
+
+def test_the_simsiam_predictor_has_decas_64_hidden_units_whatever_the_embedding_size():
+    """DECA App. A.3.2: "a two layer MLPs with 64 hidden", batch normalisation between."""
+    for dim in (32, 384, 768):
+        net = SimSiamPredictor(dim).net
+        assert [type(m).__name__ for m in net] == ["Linear", "BatchNorm1d", "ReLU", "Linear"]
+        first, norm, last = net[0], net[1], net[3]
+        assert (first.in_features, first.out_features, norm.num_features) == (dim, 64, 64)
+        assert (last.in_features, last.out_features) == (64, dim)
 
 
 def _bregman_by_hand(scores: torch.Tensor, sigma: float, tau: float) -> float:
@@ -155,6 +217,33 @@ def test_bregman_equals_a_direct_transcription_of_the_formula(k):
     assert bregman_loss(scores_a, scores_b, 1.5, 0.1).item() == pytest.approx(expected, rel=1e-5)
     divergence = bregman_divergence(torch.cat([scores_a, scores_b]))
     assert (divergence >= 0).all() and torch.allclose(divergence.diagonal(), torch.zeros(12))
+
+
+def test_bregman_on_simcse_trains_with_eq7_on_the_hand_worked_batch():
+    """Saggau et al. Eqs. 3-7, K = 2, on sub-network outputs chosen by hand for the rows h1, h2, g1, g2:
+    f(h1) = (1, 0), f(h2) = (0, 1), f(g1) = (2, 0), f(g2) = (0, 1), so the winners k* are 1, 2, 1, 2 and
+    D_ij = f_k*(i)(z_i) - f_k*(j)(z_i) is 0 towards rows won by the same sub-network as row i, else 1
+    (2 from g1). sigma = 1 makes the similarity exp(-D / 2); the Bregman tau 1/2 doubles it."""
+    scores = torch.tensor([[1.0, 0.0], [0.0, 1.0], [2.0, 0.0], [0.0, 1.0]])
+    # h1, h2, g2: positive at D 0 (logit 2), the two others at D 1 (logit 2 e^-1/2); g1: the others at D 2
+    at_distance_1 = -2 + math.log(E2 + 2 * math.exp(2 * math.exp(-0.5)))
+    at_distance_2 = -2 + math.log(E2 + 2 * math.exp(2 * math.exp(-1)))
+    bregman = (3 * at_distance_1 + at_distance_2) / 4  # 0.5975
+    hp = Hyperparameters(
+        recipe="simcse",
+        symmetric=False,  # the paper's L_mnr: one direction
+        temperature=TAU,
+        mlm_weight=0.0,
+        bregman_k=2,
+        bregman_weight=2.0,
+        bregman_sigma=1.0,
+        bregman_temperature=0.5,
+    )
+    outputs = {"embeddings": torch.cat([VIEW_A, VIEW_B]), "bregman_scores": scores}
+    total, terms = training_loss(hp, outputs)
+    assert terms["bregman_loss"] == pytest.approx(bregman, rel=1e-6)
+    assert total.item() == pytest.approx(INFONCE_A_TO_B + 2.0 * bregman, rel=1e-6)  # Eq. 7, lambda 2
+    assert terms["active_subnetworks"] == 2
 
 
 def test_bregman_with_one_subnetwork_has_zero_divergence():
@@ -190,10 +279,11 @@ SIMSIAM_TARGETS = torch.randn(2, 4, 5, dtype=torch.double, generator=torch.Gener
     [
         lambda a, b: info_nce(a, b, 0.3, symmetric=True),
         lambda a, b: nt_xent(a, b, 0.3),
+        lambda a, b: deca_nt_xent(a, b, 0.3),
         # gradients w.r.t. the predictions, with the stop-gradient targets held fixed
         lambda a, b: simsiam_loss(a, b, SIMSIAM_TARGETS[0], SIMSIAM_TARGETS[1]),
     ],
-    ids=["infonce", "ntxent", "simsiam"],
+    ids=["infonce", "ntxent", "deca_ntxent", "simsiam"],
 )
 def test_losses_pass_a_finite_difference_gradient_check(loss_fn):
     torch.manual_seed(0)
@@ -212,6 +302,20 @@ def test_bregman_passes_a_finite_difference_gradient_check():
         return bregman_loss(x[:3], x[3:], 1.0, 0.5).double()
 
     assert torch.autograd.gradcheck(loss, (scores,), eps=1e-6, atol=1e-4)
+
+
+def test_the_bregman_term_is_on_exactly_when_there_are_subnetworks():
+    """``bregman_k`` is the switch (0: no term); on, the other settings default to App. A's selection."""
+    embeddings = torch.randn(6, 8)
+    off = LossHeads(Hyperparameters(), 8)
+    assert off.bregman is None and "bregman_loss" not in training_loss(Hyperparameters(), {"embeddings": embeddings})[1]
+    hp = Hyperparameters(bregman_k=10)
+    assert (hp.bregman_weight, hp.bregman_sigma, hp.bregman_temperature) == (2.0, 2.0, 0.1)
+    on = LossHeads(hp, 8).eval()
+    outputs = {"embeddings": embeddings, **on(embeddings)}
+    assert outputs["bregman_scores"].shape == (6, 10)
+    total, terms = training_loss(hp, outputs)
+    assert total.item() == pytest.approx(terms["contrastive_loss"] + 2.0 * terms["bregman_loss"], rel=1e-6)
 
 
 def test_training_loss_combines_the_terms_with_their_weights():

@@ -107,6 +107,28 @@ def test_docsplit_with_elongation_repeats_view_a_within_the_budget():
         assert words == words[:unit] * (len(words) // unit)
 
 
+# --- augmentation types (views) -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("views", "recipe"),
+    [
+        ("split", {"recipe": "docsplit"}),
+        ("split+elongation", {"recipe": "docsplit", "elongate": True}),
+        ("elongation", {"recipe": "laser"}),
+        ("word", {"recipe": "deca"}),
+    ],
+)
+def test_each_augmentation_type_makes_its_views_as_its_recipe_does(views, recipe):
+    documents = _frequent("big", "large", "house", "quiet", "street", "garden")
+    doc = ["The big house stood on a quiet street.", "A large garden grew behind it.", "Nobody came."]
+    by_type = build_pairs(context(documents, views=views, elongation_min=2, elongation_max=3))
+    by_recipe = build_pairs(context(documents, elongation_min=2, elongation_max=3, **recipe))
+    pairs = [by_type(doc, random.Random(seed)) for seed in range(10)]
+    assert pairs == [by_recipe(doc, random.Random(seed)) for seed in range(10)]
+    assert len(set(pairs)) > 1  # the views are drawn, not fixed
+
+
 # --- simcse -----------------------------------------------------------------------------------
 
 
@@ -256,6 +278,27 @@ def test_deca_antonym_negates_adjectives_and_verbs_only():
     assert "not little" in augmented and "not bad" in augmented  # adjectives (WordNet: big <-> little)
     assert "not decrease" in augmented  # a verb
     assert "man" in augmented.split() and "not woman" not in augmented  # a noun keeps its antonym to itself
+
+
+def test_deca_antonyms_come_from_every_lemma_of_the_words_synsets_as_in_the_papers_example():
+    """DECA §3.3: "... offers an exceptionally strong characterization" becomes "... offers an
+    exceptionally not impotent characterization": "impotent" is the antonym of "potent", which shares
+    a synset with "strong" ({potent, strong, stiff}); "strong"'s own antonym is "weak"."""
+    from trainers.augment.wordnet import wordnet
+
+    assert wordnet().antonyms("strong", "a") == ["impotent", "weak"]
+    # only the word's own senses: "slight" reaches "much" through {little, slight}, not "big", the
+    # antonym of "little" in another sense
+    assert wordnet().antonyms("slight", "a") == ["much"]
+    documents = _frequent("impotent", "weak")
+    build = build_pairs(context(documents, recipe="deca", augmentation="antonym", aug_p=1.0))
+    drawn = Counter(
+        build(["offers an exceptionally strong characterization"], random.Random(seed))[1] for seed in range(60)
+    )
+    assert set(drawn) == {
+        "offers an exceptionally not impotent characterization",
+        "offers an exceptionally not weak characterization",
+    }
 
 
 def test_deca_uninformative_replaces_rare_words_by_frequent_synonyms():

@@ -9,7 +9,9 @@ Every augmentation takes a list of whitespace tokens and returns a new list; the
   replacement candidates"); ``synonym_rule: rate``: with probability ``p`` a word with a
   synonym is replaced by one drawn uniformly (EDA's rule).
 - ``antonym``: an adjective or a verb (tagged by ``trainers.augment.pos``) with a WordNet antonym
-  of its part of speech becomes "not <antonym>" ("big" -> "not small"; "man" stays "man").
+  of its part of speech becomes "not <antonym>" ("big" -> "not small"; "man" stays "man"); the
+  candidates are the antonyms of every lemma of the word's synsets (``WordNet.antonyms``: "strong"
+  -> "not impotent", through "potent", as in §3.3).
 - ``uninformative``: DECA's rule: a rare word (seen fewer than ``LOW_FREQUENCY`` times in the
   corpus, the threshold of the work §3.3 cites) that has frequent WordNet synonyms is replaced,
   with probability ``p``, by one of them, drawn in proportion to its corpus frequency.
@@ -27,8 +29,9 @@ words of the corpus vocabulary seen at least ``LOW_FREQUENCY`` times ("filter ou
 vocabulary or with low frequencies"). Punctuation around a token and a leading capital are kept.
 Replacements are base forms: inflection is not re-applied.
 
-DECA: "DECA: Document Embedding with Contrastive Augmentation"; UDA: Xie et al., "Unsupervised
-Data Augmentation for Consistency Training" (NeurIPS 2020), Appendix B; EDA: Wei & Zou (2019).
+DECA: Luo, Cheng et al., "Unsupervised Document Embedding via Contrastive Augmentation"; UDA: Xie
+et al., "Unsupervised Data Augmentation for Consistency Training" (NeurIPS 2020), Appendix B; EDA:
+Wei & Zou (2019).
 """
 
 from __future__ import annotations

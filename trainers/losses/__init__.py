@@ -25,6 +25,7 @@ class ContrastiveLoss:
     1 for a per-rank mean."""
 
     min_pairs_per_worker: int = 1  # the spec refuses smaller per-worker batches
+    min_pairs: int = 1  # and smaller batches across all workers
 
     def head(self, dim: int) -> nn.Module | None:
         return None
@@ -40,6 +41,7 @@ CONTRASTIVE_LOSSES: Registry[type[ContrastiveLoss]] = Registry("contrastive loss
 import_plugins(__name__, __path__)
 
 from trainers.losses.bregman import BregmanHead, active_subnetworks, bregman_divergence, bregman_loss  # noqa: E402
+from trainers.losses.deca_nt_xent import deca_nt_xent  # noqa: E402
 from trainers.losses.info_nce import info_nce  # noqa: E402
 from trainers.losses.mlm import mask_tokens  # noqa: E402
 from trainers.losses.nt_xent import nt_xent  # noqa: E402
@@ -53,6 +55,7 @@ __all__ = [
     "active_subnetworks",
     "bregman_divergence",
     "bregman_loss",
+    "deca_nt_xent",
     "info_nce",
     "mask_tokens",
     "nt_xent",

@@ -10,7 +10,8 @@ embeddings gathered from all ranks.
     L = -1/2N sum_i log( exp(s_{i,pos(i)}) / sum_{j != i} exp(s_ij) ),  pos(i) = i +- N
 
 Chen et al., "A Simple Framework for Contrastive Learning of Visual Representations" (ICML
-2020), Eq. 1; DECA trains with it. Related: ``info_nce`` (SimCSE form).
+2020), Eq. 1. Related: ``info_nce`` (SimCSE form); ``deca_nt_xent`` (DECA's Eq. 4, which names
+NT-Xent but prints one direction with the positive out of the denominator).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """SimSiam: a predictor MLP and a stop-gradient instead of negatives.
 
-``SimSiamPredictor(dim)``: ``h = Linear(dim, dim // 4) -> BatchNorm1d -> ReLU -> Linear(dim // 4,
-dim)``, the paper's bottleneck predictor (2048 -> 512 -> 2048, here scaled to the embedding size).
+``SimSiamPredictor(dim)``: ``h = Linear(dim, 64) -> BatchNorm1d -> ReLU -> Linear(64, dim)``, the
+predictor DECA uses ("a two layer MLPs with 64 hidden. Batch Normalization are adopted", App.
+A.3.2), with SimSiam's bottleneck shape (its own is 2048 -> 512 -> 2048).
 
 ``simsiam_loss(p_a, p_b, z_a, z_b)``: all ``(N, d)``; ``p = h(z)`` are the predictions, ``z`` the
 pooled embeddings of the two views.
@@ -11,8 +12,10 @@ pooled embeddings of the two views.
 
 No negatives, so nothing is gathered across ranks; DDP's gradient average over per-rank means is
 the global mean. Chen & He, "Exploring Simple Siamese Representation Learning" (CVPR 2021),
-Eq. 1-2 and Algorithm 1; DECA uses it beside SimCLR. Needs at least two examples per worker
-(batch norm).
+Eq. 1-2 and Algorithm 1; DECA uses it beside its Eq. 4 (§3.2, Eq. 5). DECA's Eq. 5 prints the
+stop-gradient on the predictor's outputs, which would leave the predictor without a gradient;
+doctune follows SimSiam, where it is on the encoder's side. Needs at least two examples per
+worker (batch norm).
 """
 
 from __future__ import annotations
@@ -25,13 +28,13 @@ from trainers.config import Hyperparameters
 from trainers.losses import CONTRASTIVE_LOSSES, ContrastiveLoss
 from trainers.losses.precision import at_least_fp32
 
-BOTTLENECK = 4  # SimSiam's predictor: 2048 -> 512 -> 2048
+PREDICTOR_HIDDEN = 64  # DECA App. A.3.2: "a two layer MLPs with 64 hidden"
 
 
 class SimSiamPredictor(nn.Module):
     def __init__(self, dim: int) -> None:
         super().__init__()
-        hidden = max(1, dim // BOTTLENECK)
+        hidden = PREDICTOR_HIDDEN
         self.net = nn.Sequential(nn.Linear(dim, hidden), nn.BatchNorm1d(hidden), nn.ReLU(), nn.Linear(hidden, dim))
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:

@@ -38,7 +38,11 @@ STATISTICS_DOCUMENTS = 20_000
 
 class Recipe:
     """A positive-pair recipe. ``pairs`` builds the trial's pair builder (once per worker, so it
-    may precompute corpus statistics from ``context.documents``)."""
+    may precompute corpus statistics from ``context.documents``). ``loss`` names the contrastive
+    loss its paper trains with (``trainers.losses``), the one a trial uses where
+    ``hyperparameters.loss`` is unset."""
+
+    loss: str = "infonce"
 
     def pairs(self, context: PairContext) -> PairBuilder:
         raise NotImplementedError
@@ -58,6 +62,11 @@ def recipes() -> list[str]:
 
 def build_pairs(context: PairContext) -> PairBuilder:
     return RECIPES[context.hp.recipe]().pairs(context)
+
+
+def contrastive_loss_name(hp: Hyperparameters) -> str:
+    """The contrastive loss a trial trains with: ``hp.loss``, or where unset its recipe's own."""
+    return hp.loss or RECIPES[hp.recipe].loss
 
 
 import_plugins(__name__, __path__)

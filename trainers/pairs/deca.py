@@ -3,12 +3,14 @@
 The augmentation (``augmentation``) and its rate (``aug_p``) are searched; the operations are in
 ``trainers.augment.word_level``. With ``dictionary_constraint`` (DECA's default), synonym and
 antonym replacements come only from words this worker's corpus holds at least
-``LOW_FREQUENCY`` times; DECA's uninformative-word rule reads the same counts. Trained with
-NT-Xent (SimCLR) or SimSiam (``loss``), as in the paper. The paper's Doc2vecC backbone is not
-offered (doctune trains transformer encoders; docs/recipes.md).
+``LOW_FREQUENCY`` times; DECA's uninformative-word rule reads the same counts. Trained, as in the
+paper (§3.2), with its SimCLR-based loss as printed in Eq. 4 (``deca_ntxent``, the default for
+this recipe) or with SimSiam (``loss: simsiam``). The paper's Doc2vecC backbone is not offered
+(doctune trains transformer encoders; docs/recipes.md).
 
-DECA: Li et al., "DECA: Document Embedding with Contrastive Augmentation" (§3.3 for the
-augmentations); the rate rule follows EDA (Wei & Zou 2019), ``tfidf_uda`` UDA (Xie et al. 2020).
+DECA: Luo, Cheng et al., "Unsupervised Document Embedding via Contrastive Augmentation" (§3.2 for
+the losses, §3.3 for the augmentations); the rate rule follows EDA (Wei & Zou 2019), ``tfidf_uda``
+UDA (Xie et al. 2020).
 """
 
 from __future__ import annotations
@@ -88,7 +90,10 @@ def back_translation_pairs(context: PairContext):
 @RECIPES.register("deca")
 class DECA(Recipe):
     """Reads ``augmentation``, ``aug_p``, ``synonym_rule``, ``dictionary_constraint`` and, for
-    back-translation, ``translation_models``."""
+    back-translation, ``translation_models``. Trains with the paper's Eq. 4 unless ``loss`` says
+    otherwise."""
+
+    loss = "deca_ntxent"
 
     def pairs(self, context: PairContext) -> PairBuilder:
         hp = context.hp

@@ -1,7 +1,7 @@
 """DocSplit / SimDE positive pairs: a document's sentences split into two disjoint views.
 
 Each sentence goes to view A with probability ``p`` (``split_probability``), else to view B
-(DocSplit §3; SimDE §3.1 with p = 0.5); both views keep the document's sentence order, share no
+(DocSplit §2.2; SimDE §2.2 with p = 0.5); both views keep the document's sentence order, share no
 sentence, and together use every sentence exactly once, and neither is empty. Independent coin
 flips redrawn until both views are non-empty would bias short documents towards an even split
 (3 sentences at p = 0.3: 43% of sentences to view A), so the number of view-A sentences ``k`` is
@@ -17,7 +17,8 @@ With ``elongate`` set, view A is then elongated as in LA(SER)^3 (``trainers.pair
 ``m`` times, ``m`` drawn from the elongation range and capped to the token budget.
 
 DocSplit: "DocSplit: Simple Contrastive Pretraining for Large Document Embeddings" (Wang &
-Izbicki); SimDE, the same sentence-split views with InfoNCE + MLM.
+Izbicki), §2.2; SimDE: "SimDE: Simple Contrastive Learning for Document Embeddings", §2.2, the same
+sentence-split views, with InfoNCE (§2.1) + MLM (§3.1).
 """
 
 from __future__ import annotations
