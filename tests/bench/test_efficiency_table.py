@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from bench.efficiency import load_table
 from bench.efficiency_table import Layout, build, cells_of_table, fill_spec
-from bench.search_efficiency import load_table
 from platform.spec import load_spec, parse_spec, read_raw
 from tests.conftest import ROOT
 

@@ -15,17 +15,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.search_efficiency import (
+from bench.efficiency import (
     METHODS,
     Asha,
     AshaBracket,
     Event,
     aggregate,
     at_budgets,
+    diagnostics,
     grid_order,
     grid_search,
     load_table,
-    main,
     quartiles,
     random_asha,
     random_search,
@@ -33,6 +33,7 @@ from bench.search_efficiency import (
     replay_order,
     tpe_replay,
 )
+from bench.efficiency.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 NAN = math.nan
@@ -355,8 +356,6 @@ def test_bad_method_is_refused(capsys):
 
 
 def test_diagnostics_say_how_much_validation_predicts_test(smooth_table):
-    from bench.search_efficiency import diagnostics
-
     d = diagnostics(smooth_table)
     val, test = smooth_table.val[:, -1], smooth_table.test[:, -1]
     assert d["configurations"] == len(smooth_table.configs)
