@@ -18,7 +18,7 @@ def replay(table: Table, samples: dict[str, int], seeds: int) -> dict:
     seconds: dict[str, float] = {}
     for name, count in samples.items():
         began = time.perf_counter()
-        traces[name] = [METHODS[name](table, seed, count) for seed in range(seeds)]
+        traces[name] = [METHODS[name](table, seed, count).events for seed in range(seeds)]
         seconds[name] = time.perf_counter() - began
     result = aggregate(table, traces, samples)
     for name, entry in result["methods"].items():

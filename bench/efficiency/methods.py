@@ -1,4 +1,4 @@
-"""The search methods replayed on a table; each is ``(table, seed, samples) -> trace``.
+"""The search methods replayed on a table; each is ``(table, seed, samples) -> Replay``.
 
 - ``random``: ``samples`` configurations drawn without replacement, each run to the last round.
 - ``grid``: the papers' practice, nested loops over the grid with the order of the dimensions and of
@@ -28,7 +28,7 @@ from collections.abc import Callable
 import numpy as np
 import optuna
 
-from bench.efficiency.replay import Replay, Trace, replay_order
+from bench.efficiency.replay import Replay, replay_order
 from bench.efficiency.table import Table
 from platform.samplers import make_sampler, plan_sampler
 
@@ -55,15 +55,15 @@ def grid_order(table: Table, seed: int) -> list[int]:
     return order
 
 
-def random_search(table: Table, seed: int, samples: int) -> Trace:
+def random_search(table: Table, seed: int, samples: int) -> Replay:
     return replay_order(table, _draw(table, seed, samples))
 
 
-def random_asha(table: Table, seed: int, samples: int) -> Trace:
+def random_asha(table: Table, seed: int, samples: int) -> Replay:
     return replay_order(table, _draw(table, seed, samples), asha=True)
 
 
-def grid_search(table: Table, seed: int, samples: int) -> Trace:
+def grid_search(table: Table, seed: int, samples: int) -> Replay:
     if samples > len(table.configs):
         raise ValueError(f"grid search of {samples} points on a table of {len(table.configs)} configurations")
     return replay_order(table, grid_order(table, seed)[:samples])
@@ -98,19 +98,19 @@ def tpe_replay(table: Table, seed: int, samples: int, multivariate: bool, asha: 
     return replay
 
 
-def tpe_search(table: Table, seed: int, samples: int) -> Trace:
-    return tpe_replay(table, seed, samples, multivariate=True, asha=False).events
+def tpe_search(table: Table, seed: int, samples: int) -> Replay:
+    return tpe_replay(table, seed, samples, multivariate=True, asha=False)
 
 
-def tpe_independent(table: Table, seed: int, samples: int) -> Trace:
-    return tpe_replay(table, seed, samples, multivariate=False, asha=False).events
+def tpe_independent(table: Table, seed: int, samples: int) -> Replay:
+    return tpe_replay(table, seed, samples, multivariate=False, asha=False)
 
 
-def tpe_asha(table: Table, seed: int, samples: int) -> Trace:
-    return tpe_replay(table, seed, samples, multivariate=True, asha=True).events
+def tpe_asha(table: Table, seed: int, samples: int) -> Replay:
+    return tpe_replay(table, seed, samples, multivariate=True, asha=True)
 
 
-Method = Callable[[Table, int, int], Trace]
+Method = Callable[[Table, int, int], Replay]
 METHODS: dict[str, Method] = {
     "random": random_search,
     "grid": grid_search,

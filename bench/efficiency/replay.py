@@ -30,35 +30,38 @@ Trace = list[Event]
 
 
 class Replay:
-    """Trials run one after another on a table, with or without ASHA; ``events`` is the trace and
-    ``configs`` the configuration each trial ran."""
+    """Trials run one after another on a table, with or without ASHA; ``events`` is the trace,
+    ``configs`` the configuration each trial ran and ``rounds`` how many rounds it ran."""
 
     def __init__(self, table: Table, asha: bool) -> None:
         self.table = table
         self.bracket = AshaBracket(table.rounds, table.asha) if asha else None
         self.events: Trace = []
         self.configs: list[int] = []
+        self.rounds: list[int] = []
         self._best, self._pick, self._consumed = -math.inf, math.nan, 0
 
     def run(self, config: int) -> float:
         """Run one trial of ``config``; the validation objective of its last round (NaN: failed)."""
         trial = len(self.configs)
         self.configs.append(config)
+        self.rounds.append(0)
         for r in range(self.table.rounds):
             value = float(self.table.val[config, r])
             self._consumed += self.table.eval_every
             if value > self._best:
                 self._best, self._pick = value, float(self.table.test[config, r])
             self.events.append(Event(self._consumed, self._best, self._pick))
+            self.rounds[trial] += 1
             if self.bracket is not None and self.bracket.on_trial_result(trial, r + 1, value):
                 self.bracket.on_trial_complete(trial, r + 1, value)
                 break
         return value
 
 
-def replay_order(table: Table, order: Sequence[int], asha: bool = False) -> Trace:
-    """The trace of running the configurations ``order`` (indices into ``table.configs``) in turn."""
+def replay_order(table: Table, order: Sequence[int], asha: bool = False) -> Replay:
+    """The configurations ``order`` (indices into ``table.configs``) run in turn."""
     replay = Replay(table, asha)
     for config in order:
         replay.run(config)
-    return replay.events
+    return replay

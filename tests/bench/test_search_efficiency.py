@@ -103,7 +103,7 @@ def test_load_table_reads_the_grid(hand):
 
 
 def test_trace_of_an_order_follows_the_best_validation_objective_not_the_best_test(hand):
-    assert replay_order(hand, [0, 1, 2]) == [
+    assert replay_order(hand, [0, 1, 2]).events == [
         (5, 0.5, 0.9),
         (10, 0.6, 0.1),
         (15, 0.6, 0.1),  # y's round 1 (0.4) is worse
@@ -111,7 +111,7 @@ def test_trace_of_an_order_follows_the_best_validation_objective_not_the_best_te
         (25, 0.9, 0.3),
         (30, 0.9, 0.3),  # z's test 0.99 is never picked
     ]
-    assert replay_order(hand, [2, 0]) == [(5, 0.7, 0.2), (10, 0.7, 0.2), (15, 0.7, 0.2), (20, 0.7, 0.2)]
+    assert replay_order(hand, [2, 0]).events == [(5, 0.7, 0.2), (10, 0.7, 0.2), (15, 0.7, 0.2), (20, 0.7, 0.2)]
 
 
 def test_ties_keep_the_earlier_checkpoint(tmp_path):
@@ -119,13 +119,13 @@ def test_ties_keep_the_earlier_checkpoint(tmp_path):
     table = load_table(
         write_table(tmp_path, "tie", {"a": {"choice": ["x", "y"]}}, 2, 1, lambda p, r: rows[p["a"]][r - 1])
     )
-    assert [event.test_of_pick for event in replay_order(table, [0, 1])] == [0.1, 0.1, 0.1, 0.1]
+    assert [event.test_of_pick for event in replay_order(table, [0, 1]).events] == [0.1, 0.1, 0.1, 0.1]
 
 
 def test_random_runs_distinct_configurations_in_the_seeded_order(hand):
     for seed in range(5):
         order = np.random.default_rng(seed).choice(3, size=2, replace=False).tolist()
-        assert random_search(hand, seed, 2) == replay_order(hand, order)
+        assert random_search(hand, seed, 2).events == replay_order(hand, order).events
         assert len(set(order)) == 2
     with pytest.raises(ValueError, match="without replacement"):
         random_search(hand, 0, 4)
@@ -135,7 +135,9 @@ def test_asha_stops_the_second_trial_at_round_one(hand):
     # Rungs at rounds 2 and 1. x records 0.5 at rung 1 and runs on; y's round 1 (0.4) is below the
     # cutoff (the median of {0.5}) so y stops: its round 2 (0.9, the best of the table) is never seen.
     # z's round 1 (0.7) beats the median of {0.5, 0.4} and z runs to the end.
-    assert replay_order(hand, [0, 1, 2], asha=True) == [
+    run = replay_order(hand, [0, 1, 2], asha=True)
+    assert run.rounds == [2, 1, 2]
+    assert run.events == [
         (5, 0.5, 0.9),
         (10, 0.6, 0.1),
         (15, 0.6, 0.1),
@@ -144,7 +146,7 @@ def test_asha_stops_the_second_trial_at_round_one(hand):
     ]
     for seed in range(5):
         order = np.random.default_rng(seed).choice(3, size=3, replace=False).tolist()
-        assert random_asha(hand, seed, 3) == replay_order(hand, order, asha=True)
+        assert random_asha(hand, seed, 3).events == replay_order(hand, order, asha=True).events
 
 
 def test_asha_bracket_matches_ray():
@@ -168,12 +170,12 @@ def test_a_failed_configuration_costs_its_steps_and_is_never_picked(tmp_path):
     table = load_table(
         write_table(tmp_path, "failed", {"a": {"choice": ["x", "y", "z"]}}, 2, 5, lambda p, r: rows[p["a"]][r - 1])
     )
-    trace = replay_order(table, [0, 1])
+    trace = replay_order(table, [0, 1]).events
     assert [event.consumed for event in trace] == [5, 10, 15, 20]
     assert trace[0].best_val == -math.inf and math.isnan(trace[0].test_of_pick)
     assert trace[2:] == [(15, 0.3, 0.5), (20, 0.3, 0.5)]
     # ASHA leaves the failure out of the rung: z's 0.1 is compared with y's 0.3 alone and stops
-    assert replay_order(table, [0, 1, 2], asha=True)[-1] == (25, 0.3, 0.5)
+    assert replay_order(table, [0, 1, 2], asha=True).events[-1] == (25, 0.3, 0.5)
 
 
 TWO_D = {"a": {"choice": ["x", "y"]}, "b": {"uniform": [0.1, 0.2, 0.3]}}
@@ -197,7 +199,7 @@ def test_grid_visits_the_grid_in_nested_loops_of_seeded_orders(tmp_path):
                 break
         else:
             pytest.fail(f"seed {seed}: {points} is not a nested-loop order")
-        assert grid_search(table, seed, 4) == replay_order(table, order[:4])
+        assert grid_search(table, seed, 4).events == replay_order(table, order[:4]).events
     assert outer_seen == {0, 1}  # the seed shuffles which dimension is the outer loop
     assert len(inner_orders) > 2  # and the order of the values along it
 
@@ -262,14 +264,14 @@ def test_tpe_lands_on_the_table_and_beats_random(smooth_table):
         assert run.events[-1].consumed == 24 * smooth_table.steps  # repeats are run (and paid for) again
         assert len(set(run.configs)) < 24  # TPE comes back to the good region
     samples = 12  # TPE: 3 random start-up trials, 9 guided; 108 configurations
-    tpe = np.median([METHODS["tpe"](smooth_table, seed, samples)[-1].best_val for seed in range(50)])
-    rnd = np.median([METHODS["random"](smooth_table, seed, samples)[-1].best_val for seed in range(50)])
+    tpe = np.median([METHODS["tpe"](smooth_table, seed, samples).events[-1].best_val for seed in range(50)])
+    rnd = np.median([METHODS["random"](smooth_table, seed, samples).events[-1].best_val for seed in range(50)])
     assert tpe > rnd + 0.05, (tpe, rnd)
 
 
 def test_tpe_asha_spends_less_than_tpe(smooth_table):
-    full = METHODS["tpe"](smooth_table, 0, 16)
-    halved = METHODS["tpe_asha"](smooth_table, 0, 16)
+    full = METHODS["tpe"](smooth_table, 0, 16).events
+    halved = METHODS["tpe_asha"](smooth_table, 0, 16).events
     assert full[-1].consumed == 16 * smooth_table.steps
     assert halved[-1].consumed < full[-1].consumed
 
