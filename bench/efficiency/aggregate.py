@@ -1,10 +1,12 @@
 """Traces read on a common budget grid and summarised over seeds.
 
-Every trace is read as a step function on a common budget grid (every multiple of ``eval_every`` up to
-the largest total consumed; undefined before the trace's first event, held after its last). Per method
-and budget, the median and quartiles over seeds of the best validation objective and of the pick's test
-objective; at each method's own end, the same plus the median steps consumed; and the compute each
-method needs for its median to reach random search's final median, as a ratio of random search's budget.
+Every trace is read as a step function of the compute spent (undefined before the trace's first event,
+held after its last): the training steps consumed, or those plus a start-up charged to every trial
+started. Per method, on a common grid of training steps (every multiple of ``eval_every`` up to the
+largest total consumed), the median and quartiles over seeds of the best validation objective and of
+the pick's test objective; at each method's own end, the same plus the median steps consumed; and
+random search's final median best validation objective, the target ``bench.efficiency.intervals``
+measures every method's way to.
 """
 
 from __future__ import annotations
@@ -19,11 +21,16 @@ from bench.efficiency.table import Table
 QUANTILES = (25, 50, 75)
 
 
-def at_budgets(trace: Trace, budgets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """best_val and test_of_pick of a trace at each budget: its last event with ``consumed <= budget``
-    (NaN before its first event)."""
-    consumed = np.array([event.consumed for event in trace])
-    index = np.searchsorted(consumed, budgets, side="right") - 1
+def costs(trace: Trace, startup: float = 0.0) -> np.ndarray:
+    """The compute spent by each event of a trace: its training steps plus ``startup`` step-equivalents
+    for every trial started."""
+    return np.array([event.consumed + startup * event.trials for event in trace])
+
+
+def at_budgets(trace: Trace, budgets: np.ndarray, startup: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """best_val and test_of_pick of a trace at each budget: its last event whose compute (``costs``)
+    is within the budget (NaN before its first event)."""
+    index = np.searchsorted(costs(trace, startup), budgets, side="right") - 1
     best = np.array([event.best_val for event in trace] + [math.nan])
     test = np.array([event.test_of_pick for event in trace] + [math.nan])
     return best[index], test[index]  # index -1 (before the first event) reads the NaN appended
@@ -45,8 +52,8 @@ def _summary(values: np.ndarray) -> dict[str, float]:
 
 
 def aggregate(table: Table, traces: dict[str, list[Trace]], samples: dict[str, int]) -> dict:
-    """Per method (its traces, one per seed): the quartile curves over the common budget grid, the
-    quartiles at its own end, and the budget its median needs to reach random search's final median."""
+    """Per method (its traces, one per seed): the quartile curves over the common budget grid and the
+    quartiles at its own end; random search's final median best validation objective."""
     largest = max(trace[-1].consumed for runs in traces.values() for trace in runs)
     budgets = np.arange(table.eval_every, largest + 1, table.eval_every)
     methods: dict[str, dict] = {}
@@ -71,14 +78,6 @@ def aggregate(table: Table, traces: dict[str, list[Trace]], samples: dict[str, i
             "budget": random_budget,
             "best_val": methods["random"]["curve"]["best_val"]["median"][int(random_budget // table.eval_every) - 1],
         }
-    for entry in methods.values():
-        reached = None
-        if target is not None:
-            medians = np.array(entry["curve"]["best_val"]["median"])
-            hits = np.flatnonzero(medians >= target["best_val"])
-            reached = int(budgets[hits[0]]) if hits.size else None
-        entry["steps_to_target"] = reached
-        entry["ratio_vs_random"] = None if reached is None else reached / target["budget"]
     return {
         "table": table.name,
         "configs": len(table.configs),

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench import efficiency
-from bench.efficiency.compare import replay
+from bench.efficiency.batches import cache_of
+from bench.efficiency.compare import STARTUP_SECONDS, compare
 from bench.efficiency.methods import METHODS
 from bench.efficiency.report import json_safe, markdown, plot
 from bench.efficiency.table import load_table
@@ -32,16 +33,30 @@ def _positive(text: str) -> int:
     return int(text)
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a number of seconds, 0 or more")
+    return value
+
+
 def _replay_command(args: argparse.Namespace) -> int:
     table = load_table(args.table)
     samples = dict(args.methods)
+    cache = None if args.no_cache else cache_of(args.cache or DEFAULT_OUT / "cache", table)
     began = time.perf_counter()
-    result = replay(table, samples, args.seeds)
+    result = compare(table, samples, args.batches, args.seeds, args.startup_seconds, cache, print)
     elapsed = time.perf_counter() - began
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{table.name}.json").write_text(json.dumps(json_safe(result), indent=1) + "\n")
     plot(result, args.out / f"{table.name}.png")
-    print(f"{table.name}: {len(table.configs)} configurations x {table.rounds} rounds, {args.seeds} seeds\n")
+    print(
+        f"\n{table.name}: {len(table.configs)} configurations x {table.rounds} rounds, "
+        f"{args.batches} batch(es) of {args.seeds} seeds\n"
+    )
     print(markdown(result))
     print(f"\nreplayed in {elapsed:.1f} s; wrote {args.out / table.name}.json and .png")
     return 0
@@ -65,8 +80,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     replay_parser.add_argument(
         "--methods", type=_method, nargs="+", default=[_method(m) for m in DEFAULT_METHODS], help="NAME:SAMPLES ..."
     )
-    replay_parser.add_argument("--seeds", type=_positive, default=50, help="seeds 0..N-1 per method")
+    replay_parser.add_argument("--seeds", type=_positive, default=50, help="seeds per batch (batch 0: seeds 0..N-1)")
+    replay_parser.add_argument(
+        "--batches", type=_positive, default=1, help="independent batches of seeds, for the figures' spread"
+    )
+    replay_parser.add_argument(
+        "--startup-seconds",
+        type=_seconds,
+        default=STARTUP_SECONDS,
+        help=f"start-up charged to every trial (default {STARTUP_SECONDS}: bench/RESULTS.md, Search overhead)",
+    )
     replay_parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    replay_parser.add_argument(
+        "--cache", type=Path, help="where batches are kept between runs (default: bench/out/search_efficiency/cache)"
+    )
+    replay_parser.add_argument("--no-cache", action="store_true", help="replay every batch, keep none")
     replay_parser.set_defaults(handler=_replay_command)
     build_parser = commands.add_parser(
         "build", help="train every configuration of a grid spec (or resume), then write its table"

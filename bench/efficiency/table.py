@@ -3,8 +3,10 @@ objective after every evaluation round.
 
 ``NAME.csv`` has the columns ``config,round,step,val_objective,test_objective,hp.<name>...``, one row
 per configuration and round; ``NAME.json`` beside it holds ``steps``, ``eval_every``, ``rounds``, the
-``space`` with each dimension's kind and grid values, the ``asha`` settings and how the table was
-made (``made_by``). An empty objective cell is a failed configuration (NaN here).
+``space`` with each dimension's kind and grid values, the ``asha`` settings, the untouched base
+encoder's objectives where the build recorded them (``baseline``) and how the table was made
+(``made_by``, whose runs give the wall time per trained configuration). An empty objective cell is a
+failed configuration (NaN here).
 """
 
 from __future__ import annotations
@@ -80,6 +82,21 @@ class Table:
     val: np.ndarray
     test: np.ndarray
     made_by: dict
+    baseline_val: float | None  # the untouched base encoder's validation objective; None: not recorded
+    seconds_per_configuration: float | None  # wall time of the build's runs per configuration they trained
+
+    def startup_steps(self, startup_seconds: float) -> float | None:
+        """A trial's start-up in training-step equivalents: the build's wall time per configuration
+        is one start-up plus ``steps`` steps (each with its share of scoring), so a step-equivalent
+        is the rest divided by ``steps``. None when the table records no wall time."""
+        if self.seconds_per_configuration is None:
+            return None
+        if self.seconds_per_configuration <= startup_seconds:
+            raise ValueError(
+                f"{self.name}: a start-up of {startup_seconds} s is not less than the "
+                f"{self.seconds_per_configuration:.1f} s a configuration took"
+            )
+        return startup_seconds * self.steps / (self.seconds_per_configuration - startup_seconds)
 
     def config_at(self, point: tuple[int, ...]) -> int:
         """The configuration at a point of the grid (its index along every dimension)."""
@@ -173,4 +190,14 @@ def load_table(csv_path: str | Path) -> Table:
         val=np.array([[results[c][r][0] for r in range(1, rounds + 1)] for c in configs]),
         test=np.array([[results[c][r][1] for r in range(1, rounds + 1)] for c in configs]),
         made_by=meta.get("made_by", {}),
+        baseline_val=meta["baseline"]["val_objective"] if "baseline" in meta else None,
+        seconds_per_configuration=_seconds_per_configuration(meta.get("made_by", {}).get("runs", [])),
     )
+
+
+def _seconds_per_configuration(runs: list[dict]) -> float | None:
+    """Total wall time over total configurations of the runs that timed what they trained."""
+    timed = [run for run in runs if run.get("wall_seconds") and run.get("configurations")]
+    if not timed:
+        return None
+    return sum(run["wall_seconds"] for run in timed) / sum(run["configurations"] for run in timed)
