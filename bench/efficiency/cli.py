@@ -34,12 +34,13 @@ def _positive(text: str) -> int:
 
 
 def _seconds(text: str) -> float:
+    refused = argparse.ArgumentTypeError(f"{text!r}: expected a number of seconds, 0 or more")
     try:
         value = float(text)
     except ValueError:
-        value = -1.0
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a number of seconds, 0 or more")
+        raise refused from None
+    if not value >= 0:  # NaN too
+        raise refused
     return value
 
 
@@ -58,7 +59,7 @@ def _replay_command(args: argparse.Namespace) -> int:
         f"{args.batches} batch(es) of {args.seeds} seeds\n"
     )
     print(markdown(result))
-    print(f"\nreplayed in {elapsed:.1f} s; wrote {args.out / table.name}.json and .png")
+    print(f"\ntook {elapsed:.1f} s; wrote {args.out / table.name}.json and .png")
     return 0
 
 

@@ -387,3 +387,7 @@ def test_bad_method_is_refused(capsys):
     with pytest.raises(SystemExit):
         main(["replay", "--table", "x.csv", "--methods", "annealing:4"])
     assert "NAME:SAMPLES" in capsys.readouterr().err
+    for seconds in ("-1", "nan", "soon"):
+        with pytest.raises(SystemExit):
+            main(["replay", "--table", "x.csv", "--startup-seconds", seconds])
+        assert "a number of seconds, 0 or more" in capsys.readouterr().err
