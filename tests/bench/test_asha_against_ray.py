@@ -11,7 +11,7 @@ from ray.tune.experiment import Trial
 from ray.tune.schedulers import ASHAScheduler, TrialScheduler
 
 from bench.efficiency import METHODS, Replay, Table, load_table, replay_order
-from tests.bench.test_search_efficiency import write_table
+from tests.bench.tables import write_table
 from tests.conftest import ROOT
 
 CHECKED_IN = ROOT / "bench" / "data" / "efficiency_docsplit.csv"

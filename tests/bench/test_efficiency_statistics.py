@@ -12,7 +12,7 @@ from scipy.stats import spearmanr
 
 from bench.efficiency import intervals, load_table, rank_correlation, replay_order
 from bench.efficiency.diagnostics import diagnostics
-from tests.bench.test_search_efficiency import HAND, write_table
+from tests.bench.tables import HAND, write_table
 
 X, Y, Z = 0, 1, 2  # the hand table's configurations
 
