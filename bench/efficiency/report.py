@@ -62,7 +62,7 @@ def markdown(result: dict) -> str:
                 if spread["batches"] > 1
                 else f"One batch of {spread['seeds_per_batch']} seeds (no spread measured: --batches); "
             )
-            + "start-up "
+            + "/ random's own: over random search's figure in the same batch; start-up "
             + (
                 f"charged at {charge['steps_per_trial']:.2f} step-equivalents a trial "
                 f"({charge['seconds_per_trial']} s of {charge['seconds_per_configuration']:.1f} s a configuration):"
@@ -70,8 +70,8 @@ def markdown(result: dict) -> str:
                 else "not charged (the table records no wall time):"
             ),
             "",
-            "| method | steps to random's final median | / random's steps | / random's own | compute to it, "
-            "start-up charged | / random's compute | / random's own | test of pick - random's, equal compute |",
+            "| method | steps to random's final median | / random's budget | / random's own | compute to it, "
+            "start-up charged | / random's budget | / random's own | test of pick - random's, equal compute |",
             "|---|---|---|---|---|---|---|---|",
         ]
         for name, entry in spread["methods"].items():
