@@ -44,10 +44,10 @@ def cache_of(root: Path, table: Table) -> Path:
 
 @dataclass
 class Batches:
-    """``replays[method][batch][k]``: the replay of seed ``batch * size + k``; ``seconds[method]``
-    the time its batches took to replay, summed (as each was first computed, cached or not)."""
+    """``replays[method][batch][k]``: the replay of seed ``batch * size + k`` (``run_batches``'s
+    ``size``); ``seconds[method]``: the time its batches took to replay, summed (as each was first
+    computed, cached or not)."""
 
-    size: int
     replays: dict[str, list[list[Replay]]]
     seconds: dict[str, float]
 
@@ -83,4 +83,4 @@ def run_batches(
                 progress(f"batch {batch + 1}/{batches}: {name} replayed in {kept['seconds']:.1f} s")
             replays[name].append(runs)
             seconds[name] += kept["seconds"]
-    return Batches(size, replays, seconds)
+    return Batches(replays, seconds)
