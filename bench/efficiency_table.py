@@ -15,9 +15,12 @@ round scored have rows, so a partly built table is refused by the replay until i
 - a run directory left by an interrupted build: resumes it (``--resume``).
 
 Each call then merges every scored checkpoint of its run directory into the table and appends
-how it was made (command, versions, machine, date, wall time) to ``made_by``. A run is killed
-at any point without losing a finished configuration: the next call resumes it, or, on a new
-machine, trains only what the table lacks.
+how it was made to ``made_by``: command, versions, machine, date, wall time, the configurations
+the call itself trained (``configurations``, the ones its wall time paid for) and those it merged
+without training them (``merged``: left complete by an interrupted or finished earlier run). The
+untouched base encoder's objectives, scored by every search (its ``baseline.json``), are kept as
+``baseline``. A run is killed at any point without losing a finished configuration: the next call
+resumes it, or, on a new machine, trains only what the table lacks.
 """
 
 from __future__ import annotations
@@ -110,10 +113,39 @@ def _cell(text: str):
         return text
 
 
-def write_table(layout: Layout, cells: Cells, csv_path: Path, made_by: list[dict]) -> Path:
+def complete(layout: Layout, cells: Cells) -> set[tuple[int, ...]]:
+    """The grid points with every round scored."""
+    return {point for point, rounds in cells.items() if len(rounds) == layout.rounds}
+
+
+def accounted(
+    layout: Layout, in_table: set[tuple[int, ...]], gathered: Cells, run_before: Cells, run_after: Cells
+) -> tuple[set[tuple[int, ...]], set[tuple[int, ...]]]:
+    """What one build call did, as (trained, merged): the configurations its search completed (complete
+    in the run directory after it, not before), and those it adds to the table without having trained
+    them (``gathered`` from a finished earlier run, or left complete in the run directory by an
+    interrupted one)."""
+    trained = complete(layout, run_after) - complete(layout, run_before)
+    return trained, complete(layout, {**gathered, **run_after}) - in_table - trained
+
+
+def baseline_of_run(layout: Layout, run_dir: Path) -> dict[str, float] | None:
+    """The untouched base encoder's validation and test objective, from a search's ``baseline.json``."""
+    from platform.leaderboard import BASELINE_ID
+
+    path = run_dir / "baseline.json"
+    if not path.exists():
+        return None
+    scores = json.loads(path.read_text())[BASELINE_ID]["scores"]
+    return {"val_objective": layout.objective(scores, "val"), "test_objective": layout.objective(scores, "test")}
+
+
+def write_table(
+    layout: Layout, cells: Cells, csv_path: Path, made_by: list[dict], baseline: dict[str, float] | None
+) -> Path:
     """The table's CSV and JSON: configurations with every round scored only, so one whose run was
     cut short counts as missing and the next build trains it again."""
-    cells = {point: rounds for point, rounds in cells.items() if len(rounds) == layout.rounds}
+    cells = {point: cells[point] for point in complete(layout, cells)}
     csv_path.parent.mkdir(parents=True, exist_ok=True)
     with csv_path.open("w", newline="") as handle:
         writer = csv.writer(handle)
@@ -138,6 +170,7 @@ def write_table(layout: Layout, cells: Cells, csv_path: Path, made_by: list[dict
         "objective": layout.weights,
         "configurations_trained": len(cells),
         "configurations": len(layout.points()),
+        **({"baseline": baseline} if baseline is not None else {}),
         "made_by": {"runs": made_by},
     }
     csv_path.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")
@@ -185,9 +218,12 @@ def build(spec_path: Path, run_dir: Path, csv_path: Path, profile: str, train: b
     spec, spec_path = load_spec(str(spec_path), profile)
     layout = Layout(spec)
     cells = cells_of_table(layout, csv_path)
-    previous = json.loads(csv_path.with_suffix(".json").read_text())["made_by"].get("runs", []) if cells else []
+    in_table = set(cells)
+    meta = json.loads(csv_path.with_suffix(".json").read_text()) if cells else {}
+    previous, baseline = meta.get("made_by", {}).get("runs", []), meta.get("baseline")
     if (run_dir / "leaderboard.json").exists():  # a finished earlier run: its results in, the rest elsewhere
         cells |= cells_of_run(layout, run_dir)
+        baseline = baseline_of_run(layout, run_dir) or baseline
         run_dir = next(
             run_dir.with_name(f"{run_dir.name}-{k}")
             for k in itertools.count(2)
@@ -199,12 +235,13 @@ def build(spec_path: Path, run_dir: Path, csv_path: Path, profile: str, train: b
         searched = Path(json.loads((run_dir / "search.json").read_text())["spec"])
     elif not missing:
         print(f"{csv_path}: every configuration is trained")
-        return write_table(layout, cells, csv_path, previous)
+        return write_table(layout, cells, csv_path, previous, baseline)
     elif cells:
         searched = run_dir.with_name(f"{run_dir.name}.fill.yaml")
         searched.parent.mkdir(parents=True, exist_ok=True)
         searched.write_text(yaml.safe_dump(fill_spec(read_raw(spec_path), missing), sort_keys=False))
         print(f"{csv_path}: {len(cells)} configurations trained; training the {len(missing)} missing ({searched})")
+    run_before = cells_of_run(layout, run_dir) if run_dir.exists() else {}
     began = time.monotonic()
     if train:
         command = [
@@ -222,12 +259,16 @@ def build(spec_path: Path, run_dir: Path, csv_path: Path, profile: str, train: b
         if done.returncode != 0:
             print(f"the search ended with exit code {done.returncode}; keeping what it finished", file=sys.stderr)
     new = cells_of_run(layout, run_dir) if run_dir.exists() else {}
+    trained, merged = accounted(layout, in_table, cells, run_before, new)
+    invocation = f"python bench/search_efficiency.py build --spec {_shown(spec_path)} --profile {profile}"
     run = {
-        "command": f"python bench/search_efficiency.py build --spec {_shown(spec_path)} --profile {profile}",
-        "configurations": len(new),
+        "command": invocation + ("" if train else " --no-train"),
+        "configurations": len(trained),
+        "merged": len(merged),
         "versions": _versions(),
         "machine": _machine(),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
         "wall_seconds": round(time.monotonic() - began) if train else None,
     }
-    return write_table(layout, {**cells, **new}, csv_path, [*previous, run])
+    baseline = (baseline_of_run(layout, run_dir) if run_dir.exists() else None) or baseline
+    return write_table(layout, {**cells, **new}, csv_path, [*previous, run], baseline)

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from bench.efficiency_table import Layout, build, cells_of_table, fill_spec
-from bench.search_efficiency import load_table
+from bench.efficiency import load_table
+from bench.efficiency_table import Layout, accounted, build, cells_of_table, fill_spec
 from platform.spec import load_spec, parse_spec, read_raw
 from tests.conftest import ROOT
 
@@ -37,12 +37,22 @@ def test_a_run_is_merged_into_the_table_and_a_partial_table_is_refused_by_the_re
     run_dir, table = tmp_path / "run", tmp_path / "data" / "t.csv"
     _trial(run_dir, "a", layout.values_at(points[0]), {1: (0.5, 0.6), 2: (0.7, 0.4), 3: (0.6, 0.5)})
     _trial(run_dir, "b", layout.values_at(points[7]), {1: (0.2, 0.3)})  # stopped after one round
+    (run_dir / "baseline.json").write_text(json.dumps({"baseline": {"scores": _scores(0.45, 0.55)}}))
     build(SPEC, run_dir, table, "local", train=False)
     cells = cells_of_table(layout, table)
     # a run cut short after one round is not in the table: the next build trains it again
     assert cells == {points[0]: {1: (0.5, 0.6), 2: (0.7, 0.4), 3: (0.6, 0.5)}}
     meta = json.loads(table.with_suffix(".json").read_text())
     assert (meta["configurations_trained"], meta["configurations"]) == (1, 54) and len(meta["made_by"]["runs"]) == 1
+    # --no-train trains nothing: what it takes from the run directory is merged, not trained by it
+    (run,) = meta["made_by"]["runs"]
+    assert (run["configurations"], run["merged"], run["wall_seconds"]) == (0, 1, None)
+    assert run["command"].endswith("--no-train")
+    assert meta["baseline"] == {"val_objective": 0.45, "test_objective": 0.55}  # the untouched base, as scored
+    # the same directory merged again adds nothing, and nothing is counted twice
+    build(SPEC, run_dir, table, "local", train=False)
+    again = json.loads(table.with_suffix(".json").read_text())["made_by"]["runs"][-1]
+    assert (again["configurations"], again["merged"]) == (0, 0)
     with pytest.raises(ValueError, match="missing"):  # the replay takes only a complete grid
         load_table(table)
     # a second run elsewhere adds its configurations to what the table has
@@ -53,7 +63,22 @@ def test_a_run_is_merged_into_the_table_and_a_partial_table_is_refused_by_the_re
     build(SPEC, other, table, "local", train=False)
     complete = load_table(table)
     assert len(complete.configs) == 54 and complete.val[0].tolist() == [0.5, 0.7, 0.6]
-    assert len(json.loads(table.with_suffix(".json").read_text())["made_by"]["runs"]) == 2
+    meta = json.loads(table.with_suffix(".json").read_text())
+    assert [run["merged"] for run in meta["made_by"]["runs"]] == [1, 0, 53]
+    assert meta["baseline"] == {"val_objective": 0.45, "test_objective": 0.55}  # kept from the first run
+
+
+def test_a_resumed_build_counts_only_what_it_trained():
+    """The checked-in table's history: 36 configurations merged from an interrupted build, then the
+    same run directory resumed, which trained the other 18 (it once recorded all 54 as its own)."""
+    layout = Layout(load_spec(str(SPEC), "local")[0])
+    points = layout.points()
+    scored = {1: (0.5, 0.5), 2: (0.5, 0.5), 3: (0.5, 0.5)}
+    before = {point: dict(scored) for point in points[:36]} | {points[36]: {1: (0.5, 0.5)}}  # one cut short
+    after = {point: dict(scored) for point in points}
+    assert accounted(layout, set(points[:36]), {}, before, after) == (set(points[36:]), set())
+    # resumed before anything was merged: the interrupted part is merged, the rest trained
+    assert accounted(layout, set(), {}, before, after) == (set(points[36:]), set(points[:36]))
 
 
 def test_the_missing_configurations_are_searched_exactly(tmp_path):
@@ -76,7 +101,10 @@ def test_the_checked_in_table_is_well_formed():
     assert meta["configurations"] == 54 and meta["configurations_trained"] == len(cells) > 0
     assert all(sorted(rounds) == [1, 2, 3] for rounds in cells.values())
     assert all(0 < v <= 1 and 0 < t <= 1 for rounds in cells.values() for v, t in rounds.values())
-    assert all(run["command"].startswith("python bench/search_efficiency.py build") for run in meta["made_by"]["runs"])
+    runs = meta["made_by"]["runs"]
+    assert all(run["command"].startswith("python bench/search_efficiency.py build") for run in runs)
+    # every configuration recorded as trained or merged by exactly one run
+    assert sum(run["configurations"] + run.get("merged", 0) for run in runs) == meta["configurations_trained"]
     if len(cells) < 54:
         with pytest.raises(ValueError, match="missing"):
             load_table(table)  # no comparison from a partial table

@@ -1,0 +1,98 @@
+"""How much there is to find in a table, whatever the search.
+
+A search steers by the validation objective and is judged by the test objective, so it can do no
+better than random search where the validation ranking of configurations does not predict their test
+ranking. That is measured as Spearman's rank correlation between validation and test objective across
+configurations, with a 90% bootstrap interval over configurations (``BOOTSTRAP`` resamples, seeded),
+taken two ways: at the last round, and at the round each configuration's best validation objective
+would pick (the product's checkpoint choice). Each is given over every configuration with finite
+objectives there, over the *sensible* ones (none diverged: every round finite; and, where the table
+records the untouched base's validation objective, at or above it -- a configuration that makes the
+encoder worse than no training says nothing about which good one is better) and over the sensible
+ones at or above their median validation objective.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.stats import rankdata
+
+from bench.efficiency.table import Table
+
+BOOTSTRAP = 2000
+MIN_CONFIGURATIONS = 3  # Spearman's rho of two points is always +1 or -1
+
+
+def rank_correlation(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman's rho between ``x`` and ``y`` along the last axis (ties take their average rank, as in
+    ``scipy.stats.spearmanr``); NaN where either is constant."""
+    rx, ry = rankdata(x, axis=-1), rankdata(y, axis=-1)
+    rx -= rx.mean(axis=-1, keepdims=True)
+    ry -= ry.mean(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (rx * ry).sum(axis=-1) / np.sqrt((rx**2).sum(axis=-1) * (ry**2).sum(axis=-1))
+
+
+def spearman(val: np.ndarray, test: np.ndarray, seed: int = 0) -> dict[str, float | int | None]:
+    """rho with its 90% bootstrap interval (5th and 95th percentiles over resampled configurations)."""
+    n = len(val)
+    if n < MIN_CONFIGURATIONS:
+        return {"configurations": n, "rho": None, "p05": None, "p95": None}
+    resample = np.random.default_rng(seed).integers(0, n, size=(BOOTSTRAP, n))
+    rhos = rank_correlation(val[resample], test[resample])
+    p05, p95 = np.nanpercentile(rhos, [5, 95])
+    return {"configurations": n, "rho": float(rank_correlation(val, test)), "p05": float(p05), "p95": float(p95)}
+
+
+def _at_best_round(table: Table) -> tuple[np.ndarray, np.ndarray]:
+    """Each configuration's validation and test objective at its best validation round (ties: the
+    earlier round; a failed round never best)."""
+    rounds = np.argmax(np.where(np.isnan(table.val), -np.inf, table.val), axis=1)
+    picked = np.arange(len(table.configs))
+    return table.val[picked, rounds], table.test[picked, rounds]
+
+
+def correlations(table: Table) -> dict[str, dict[str, dict]]:
+    """Spearman's rho (with its interval) at the last round and at the best round, over every
+    configuration with finite objectives there, the sensible ones and their top half by validation."""
+    diverged = ~(np.isfinite(table.val) & np.isfinite(table.test)).all(axis=1)
+    result = {}
+    for selection, (val, test) in {
+        "last_round": (table.val[:, -1], table.test[:, -1]),
+        "best_round": _at_best_round(table),
+    }.items():
+        finite = np.isfinite(val) & np.isfinite(test)
+        sensible = finite & ~diverged
+        if table.baseline_val is not None:
+            sensible &= val >= table.baseline_val
+        top_half = sensible & (val >= np.median(val[sensible])) if sensible.any() else sensible
+        result[selection] = {
+            name: spearman(val[chosen], test[chosen])
+            for name, chosen in (("all", finite), ("sensible", sensible), ("sensible_top_half", top_half))
+        }
+    return result
+
+
+def diagnostics(table: Table) -> dict:
+    """The spread of the last round's validation objective over configurations, the test objective of
+    its best configuration against the best and median test objective any configuration has (the most
+    a search could report), and ``correlations``."""
+    val, test = table.val[:, -1], table.test[:, -1]
+    ok = np.isfinite(val) & np.isfinite(test)
+    val, test = val[ok], test[ok]
+    return {
+        "configurations": int(ok.sum()),
+        "val_range": float(val.max() - val.min()),
+        "val_std": float(val.std(ddof=1)),
+        "test_of_best_val": float(test[np.argmax(val)]),
+        "best_test": float(test.max()),
+        "median_test": float(np.median(test)),
+        "baseline_val": table.baseline_val,
+        "sensible": (
+            "finite objectives in every round, validation at or above the untouched base's"
+            if table.baseline_val is not None
+            else "finite objectives in every round (the table records no baseline validation objective)"
+        ),
+        "bootstrap": {"resamples": BOOTSTRAP, "interval": "p05-p95"},
+        "spearman": correlations(table),
+    }
