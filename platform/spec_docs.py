@@ -99,7 +99,10 @@ def render() -> str:
         "## Profiles",
         "",
         "`--profile local` and `--profile smoke` first apply these built-in overrides, then the spec's own",
-        "`profiles.<name>` section; `full` applies only the spec's own.",
+        "`profiles.<name>` section; `full` applies only the spec's own. A search says, once, which values",
+        "the spec sets itself that the built-in overrides replaced (terminal, `search.json`'s",
+        "`profile_replaced`, the report); to keep a value under a profile, set it in the spec's own",
+        "`profiles.<name>` section.",
         "",
     ]
     for name, overrides in BUILTIN_PROFILES.items():

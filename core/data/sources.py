@@ -29,11 +29,43 @@ PACKAGED = "news-articles"
 FILE_SUFFIXES = (".jsonl", ".txt", ".parquet")
 
 
+HEAD_BYTES = 1 << 16  # how much of each file the check before Ray reads
+
+
 def check_source(source: str) -> None:
-    """Raise ``DataUnavailable`` naming the problem if ``source`` cannot be a corpus."""
+    """Raise ``DataUnavailable`` naming the problem if ``source`` cannot be a corpus: it exists in
+    a format doctune reads, and the beginning of each file reads as that format (a binary file
+    named .jsonl, a file with no document: found in milliseconds, before any Ray Data job)."""
     if source == PACKAGED or source.startswith("hf:"):
         return
-    _source_files(source)
+    files = _source_files(source)
+    documents = sum(_check_head(path) for path in files)
+    if documents == 0:
+        where = f"corpus {Path(source).expanduser()}"
+        raise DataUnavailable(f"{where} holds no non-empty document; give it text (one document per line or record)")
+
+
+def _check_head(path: Path) -> int:
+    """The documents seen in the first ``HEAD_BYTES`` of ``path`` (at least 1 when it is larger),
+    or ``DataUnavailable`` when that beginning is not the format its suffix says."""
+    if path.suffix == ".parquet":
+        return int(_parquet_file(path).metadata.num_rows > 0)
+    with path.open("rb") as handle:
+        head = handle.read(HEAD_BYTES)
+        more = bool(handle.read(1))
+    if b"\x00" in head:
+        raise DataUnavailable(
+            f"corpus {path} is binary, not text (a NUL byte in its first {len(head):,} bytes); give a "
+            f"{path.suffix} file of text"
+        )
+    lines = head.decode("utf-8", errors="replace").splitlines()
+    if more and lines:
+        lines = lines[:-1]  # the last line read may be cut
+    if path.suffix == ".jsonl":
+        documents = sum(1 for _ in _jsonl_texts(path, "\n".join(lines)))
+    else:
+        documents = sum(1 for line in lines if line.strip())
+    return max(documents, int(more))
 
 
 def _source_files(source: str) -> list[Path]:
@@ -122,7 +154,8 @@ def _jsonl_texts(path: Path, content: str) -> Iterator[str]:
         yield record["text"]
 
 
-def _parquet_texts(path: Path) -> Iterator[str]:
+def _parquet_file(path: Path):
+    """The Parquet file, checked to be one and to have a ``text`` column."""
     import pyarrow.parquet as pq
 
     try:
@@ -131,7 +164,11 @@ def _parquet_texts(path: Path) -> Iterator[str]:
         raise DataUnavailable(f"corpus {path} is not a readable Parquet file ({err})") from None
     if "text" not in handle.schema_arrow.names:
         raise DataUnavailable(f"corpus {path} has no 'text' column (columns: {handle.schema_arrow.names})")
-    for batch in handle.iter_batches(columns=["text"], batch_size=1024):
+    return handle
+
+
+def _parquet_texts(path: Path) -> Iterator[str]:
+    for batch in _parquet_file(path).iter_batches(columns=["text"], batch_size=1024):
         yield from (t for t in batch.column("text").to_pylist() if isinstance(t, str))
 
 

@@ -11,7 +11,7 @@ import time
 import psutil
 import pytest
 
-from core.data import DataUnavailable, DocumentStream, PreparedCorpus, StreamPosition, prepare_corpus
+from core.data import DataUnavailable, DocumentStream, PreparedCorpus, StreamPosition, check_source, prepare_corpus
 
 pytestmark = pytest.mark.slow  # every preparation is a Ray Data job
 
@@ -211,3 +211,30 @@ def test_the_packaged_news_corpus_excludes_the_held_out_articles():
     assert len(held) + len(trained) == len(news_articles()) > 3500
     assert 0.07 < len(held) / len(news_articles()) < 0.13
     assert not {a.article_id for a in held} & {a.article_id for a in trained}
+
+
+@pytest.mark.parametrize(
+    ("content", "suffix", "message"),
+    [
+        (b"", ".jsonl", "holds no non-empty document"),
+        (b"\n  \n", ".txt", "holds no non-empty document"),
+        (bytes(range(256)) * 64, ".jsonl", "is binary, not text"),
+        (b"{not json\n", ".jsonl", "line 1 is not JSON"),
+        (b'{"text": "fine"}\n{"body": "x"}\n', ".jsonl", 'line 2 has no string "text" field'),
+        (b"not parquet", ".parquet", "not a readable Parquet file"),
+    ],
+)
+def test_a_corpus_whose_beginning_is_unusable_is_refused_before_ray(tmp_path, content, suffix, message):
+    """``check_source`` runs before Ray starts: no Ray here, and it answers in milliseconds."""
+    corpus = tmp_path / f"c{suffix}"
+    corpus.write_bytes(content)
+    with pytest.raises(DataUnavailable, match=message):
+        check_source(str(corpus))
+
+
+def test_a_large_corpus_is_checked_by_its_beginning_only(tmp_path):
+    corpus = tmp_path / "c.jsonl"
+    with corpus.open("w") as handle:  # a bad record far past what the check reads: found later, by Ray Data
+        handle.writelines('{"text": "A document."}\n' for _ in range(20_000))
+        handle.write("{not json\n")
+    check_source(str(corpus))

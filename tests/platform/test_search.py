@@ -167,3 +167,19 @@ def test_a_profile_says_once_which_values_of_the_spec_it_replaced(tmp_path):
         ("train.steps", 6, 4),
         ("search.samples", 3, 2),
     }
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(bytes(range(256)) * 64, "is binary, not text"), (b"", "holds no non-empty document")],
+)
+def test_a_binary_or_empty_corpus_is_one_line_before_ray_starts(tmp_path, content, message):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_bytes(content)
+    spec = yaml.safe_load((ROOT / "search_spaces" / "smoke.yaml").read_text())
+    spec["corpus"] = {"source": str(corpus)}
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    done, started_ray = _search(str(path), "--run-dir", str(tmp_path / "run"))
+    assert done.returncode == 2 and done.stderr.startswith("doctune: error: corpus ") and message in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and not started_ray and not (tmp_path / "run").exists()

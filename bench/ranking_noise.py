@@ -1,0 +1,123 @@
+"""How many scoring items a task needs before its noise stops hiding the differences between trials.
+
+    .venv/bin/python bench/ranking_noise.py RUN_DIR [RUN_DIR ...] [--out bench/results/ranking_noise.json]
+
+Reads finished searches (their ``leaderboard.json`` and embedding caches; nothing is trained or
+embedded again) and, for each objective task on its validation part, from every scored trial's
+chosen checkpoint:
+
+- ``sigma``: the noise of a difference between two trials per item, the standard error of their
+  paired difference (a joint bootstrap over the part's items, and a probe's draws, as the search
+  itself measures it: ``evaluators.noise``) times the square root of the items; the median over
+  pairs of trials. A difference's standard error at ``n`` items is ``sigma / sqrt(n)``;
+- ``spread``: the trials' spread on that task once noise is taken out (``Spread.true_spread``),
+  and the typical difference between two trials, ``spread * sqrt(2)``;
+- ``min_items``: the part size below which a difference's standard error exceeds that typical
+  difference, ``(sigma / typical difference)^2``: smaller parts cannot rank such trials at all.
+
+Prints a Markdown table and writes the figures as JSON; ``evaluators/part_sizes.py`` reads the
+checked-in JSON to warn before a search whose parts are too small.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if __name__ == "__main__":  # the project's ``platform`` package must come before the stdlib's
+    sys.path.insert(0, str(ROOT))
+if not hasattr(sys.modules.get("platform"), "__path__"):
+    sys.modules.pop("platform", None)
+
+
+def _evaluator(run_dir: Path, summary: dict):
+    from evaluators.plan import EvalBudget, EvalPlan
+    from evaluators.pool import Evaluator
+
+    spec = summary["resolved_spec"]
+    evaluation = spec["evaluation"]
+    objective = spec["search"]["objective"]
+    weights = objective.get("tasks") or next(iter(objective["objectives"].values()))
+    plan = EvalPlan(
+        objectives={"objective": weights},
+        actor_names=("bench",),
+        namespace="bench",
+        budget=EvalBudget(**evaluation["limits"]),
+        max_length=evaluation["max_length"],
+        batch_size=evaluation["batch_size"],
+        threads=evaluation["threads"],
+    )
+    return Evaluator(plan, str(run_dir)), list(weights)
+
+
+def measure(run_dir: Path) -> dict:
+    """Per objective task: items, ``sigma``, ``spread``, ``typical_difference`` and ``min_items``."""
+    from evaluators.noise import joint_resamples, spread_test
+    from platform.leaderboard import is_baseline, read_leaderboard
+
+    summary = json.loads((run_dir / "search.json").read_text())
+    rows, _ = read_leaderboard(run_dir)
+    trials = [r for r in rows if not is_baseline(r) and r.objective is not None and r.checkpoint]
+    if len(trials) < 2:
+        raise SystemExit(f"{run_dir}: fewer than two scored trials")
+    evaluator, tasks = _evaluator(run_dir, summary)
+    outcomes = [evaluator.outcomes(r.checkpoint, r.hyperparameters["pooling"], tasks, "val") for r in trials]
+    figures = {}
+    for task in tasks:
+        per_trial = [{task: o[task]} for o in outcomes]
+        observed, resampled = joint_resamples(per_trial, {task: 1.0})
+        spread = spread_test(observed, resampled)
+        items = len(outcomes[0][task].items)
+        sigma = spread.difference_se * math.sqrt(items)
+        typical = spread.true_spread * math.sqrt(2)
+        figures[task] = {
+            "items": items,
+            "trials": len(trials),
+            "sigma": sigma,
+            "spread": spread.true_spread,
+            "typical_difference": typical,
+            "min_items": math.ceil((sigma / typical) ** 2) if typical > 0 else None,
+        }
+    return {"run_dir": str(run_dir), "profile": summary.get("profile"), "tasks": figures}
+
+
+def combine(runs: list[dict]) -> dict[str, dict]:
+    """Per task, the median of each figure over the runs that scored it."""
+    combined: dict[str, dict] = {}
+    for task in dict.fromkeys(t for run in runs for t in run["tasks"]):
+        seen = [run["tasks"][task] for run in runs if task in run["tasks"]]
+        finite = [s["min_items"] for s in seen if s["min_items"] is not None]
+        combined[task] = {
+            "runs": len(seen),
+            "sigma": statistics.median(s["sigma"] for s in seen),
+            "typical_difference": statistics.median(s["typical_difference"] for s in seen),
+            "min_items": math.ceil(statistics.median(finite)) if finite else None,
+        }
+    return combined
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run_dirs", nargs="+", type=Path)
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "ranking_noise.json")
+    args = parser.parse_args(argv)
+    runs = [measure(run_dir) for run_dir in args.run_dirs]
+    combined = combine(runs)
+    print("| task | runs | sigma (per item) | typical difference | min items per part |")
+    print("|---|---:|---:|---:|---:|")
+    for task, figures in combined.items():
+        print(
+            f"| {task} | {figures['runs']} | {figures['sigma']:.3f} | {figures['typical_difference']:.4f} "
+            f"| {figures['min_items'] if figures['min_items'] is not None else 'none (no spread)'} |"
+        )
+    args.out.write_text(json.dumps({"runs": runs, "tasks": combined}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
