@@ -29,6 +29,7 @@ from core.data.corpus import CorpusStats, PreparedCorpus
 from evaluators.plan import EvalPlan
 from evaluators.pool import CheckpointScorer
 from platform.common import ROOT, UsageError, check_run_dir
+from platform.environment import environment
 from platform.resources import ResourcePlan, plan_resources
 from platform.spec import Replacement, SearchSpec, find_spec_file, parse_spec, profile_replacements, read_raw
 from trainers.config import Hyperparameters, TrainPlan
@@ -152,6 +153,7 @@ class ResolvedSearch:
             "corpus": dataclasses.asdict(self.corpus_stats),
             "prepared_corpus": self.plan.corpus_path,  # the Parquet shards every Train worker reads
             "resources": dataclasses.asdict(self.resources),
+            "environment": environment(ROOT),
             "trial_plan": {
                 "trials": self.spec.search.samples,
                 "steps": self.plan.steps,

@@ -161,6 +161,9 @@ def test_every_report_file_is_written(smoke_run):
     assert plots == ["objective_over_time.png", "param_importance.png", "task_scores.png"]
     assert all((run_dir / "plots" / p).stat().st_size > 10_000 for p in plots)
     assert "report in" in stdout
+    environment = json.loads((run_dir / "search.json").read_text())["environment"]
+    assert environment["packages"]["ray"] == "2.60.0" and environment["gpu"]["count"] >= 0
+    assert environment["python"] and environment["cpu"]["count"] >= 1 and "git_commit" in environment
 
 
 def test_the_wall_time_is_accounted_for(smoke_run):

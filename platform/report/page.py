@@ -142,12 +142,30 @@ def _search_section(run: Run) -> str:
         "objective" + ("s" if len(run.objectives) > 1 else ""): objectives,
         "searched": space or "nothing (fixed hyperparameters only)",
         "scored on": "<br>".join(escape(line) for line in coverage_lines(run.rows, run.tasks)) or "–",
+        "ran on": escape(_environment(run.summary.get("environment"))),
         "trials": escape(
             f"{sum(not is_baseline(r) for r in run.rows)} run"
             + (f" of {plan['trials']} planned, {plan['steps']} steps each" if "trials" in plan else "")
         ),
     }
     return "<dl>" + "".join(f"<dt>{key}</dt><dd>{value}</dd>" for key, value in items.items()) + "</dl>"
+
+
+def _environment(env: dict | None) -> str:
+    """``search.json``'s environment in one line (``platform.environment``)."""
+    if not env:
+        return "not recorded (a run directory from before the environment was kept)"
+    gpu = env["gpu"]
+    gpus = (
+        f"{gpu['count']}x {', '.join(dict.fromkeys(gpu['models']))} (CUDA {gpu['cuda']}, driver {gpu['driver']})"
+        if gpu["count"]
+        else "no GPU"
+    )
+    packages = ", ".join(f"{name} {version}" for name, version in env["packages"].items())
+    return (
+        f"Python {env['python']}, {env['os']}, {env['cpu']['count']} CPUs ({env['cpu']['model']}), {gpus}; "
+        f"commit {env['git_commit'] or 'none (not a git checkout)'}; {packages}"
+    )
 
 
 def _replaced(replaced: list[dict]) -> str:

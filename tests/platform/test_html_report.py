@@ -33,6 +33,7 @@ from evaluators.scores import flatten
 from evaluators.tasks.base import Outcomes, mean_of_rows
 from platform import ranking
 from platform.common import STUDY_FILE
+from platform.environment import environment
 from platform.leaderboard import BASELINE_ID, Row, write_leaderboard
 from platform.report import plots, write_reports
 from platform.report.run import PlotSkipped, ReportError, param_importances, read_run
@@ -205,6 +206,7 @@ def make_run_dir(root: Path, multi: bool = True, journal: bool = True) -> Path:
         "searched": {"temperature": {"loguniform": [0.02, 0.2]}, "lr": {"loguniform": [1e-05, 0.0001]}},
         "trial_plan": {"trials": len(TRIALS) + 1, "steps": 40, "eval_rounds": 2, "workers_per_trial": 2},
         "profile_replaced": [{"key": "train.steps", "spec": 2000, "profile": 40}],
+        "environment": environment(ROOT),
     }
     (run_dir / "search.json").write_text(json.dumps(summary, indent=2))
     rows = []
@@ -282,6 +284,8 @@ def test_the_page_shows_the_search_its_leaderboard_and_the_winner(report):
     assert f"Exported to <code>{(run_dir / 'best').resolve()}</code>" in page
     assert "profile</dt><dd>local (replaced values the spec sets: train.steps 2000 → 40)" in page
     assert f"doctune search {NAME}" in page
+    ran_on = page.split("ran on</dt><dd>", 1)[1].split("</dd>", 1)[0]
+    assert ran_on.startswith(f"Python {sys.version.split()[0]}, ") and "torch " in ran_on and "ray 2." in ran_on
     assert "news-title-retrieval: val 200 of 1,400 documents, 95 of 95 queries (a subsample: not comparable" in page
     assert "recipe</dt><dd>searched through views" in page  # not the spec's default recipe
     assert "split_probability: uniform [0.3, 0.7] when views in [&quot;split&quot;]" in page
