@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from core.fields import constraint
 from evaluators.plan import EvalBudget
-from trainers.config import BaseSettings, Hyperparameters
+from trainers.config import BaseSettings, Hyperparameters, MlmHeadSettings
 
 
 class SpecError(ValueError):
@@ -220,6 +220,13 @@ class SearchSpec:
         default_factory=dict, metadata=constraint("fixed values for hyperparameters that are not searched")
     )
     train: TrainSection = field(default_factory=TrainSection, metadata=constraint("trial training"))
+    mlm_head: MlmHeadSettings = field(
+        default_factory=MlmHeadSettings,
+        metadata=constraint(
+            "a masked-LM head trained (encoder frozen) for a base that has none, before any trial weights an MLM "
+            "term, cached by base, corpus and settings; the local and smoke profiles shrink it"
+        ),
+    )
     evaluation: EvaluationSection = field(default_factory=EvaluationSection, metadata=constraint("scoring"))
     address: str | None = field(default=None, metadata=constraint("Ray address; default RAY_ADDRESS or local"))
     study: StudySection | None = field(
