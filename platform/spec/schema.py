@@ -237,3 +237,12 @@ class SearchSpec:
     def fixed_hyperparameters(self) -> Hyperparameters:
         values = {**self.hyperparameters, "batch_size": self.train.batch_size, "recipe": self.recipe}
         return Hyperparameters(**{k: v for k, v in values.items() if k not in self.search.space})
+
+    def may_weight_mlm(self) -> bool:
+        """Whether some trial (or study row) of this spec can train with ``mlm_weight`` > 0: the
+        searched values (a range's upper end), else the fixed one, and every study row's."""
+        fixed = self.fixed_hyperparameters().mlm_weight
+        searched = self.search.space.get("mlm_weight")
+        weights = list(searched.values) if searched else [fixed]
+        weights += [row.get("mlm_weight", fixed) for row in (self.study.rows.values() if self.study else ())]
+        return max(weights) > 0
