@@ -20,7 +20,13 @@ from platform.spec import BUILTIN_PROFILES
 from trainers.config import Hyperparameters, MlmHeadSettings
 from trainers.loop import build_module
 from trainers.losses import mask_tokens
-from trainers.mlm_head import MlmHeadUnavailable, ensure_mlm_head, mlm_head_entry, unigram_log_probs
+from trainers.mlm_head import (
+    MlmHeadUnavailable,
+    ensure_mlm_head,
+    mlm_head_entry,
+    train_mlm_head,
+    unigram_log_probs,
+)
 
 SMOKE = BUILTIN_PROFILES["smoke"]
 SETTINGS = MlmHeadSettings(**SMOKE["mlm_head"])
@@ -134,6 +140,13 @@ def test_a_head_no_better_than_unigram_is_refused_trained_once_and_refused_again
     with pytest.raises(MlmHeadUnavailable, match="no better than"):
         _ensure(minilm_dir, corpus, tmp_path, diverging)
     assert time.perf_counter() - began < 5
+
+
+def test_a_corpus_too_small_for_the_heads_sequences_is_refused_before_any_training(minilm_dir, tmp_path):
+    notes = iter([f"Short note number {i} about the budget." for i in range(50)])
+    with pytest.raises(MlmHeadUnavailable, match=r"too little text for the masked-LM head.*lower mlm_head\.sequences"):
+        train_mlm_head(minilm_dir, notes, SETTINGS, LENGTH, 0, tmp_path / "head")
+    assert not (tmp_path / "head").exists()
 
 
 def test_the_unigram_baseline_smooths_as_leave_one_out_says(minilm_dir):
