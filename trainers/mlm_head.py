@@ -130,7 +130,7 @@ def ensure_mlm_head(
         with exclusive_lock(entry):
             if not entry.is_dir():  # nobody finished it while we waited
                 print(
-                    f"doctune: MLM head for {base_name}: {base_name} has none; training one (encoder frozen) on "
+                    f"doctune: MLM head for {base_name} (it ships none): training one, the encoder frozen, on "
                     f"{settings.sequences} sequences of {max_length} tokens of {corpus_name!r} into {entry}",
                     flush=True,
                 )
