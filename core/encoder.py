@@ -166,11 +166,30 @@ def embedding_length(model_dir: str, max_length: int) -> int:
     return min(max_length, positions)
 
 
-def load_encoder(model_dir: str, with_mlm_head: bool = False) -> tuple[nn.Module, object]:
+MLM_HEAD_PREFIXES = ("cls.predictions.", "lm_head.")  # BERT's and RoBERTa's (Longformer's) masked-LM heads
+
+
+def has_mlm_head(model_dir: str) -> bool:
+    """Whether the checkpoint in ``model_dir`` carries masked-LM head weights (the decoder weight,
+    tied to the word embeddings, does not count), read from the safetensors index alone."""
+    from safetensors import safe_open
+
+    for shard in sorted(Path(model_dir).glob("*.safetensors")):
+        with safe_open(str(shard), framework="pt") as weights:
+            if any(k.startswith(MLM_HEAD_PREFIXES) and not k.endswith("decoder.weight") for k in weights.keys()):
+                return True
+    return False
+
+
+def load_encoder(model_dir: str, with_mlm_head: bool = False, new_head: bool = False) -> tuple[nn.Module, object]:
     """(model, tokenizer). The model is an ``AutoModel`` encoder, or ``AutoModelForMaskedLM``
     (whose ``base_model`` is the encoder) when an MLM head is needed. A Longformer computes its
     attention with ``core.longformer_attention`` (the same math, faster); what it saves stays
-    a plain Longformer."""
+    a plain Longformer.
+
+    A masked-LM head the checkpoint lacks is refused (``ModelUnavailable``): an MLM term through a
+    random head would train the encoder on noise. ``new_head=True`` lets it start from fresh
+    weights, for what trains the head itself (``trainers.mlm_head``)."""
     from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -180,11 +199,11 @@ def load_encoder(model_dir: str, with_mlm_head: bool = False) -> tuple[nn.Module
     if with_mlm_head:
         model, loading = AutoModelForMaskedLM.from_pretrained(model_dir, output_loading_info=True)
         fresh = [k for k in loading["missing_keys"] if not k.endswith("decoder.weight")]  # the decoder is tied
-        if fresh:
-            print(
-                f"doctune: {model_dir} has no masked-LM head ({len(fresh)} weights missing); the auxiliary MLM term "
-                "trains a head that starts from random weights",
-                flush=True,
+        if fresh and not new_head:
+            raise ModelUnavailable(
+                f"{model_dir} has no trained masked-LM head ({len(fresh)} weights missing), and an MLM term "
+                "(mlm_weight > 0) would train the encoder through random weights; a search trains a head for such "
+                "a base before its trials (docs/decisions.md, 'MLM head')"
             )
         _initialise_unset(model)
     else:

@@ -140,11 +140,17 @@ def prepare_inputs(spec, build_base_in: Path | None = None):
     With ``base:`` the base model is the vanilla base trained for this corpus and these settings:
     trained (or taken from the cache) when ``build_base_in`` names the run directory, which needs
     Ray and receives the stage's TensorBoard events; otherwise only its cache directory is named.
+
+    A base without a masked-LM head, in a search where some trial may weight an MLM term, is
+    replaced by the same encoder with a head trained for it here, in this process, on the corpus
+    (``trainers.mlm_head``, cached); a head no better than the unigram baseline raises
+    ``MlmHeadUnavailable`` (a ``ModelUnavailable``: bad input).
     """
     from core.data import cache_dir, prepare_corpus
-    from core.encoder import resolve_model
+    from core.encoder import embedding_length, resolve_model
     from core.longformer import cached_longformer
     from trainers.base_stage import base_entry, ensure_base
+    from trainers.mlm_head import ensure_mlm_head
 
     model_dir = resolve_model(spec.base_model) if spec.base is None else None
     corpus = prepare_corpus(spec.corpus.source, spec.corpus.max_documents)
@@ -165,7 +171,19 @@ def prepare_inputs(spec, build_base_in: Path | None = None):
             logs_to=build_base_in / "base",
         )
         model_dir = str(built.path)
-    source_model = model_dir
+    if needs_mlm_head(spec, model_dir):
+        model_dir = str(
+            ensure_mlm_head(
+                model_dir,
+                corpus.directory,
+                spec.mlm_head,
+                max_length=embedding_length(model_dir, spec.train.max_length),
+                seed=spec.train.seed,
+                base_name=spec.base_model,
+                corpus_name=spec.corpus.source,
+            ).path
+        )
+    source_model = model_dir  # the baseline row: the head's directory holds the base's encoder unchanged
     longformer = spec.backbone.longformer
     if longformer is not None and Path(model_dir).is_dir():  # a base not trained yet is converted once it is
         model_dir = str(cached_longformer(model_dir, longformer.max_length, longformer.attention_window, cache_dir()))
@@ -174,6 +192,15 @@ def prepare_inputs(spec, build_base_in: Path | None = None):
             f"window {longformer.attention_window}): {model_dir}"
         )
     return model_dir, corpus, source_model
+
+
+def needs_mlm_head(spec, model_dir: str) -> bool:
+    """Whether ``prepare_inputs`` trains a masked-LM head for the base in ``model_dir``: some trial
+    may weight an MLM term and the base carries no head (a base not trained yet will: the base
+    stage trains one)."""
+    from core.encoder import has_mlm_head
+
+    return spec.may_weight_mlm() and Path(model_dir).is_dir() and not has_mlm_head(model_dir)
 
 
 def check_inputs(spec) -> None:

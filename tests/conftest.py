@@ -30,6 +30,22 @@ def minilm_dir() -> str:
     return resolve_model("all-minilm-l6-v2")
 
 
+@pytest.fixture(scope="session")
+def minilm_with_mlm_head(minilm_dir, tmp_path_factory) -> str:
+    """all-MiniLM-L6-v2 with a masked-LM head trained for it (``trainers.mlm_head``) at the smoke
+    profile's size on the packaged news text: the base a trial with an MLM term loads (seconds, no Ray)."""
+    from core.data.news import pretraining_articles
+    from platform.spec import BUILTIN_PROFILES
+    from trainers.config import MlmHeadSettings
+    from trainers.mlm_head import train_mlm_head
+
+    smoke = BUILTIN_PROFILES["smoke"]
+    target = tmp_path_factory.mktemp("mlm_head") / "model"
+    texts = (article.text for article in pretraining_articles())
+    train_mlm_head(minilm_dir, texts, MlmHeadSettings(**smoke["mlm_head"]), smoke["train"]["max_length"], 0, target)
+    return str(target)
+
+
 def spec_variant(name: str, directory: Path, **changes) -> str:
     """The shipped spec ``name`` with ``changes`` ({"train.steps": 6, ...}) applied to it and to its
     own smoke-profile overrides (so the built-in smoke profile does not undo them), written to

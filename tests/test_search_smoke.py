@@ -210,6 +210,18 @@ def test_resume_of_a_finished_search_reruns_nothing(smoke_run):
     assert len(json.loads((run_dir / "leaderboard.json").read_text())["rows"]) == 3
 
 
+def test_the_mlm_term_starts_from_the_head_trained_for_the_base(smoke_run):
+    # all-MiniLM-L6-v2 ships no masked-LM head: the driver trained one before the trials (or took it
+    # from the cache), and the first warm start (DocSplit's own setting, mlm_weight 0.1) trained its
+    # MLM term through it. A random head starts above ln(30522) = 10.3 (10.84 measured, bench/RESULTS.md)
+    run_dir, stdout = smoke_run
+    assert "doctune: MLM head for all-minilm-l6-v2:" in stdout and "below the unigram baseline's" in stdout
+    with_mlm = [trial for trial in _reports(run_dir) if trial[0]["config"]["mlm_weight"] > 0]
+    assert len(with_mlm) == 1
+    losses = [report["mlm_loss"] for report in with_mlm[0]]
+    assert sum(losses) / len(losses) < 9.5, losses
+
+
 def _reports(run_dir) -> list[list[dict]]:
     """Every trial's reports to Tune, in the order Tune received them."""
     return [

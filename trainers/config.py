@@ -220,6 +220,31 @@ class BaseSettings:
 
 
 @dataclass(frozen=True)
+class MlmHeadSettings:
+    """The masked-LM head trained for a base that has none (``trainers.mlm_head``), with the encoder
+    frozen, before any trial weights an MLM term. Sequences are ``train.max_length`` tokens (at most
+    the base's positions) packed from the corpus's first documents; every field is part of the
+    cache key, with the base's weights, the corpus content, that length and ``train.seed``."""
+
+    sequences: int = field(
+        default=1024,
+        metadata=constraint(
+            "training sequences of train.max_length tokens (15% masked, BERT's rule): more text, a better head", 1
+        ),
+    )
+    held_out: int = field(
+        default=128,
+        metadata=constraint(
+            "sequences from the documents after the training ones: the head's loss and the unigram baseline's are "
+            "measured on their masked positions, and a head no better than the baseline is refused",
+            1,
+        ),
+    )
+    epochs: int = field(default=4, metadata=constraint("passes over the training sequences' masked positions", 1))
+    lr: float = field(default=1e-2, metadata=constraint("AdamW peak learning rate", 0.0, 1.0, low_open=True))
+
+
+@dataclass(frozen=True)
 class TrainPlan:
     """The fixed part of every trial in one search (what does not vary per trial)."""
 

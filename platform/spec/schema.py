@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from core.fields import constraint
 from evaluators.plan import EvalBudget
-from trainers.config import VIEW_MAKING, BaseSettings, Hyperparameters
+from trainers.config import VIEW_MAKING, BaseSettings, Hyperparameters, MlmHeadSettings
 
 
 class SpecError(ValueError):
@@ -230,6 +230,13 @@ class SearchSpec:
         default_factory=dict, metadata=constraint("fixed values for hyperparameters that are not searched")
     )
     train: TrainSection = field(default_factory=TrainSection, metadata=constraint("trial training"))
+    mlm_head: MlmHeadSettings = field(
+        default_factory=MlmHeadSettings,
+        metadata=constraint(
+            "a masked-LM head trained (encoder frozen) for a base that has none, before any trial weights an MLM "
+            "term, cached by base, corpus and settings; the local and smoke profiles shrink it"
+        ),
+    )
     evaluation: EvaluationSection = field(default_factory=EvaluationSection, metadata=constraint("scoring"))
     address: str | None = field(default=None, metadata=constraint("Ray address; default RAY_ADDRESS or local"))
     study: StudySection | None = field(
@@ -247,3 +254,12 @@ class SearchSpec:
             return tuple(dict.fromkeys(VIEW_MAKING[v].recipe for v in views.values))
         searched = self.search.space.get("recipe")
         return tuple(searched.values) if searched else (self.fixed_hyperparameters().recipe,)
+
+    def may_weight_mlm(self) -> bool:
+        """Whether some trial (or study row) of this spec can train with ``mlm_weight`` > 0: the
+        searched values (a range's upper end), else the fixed one, and every study row's."""
+        fixed = self.fixed_hyperparameters().mlm_weight
+        searched = self.search.space.get("mlm_weight")
+        weights = list(searched.values) if searched else [fixed]
+        weights += [row.get("mlm_weight", fixed) for row in (self.study.rows.values() if self.study else ())]
+        return max(weights) > 0

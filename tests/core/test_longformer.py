@@ -6,7 +6,7 @@ import pytest
 import torch
 from transformers import AutoModel
 
-from core.encoder import encode, load_encoder, pool, tokenize
+from core.encoder import ModelUnavailable, encode, has_mlm_head, load_encoder, pool, tokenize
 from core.longformer import convert_to_longformer
 
 
@@ -54,8 +54,8 @@ def test_an_odd_window_is_refused(minilm_dir, tmp_path):
         convert_to_longformer(minilm_dir, str(tmp_path / "x"), 1024, 255)
 
 
-def test_its_masked_lm_head_starts_finite(converted):
-    model, _ = load_encoder(str(converted), with_mlm_head=True)
+def test_a_new_masked_lm_head_starts_finite(converted):
+    model, _ = load_encoder(str(converted), with_mlm_head=True, new_head=True)  # what head training starts from
     assert all(torch.isfinite(p).all() for p in model.parameters())
 
 
@@ -83,6 +83,7 @@ def test_a_base_with_a_masked_lm_head_keeps_it_through_the_conversion(minilm_dir
     bert.save_pretrained(tmp_path / "bert")
     tokenizer.save_pretrained(tmp_path / "bert")
     converted = convert_to_longformer(str(tmp_path / "bert"), str(tmp_path / "lf"), 256, 64)
+    assert has_mlm_head(str(tmp_path / "bert")) and has_mlm_head(str(converted))
     longformer, _ = load_encoder(str(converted), with_mlm_head=True)
     assert type(longformer).__name__ == "LongformerForMaskedLM"
     assert type(AutoModel.from_pretrained(converted)).__name__ == "LongformerModel"  # the encoder still loads alone
@@ -94,6 +95,7 @@ def test_a_base_with_a_masked_lm_head_keeps_it_through_the_conversion(minilm_dir
     torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
 
 
-def test_a_base_without_one_says_its_head_starts_random(converted, capsys):
-    load_encoder(str(converted), with_mlm_head=True)  # all-MiniLM-L6-v2 ships its encoder only
-    assert "has no masked-LM head" in capsys.readouterr().out
+def test_a_base_without_one_is_refused_where_an_mlm_term_needs_its_head(converted):
+    assert not has_mlm_head(str(converted))  # all-MiniLM-L6-v2 ships its encoder only
+    with pytest.raises(ModelUnavailable, match="has no trained masked-LM head"):
+        load_encoder(str(converted), with_mlm_head=True)

@@ -227,7 +227,7 @@ def test_the_converted_minilm_loads_with_it_and_computes_hugging_faces_step(mini
     MLM head); on MiniLM's weights it computes what Hugging Face's attention computes."""
     converted = convert_to_longformer(minilm_dir, str(tmp_path / "lf"), 1024, 128)
     model, tokenizer = load_encoder(str(converted))
-    with_head, _ = load_encoder(str(converted), with_mlm_head=True)
+    with_head, _ = load_encoder(str(converted), with_mlm_head=True, new_head=True)
     for loaded in (model, with_head):
         assert {type(m) for m in loaded.modules() if isinstance(m, LongformerSelfAttention)} == {
             FusedLongformerSelfAttention

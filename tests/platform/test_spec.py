@@ -159,6 +159,26 @@ def test_a_profile_names_each_value_of_the_spec_it_replaces_and_the_specs_own_se
 BASE = {"layers": 2, "hidden": 64, "heads": 2, "intermediate": 128, "vocab_size": 4000, "steps": 300}
 
 
+@pytest.mark.parametrize(
+    ("hyperparameters", "space", "rows", "weighted"),
+    [
+        ({}, {}, None, True),  # the default weight, 0.1 (DocSplit)
+        ({"mlm_weight": 0.0}, {}, None, False),
+        ({"mlm_weight": 0.0}, {"mlm_weight": {"choice": [0.0, 0.05]}}, None, True),  # the space decides
+        ({}, {"mlm_weight": {"choice": [0.0]}}, None, False),
+        ({}, {"mlm_weight": {"uniform": [0.0, 0.2]}}, None, True),
+        ({"mlm_weight": 0.0}, {}, {"a": {"recipe": "simcse"}, "b": {"recipe": "docsplit", "mlm_weight": 0.1}}, True),
+        ({"mlm_weight": 0.0}, {}, {"a": {"recipe": "simcse"}}, False),
+    ],
+)
+def test_a_spec_says_whether_any_trial_can_weight_an_mlm_term(hyperparameters, space, rows, weighted):
+    raw = _with("hyperparameters", hyperparameters)
+    raw["search"]["space"] = space
+    if rows is not None:
+        raw["study"] = {"rows": rows, "table": {"r8-fewshot": ["main"]}, "tune_best": 0}
+    assert parse_spec(raw, "full").may_weight_mlm() is weighted
+
+
 def test_a_base_section_becomes_settings_and_names_the_base_model():
     spec = parse_spec(_with("base", BASE), "full")
     assert spec.base == BaseSettings(**BASE)  # unset keys keep their defaults (max_length 512, lr 5e-4, ...)

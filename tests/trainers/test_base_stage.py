@@ -17,7 +17,7 @@ import pytest
 
 from core.data import prepare_corpus
 from tests.conftest import ROOT
-from trainers.base_stage import base_digest, base_entry, ensure_base
+from trainers.base_stage import base_digest, base_entry, ensure_base, pack_blocks
 from trainers.checkpoint import latest_step_dir
 from trainers.config import BaseSettings
 
@@ -240,3 +240,27 @@ def test_the_masked_positions_only_loss_equals_the_models_own():
     assert torch.allclose(MaskedLM(model)(input_ids, attention_mask, labels), expected, atol=1e-5)
     none_masked = MaskedLM(model)(input_ids, attention_mask, torch.full_like(input_ids, -100))
     assert none_masked.item() == 0.0 and none_masked.requires_grad
+
+
+def test_packing_at_most_max_blocks_reads_only_what_fills_them_and_a_second_call_goes_on(minilm_dir):
+    import re
+
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(minilm_dir)
+    texts = [f"document {i} says {'word ' * (i % 7)}." for i in range(1, 300)]
+    stream = iter(texts)
+    first = pack_blocks(tokenizer, stream, 32, chunk=4, max_blocks=5)
+    second = pack_blocks(tokenizer, stream, 32, chunk=4, max_blocks=3)
+    assert first.shape == (5, 32) and second.shape == (3, 32)
+    assert (first == pack_blocks(tokenizer, iter(texts), 32)[:5]).all()  # the corpus's first blocks
+    assert tokenizer.pad_token_id not in first  # every block full: no padding but at the corpus's end
+
+    def documents(blocks) -> list[int]:
+        return [int(n) for n in re.findall(r"document (\d+)", tokenizer.decode(blocks.flatten()))]
+
+    read_first, read_second = documents(first), documents(second)
+    assert read_first[0] == 1 and read_second[0] % 4 == 1  # the second starts at a chunk the first never read
+    assert max(read_first) < read_second[0] <= max(read_first) + 4
+    rest = int(next(stream).split()[1])  # the texts after the second call's last chunk stay unread
+    assert rest % 4 == 1 and max(read_second) < rest <= max(read_second) + 4

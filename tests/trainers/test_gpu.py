@@ -44,8 +44,8 @@ def bf16_step(model_dir: str, device: str) -> tuple[torch.Tensor, dict[str, floa
     return loss, terms, not torch.equal(before, weights.detach())
 
 
-def test_bf16_step_on_gpu_is_finite_and_updates_weights(minilm_dir):
-    loss, terms, updated = bf16_step(minilm_dir, "cuda")
+def test_bf16_step_on_gpu_is_finite_and_updates_weights(minilm_with_mlm_head):
+    loss, terms, updated = bf16_step(minilm_with_mlm_head, "cuda")
     assert loss.dtype == torch.float32  # the loss arithmetic is promoted (trainers/losses/precision.py)
     assert torch.isfinite(loss)
     assert terms["mlm_loss"] > 0 and terms["contrastive_loss"] > 0

@@ -46,8 +46,8 @@ def _grads(module) -> dict[str, torch.Tensor]:
     ],
     ids=["infonce", "ntxent+mlm+bregman"],
 )
-def test_cached_gradients_equal_the_plain_ones(minilm_dir, hp, chunk_size):
-    module, tokenizer = build_module(minilm_dir, hp)
+def test_cached_gradients_equal_the_plain_ones(minilm_with_mlm_head, hp, chunk_size):
+    module, tokenizer = build_module(minilm_with_mlm_head, hp)
     module.eval()  # no dropout: the plain single forward and the chunked forwards see the same network
     inputs = _inputs(tokenizer, hp.mlm_weight > 0)
     loss, _ = training_loss(hp, module(**inputs))

@@ -21,8 +21,9 @@ def test_module_trains_with_dropout_so_identical_views_differ(minilm_dir):
     assert not torch.allclose(embeddings[0], embeddings[1])
 
 
-def test_module_carries_the_heads_the_hyperparameters_ask_for(minilm_dir):
-    module, _ = build_module(minilm_dir, Hyperparameters(loss="simsiam", bregman_weight=1.0, bregman_k=8))
+def test_module_carries_the_heads_the_hyperparameters_ask_for(minilm_with_mlm_head):
+    hp = Hyperparameters(loss="simsiam", bregman_weight=1.0, bregman_k=8)  # and the default MLM weight
+    module, _ = build_module(minilm_with_mlm_head, hp)
     assert module.with_mlm and module.heads.predictor is not None
     assert module.heads.bregman.k == 8
 

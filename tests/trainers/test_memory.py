@@ -25,8 +25,8 @@ def test_peak_memory_is_measured_not_guessed():
 
 
 @pytest.mark.slow  # about 20 s
-def test_probe_on_a_real_encoder_is_linear_and_respects_the_budget(minilm_dir):
-    module, tokenizer = build_module(minilm_dir, Hyperparameters(mlm_weight=0.1))
+def test_probe_on_a_real_encoder_is_linear_and_respects_the_budget(minilm_with_mlm_head):
+    module, tokenizer = build_module(minilm_with_mlm_head, Hyperparameters(mlm_weight=0.1))
     cpu = torch.device("cpu")
     probe = probe_chunk_size(module, len(tokenizer), 128, cpu, limit=64)
     assert probe.per_sequence_mib > 1 and 1 <= probe.chunk_size <= 64

@@ -171,27 +171,42 @@ def train_tokenizer(texts: Iterator[str], vocab_size: int, lowercase: bool, max_
     )
 
 
-def pack_blocks(tokenizer, texts: Iterator[str], max_length: int, chunk: int = 512) -> np.ndarray:
+def pack_blocks(
+    tokenizer, texts: Iterator[str], max_length: int, chunk: int = 512, max_blocks: int | None = None
+) -> np.ndarray:
     """The corpus as ``(blocks, max_length)`` int32 token ids: documents joined with [SEP] and cut
     into consecutive runs of ``max_length - 2`` tokens, each framed as [CLS] ... [SEP] (RoBERTa's
     FULL-SENTENCES packing, Liu et al. 2019, Sec. 4.2: no padding, no text wasted). The last block
-    is padded."""
+    is padded. ``max_blocks``: the first that many blocks only, read from the fewest chunks of
+    ``chunk`` texts that fill them (a later call on the same iterator packs the texts after those)."""
+    from tokenizers import Tokenizer
+
+    backend = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
+    backend.no_padding()  # a published tokenizer may pad and cut every text (all-MiniLM-L6-v2: to 128 tokens)
+    backend.no_truncation()
     sep = tokenizer.sep_token_id
+    body = max_length - 2
     parts: list[np.ndarray] = []
     batch: list[str] = []
+    packed = 0
 
     def flush() -> None:
-        for encoding in tokenizer.backend_tokenizer.encode_batch(batch, add_special_tokens=False):
+        nonlocal packed
+        for encoding in backend.encode_batch(batch, add_special_tokens=False):
             parts.append(np.asarray([*encoding.ids, sep], dtype=np.int32))
+            packed += len(parts[-1])
         batch.clear()
 
     for text in texts:
         batch.append(text)
         if len(batch) == chunk:
             flush()
+            if max_blocks is not None and packed >= max_blocks * body:
+                break
     flush()
     flat = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
-    body = max_length - 2
+    if max_blocks is not None:
+        flat = flat[: max_blocks * body]
     count = max(1, -(-len(flat) // body))
     padded = np.full(count * body, tokenizer.pad_token_id, dtype=np.int32)
     padded[: len(flat)] = flat
