@@ -14,6 +14,7 @@ from pathlib import Path
 
 from evaluators.plan import EvalPlan
 from evaluators.scores import Scores, flatten, main_scores
+from evaluators.tasks.base import SPLITS
 
 MAX_ATTEMPTS = 3
 
@@ -42,6 +43,15 @@ class Evaluator:
 
     def ready(self) -> dict[str, int]:
         return {"tasks": len(self.tasks)}
+
+    def part_items(self) -> dict[str, tuple[str, dict[str, int]]]:
+        """Each task's type and items per part, where the task counts them (``Task.item_count``)."""
+        counts = {}
+        for name, task in self.tasks.items():
+            items = {split: task.item_count(split) for split in SPLITS}
+            if all(n is not None for n in items.values()):
+                counts[name] = (task.metadata.type, items)
+        return counts
 
     def score(self, model_dir: str, pooling: str, task_names: list[str] | None = None) -> dict[str, dict]:
         """Each task's scores for the encoder in ``model_dir``, on its validation and its test part
@@ -143,6 +153,12 @@ class EvaluatorPool:
         ]
         ray.get([actor.ready.remote() for actor in self.actors])
         return self
+
+    def part_items(self) -> dict[str, tuple[str, dict[str, int]]]:
+        """``Evaluator.part_items`` of the pool's tasks (every actor holds the same parts)."""
+        import ray
+
+        return ray.get(self.start().actors[0].part_items.remote())
 
     def __enter__(self) -> EvaluatorPool:
         return self.start()

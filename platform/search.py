@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from evaluators.noise import Gain
+from evaluators.part_sizes import small_parts
 from platform import common, ranking
 from platform.common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, UsageError
 from platform.resolution import (
@@ -126,6 +127,8 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> int:
         pool = tuner.evaluator_pool(resolved)
         with clock.phase("evaluators start"):
             pool.start()
+        for warning in small_parts(pool.part_items()):
+            print(f"doctune: warning: {warning}", file=sys.stderr, flush=True)
         with pool:
             return _search_and_report(resolved, request.resume, clock)
     except (ModelUnavailable, DataUnavailable) as err:  # found while preparing the corpus

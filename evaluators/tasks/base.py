@@ -140,6 +140,11 @@ class Task(ABC):
     def load(self) -> None:
         """Read the task's data and make its validation and test parts (once per evaluator actor)."""
 
+    def item_count(self, split: Split) -> int | None:
+        """How many items (queries, documents) one part scores, known once loaded; None for a task
+        whose noise no reference measures (``evaluators.part_sizes``)."""
+        return None
+
     @abstractmethod
     def outcomes(self, embed: Embedder, split: Split) -> Outcomes:
         """One encoder's item-level results on one part; ``scores`` hold ``main`` (the main score)."""

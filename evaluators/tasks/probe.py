@@ -157,6 +157,9 @@ class ProbeTask(Task):
         every = [*self.train_labels, *self.parts["val"][1], *self.parts["test"][1]]
         return MultiLabelBinarizer().fit(every)
 
+    def item_count(self, split: Split) -> int:
+        return len(self.parts[split][0])  # documents classified
+
     def outcomes(self, embed: Embedder, split: Split) -> Outcomes:
         texts, labels = self.parts[split]
         features = embed(texts)

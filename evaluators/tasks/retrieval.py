@@ -61,6 +61,9 @@ class RetrievalTask(Task):
             doc_ids = [d for d in doc_ids if d in keep]
         return {d: corpus[d] for d in doc_ids}, {q: queries[q] for q in query_ids}, qrels
 
+    def item_count(self, split: Split) -> int:
+        return len(self.parts[split][1])  # judged queries
+
     def outcomes(self, embed: Embedder, split: Split) -> Outcomes:
         corpus, queries, qrels = self.parts[split]
         doc_ids, query_ids = list(corpus), list(queries)

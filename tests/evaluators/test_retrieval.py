@@ -224,3 +224,25 @@ def test_a_collection_scored_under_a_budget_says_how_much_of_it_was_scored(tmp_p
     assert coverage(full["test"]) == "60 of 60 documents, 15 of 15 queries" and not subsampled(full["test"])
     row = Row("baseline", "base model, untouched", 0.1, 0, "m", {}, {name: {**scores, "split": "halves"}})
     assert coverage_lines([row], [name]) == [f"{name}: val {coverage(scores['val'])}; test {coverage(scores['test'])}"]
+
+
+def test_parts_too_small_to_rank_are_warned_of_and_large_enough_ones_are_not(tmp_path):
+    """A user's 30-query collection at the local profile's budget: 15 queries a part, below what it
+    takes to tell two typical trials apart; the packaged news titles (about 185 a part) are not."""
+    from evaluators.part_sizes import REFERENCES, small_parts
+    from platform.spec import load_spec
+
+    limits = load_spec("docsplit_long", "local")[0].evaluation.limits
+    news = make_task("news-title-retrieval", EvalBudget(max_queries=30, max_documents=60))
+    news.load()
+    _write_collection(news.parts["test"], tmp_path / "c", hub_layout=False)  # 30 judged queries
+    counts = {}
+    for name in (f"beir:{tmp_path / 'c'}", "news-title-retrieval", "r8-fewshot"):
+        task = make_task(name, limits)
+        task.load()
+        counts[name] = (task.metadata.type, {split: task.item_count(split) for split in ("val", "test")})
+    assert counts[f"beir:{tmp_path / 'c'}"][1] == {"val": 15, "test": 15}
+    warnings = small_parts(counts)
+    assert len(warnings) == 1 and warnings[0].startswith(f"task beir:{tmp_path / 'c'}: its parts are too small")
+    assert "val 15, test 15 queries" in warnings[0] and f"about {REFERENCES['retrieval'].min_items} per" in warnings[0]
+    assert "--profile full" in warnings[0]
