@@ -9,7 +9,7 @@ from pathlib import Path
 from evaluators.noise import Gain
 from evaluators.scores import coverage, part
 from platform.export.record import SearchRecord
-from platform.export.st_files import POOLINGS
+from platform.export.st_files import POOLINGS, needs_remote_code
 from platform.leaderboard import Row, describe_confirmation, score_with_error
 
 # The texts the model card's usage snippets embed (the tests run the snippets on them).
@@ -108,6 +108,7 @@ def model_card(row: Row, record: dict, search: SearchRecord, model_type: str, pa
 
 
 def _usage(pooling: str, model_type: str, path: Path, max_length: int, gap: str | None) -> list[str]:
+    remote = ", trust_remote_code=True" if needs_remote_code(model_type) else ""
     if gap is None:
         sentence_transformers = [
             "With sentence-transformers:",
@@ -115,7 +116,12 @@ def _usage(pooling: str, model_type: str, path: Path, max_length: int, gap: str 
             "```python",
             "from sentence_transformers import SentenceTransformer",
             "",
-            f"model = SentenceTransformer({json.dumps(str(path))})",
+            *(
+                ["# a Longformer: modeling_doctune.py, beside the model, gives [CLS] global attention as doctune does"]
+                if needs_remote_code(model_type)
+                else []
+            ),
+            f"model = SentenceTransformer({json.dumps(str(path))}{remote})",
             f"embeddings = model.encode({json.dumps(USAGE_TEXTS)})",
             "```",
         ]

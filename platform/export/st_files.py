@@ -1,10 +1,12 @@
 """The files that let sentence-transformers load an exported encoder (Transformer -> Pooling ->
 Normalize, in the format its releases from 3.0 on read); sentence-transformers itself is not
-imported."""
+imported. A Longformer's Transformer is doctune's ``modeling_doctune.GlobalAttentionTransformer``
+(global attention on [CLS]), loaded with ``trust_remote_code=True``."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,22 +40,33 @@ ST_POOLING_FLAGS = (
 )
 
 
+# A Longformer's first module: sentence-transformers' Transformer with [CLS] attending globally, as
+# core.encoder.encode has it (modeling_doctune.py, copied beside the model: trust_remote_code loads it)
+GLOBAL_ATTENTION_MODULE = Path(__file__).with_name("modeling_doctune.py")
+GLOBAL_ATTENTION_TYPE = "modeling_doctune.GlobalAttentionTransformer"
+
+
+def needs_remote_code(model_type: str) -> bool:
+    """Whether the exported model's sentence-transformers modules include doctune's own (a Longformer's)."""
+    return model_type == "longformer"
+
+
 def sentence_transformers_gap(pooling: str, model_type: str) -> str | None:
     """Why sentence-transformers would embed differently from doctune, or None if it embeds the same."""
-    if model_type == "longformer":  # core.encoder.encode gives [CLS] global attention
-        return (
-            "sentence-transformers runs a Longformer without the global attention on [CLS] that doctune gives it, "
-            "so it would embed texts that do not fit in the attention window differently from the scored embeddings"
-        )
     if pooling not in POOLINGS:
         return f"doctune's {pooling!r} pooling has no sentence-transformers equivalent"
     return None
 
 
 def write_sentence_transformers_files(directory: Path, pooling: PoolingExport, config: dict, max_length: int) -> None:
-    """Transformer -> Pooling -> Normalize, as sentence-transformers lays a model out on disk."""
+    """Transformer -> Pooling -> Normalize, as sentence-transformers lays a model out on disk; a
+    Longformer's Transformer is ``GLOBAL_ATTENTION_TYPE``, its file copied beside the model."""
+    transformer = "sentence_transformers.models.Transformer"
+    if needs_remote_code(config.get("model_type", "")):
+        shutil.copyfile(GLOBAL_ATTENTION_MODULE, directory / GLOBAL_ATTENTION_MODULE.name)
+        transformer = GLOBAL_ATTENTION_TYPE
     modules = [
-        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 0, "name": "0", "path": "", "type": transformer},
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
         # doctune's embeddings are L2-normalised (core.encoder.embed_texts)
         {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},

@@ -146,7 +146,7 @@ def test_the_model_cards_snippets_give_doctunes_embeddings(exports, name):
     directory = exports[name]
     pooling = "mean" if name == "longformer" else name
     snippets = _snippets((directory / "README.md").read_text())
-    assert len(snippets) == (1 if name == "longformer" else 2)  # sentence-transformers, transformers
+    assert len(snippets) == 2  # sentence-transformers, transformers
     expected = _doctune_embeddings(directory, pooling, SENTENCES)
     for snippet in snippets:
         namespace: dict = {}
@@ -183,14 +183,31 @@ def test_the_model_card_says_what_the_encoder_is_and_how_to_rerun_its_search(exp
     assert not (directory / "training_state").exists()
 
 
-def test_a_longformer_gets_no_sentence_transformers_files_and_the_card_says_why(run_dir, tmp_path, capsys):
-    target = tmp_path / "lf"
-    assert export_main([str(run_dir), "--trial", TRIALS["longformer"], "--to", str(target)]) == 0
-    assert "no sentence-transformers files" in capsys.readouterr().out
-    assert not (target / "modules.json").exists() and not (target / "1_Pooling").exists()
-    card = (target / "README.md").read_text()
-    assert "No sentence-transformers files" in card and "global attention" in card
-    assert 'batch["global_attention_mask"][:, 0] = 1' in card
+def test_sentence_transformers_runs_an_exported_longformer_with_global_attention_on_cls(exports):
+    """The Longformer's first module gives [CLS] global attention (``modeling_doctune.py``, beside
+    the model), so sentence-transformers embeds texts longer than the attention window (16 tokens
+    here) as doctune does; its plain Transformer module, which gives no token global attention,
+    does not."""
+    from sentence_transformers import SentenceTransformer
+
+    directory = exports["longformer"]
+    modules = json.loads((directory / "modules.json").read_text())
+    assert modules[0]["type"] == "modeling_doctune.GlobalAttentionTransformer"
+    assert (directory / "modeling_doctune.py").is_file()
+    long_texts = [" ".join([sentence] * 6) for sentence in SENTENCES]  # 60 to 100 tokens each
+    expected = _doctune_embeddings(directory, "mean", long_texts)
+    model = SentenceTransformer(str(directory), device="cpu", trust_remote_code=True)
+    np.testing.assert_allclose(model.encode(long_texts, convert_to_numpy=True), expected, atol=1e-5)
+    plain = json.loads((directory / "modules.json").read_text())
+    plain[0]["type"] = "sentence_transformers.models.Transformer"
+    (directory / "modules.json").write_text(json.dumps(plain))
+    try:
+        without = SentenceTransformer(str(directory), device="cpu").encode(long_texts, convert_to_numpy=True)
+    finally:
+        (directory / "modules.json").write_text(json.dumps(modules))
+    assert np.abs(without - expected).max() > 1e-3
+    card = (directory / "README.md").read_text()
+    assert "trust_remote_code=True" in card and 'batch["global_attention_mask"][:, 0] = 1' in card
 
 
 def test_by_default_the_best_trial_is_exported_even_when_the_baseline_ranks_first(run_dir, tmp_path):
