@@ -75,7 +75,9 @@ def _tuner(resolved: ResolvedSearch, resume: bool):
             metric=metrics if evaluation.multi_objective else metrics[0],
             mode=["max"] * len(metrics) if evaluation.multi_objective else "max",
             sampler=make_sampler(plan, spec.search.space, spec.search.seed),
-            points_to_evaluate=[dict(point) for point in spec.search.warm_start] or None,
+            # only as many warm starts as trials: Optuna enqueues each, and one past the last trial
+            # would stay in the study as a trial that never ran
+            points_to_evaluate=[dict(point) for point in spec.search.warm_start[: spec.search.samples]] or None,
             study_name=spec.name,
             storage=study_storage(resolved.run_dir),
         )

@@ -114,7 +114,7 @@ def test_a_corpus_of_one_sentence_documents_is_refused_for_docsplit_only(tmp_pat
     )
     # no MLM term: 50 short notes are too little text to train a masked-LM head on (refused on its
     # own, tests/trainers/test_mlm_head.py)
-    no_mlm = {"search.space.mlm_weight": {"choice": [0.0]}}
+    no_mlm = {"search.space.mlm_weight": {"choice": [0.0]}, "search.warm_start": []}
     spec = spec_variant("smoke", tmp_path, **{"corpus": {"source": str(corpus)}, "recipe": recipe, **no_mlm})
     done = _search(spec, "--profile", "smoke", "--run-dir", str(tmp_path / "run"), "--dry-run", timeout=300)
     if refused:
