@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from core.data.atomic import atomic_file
+from platform.resources import LARGEST_NODE_GPUS
 
 ROOT = Path(__file__).resolve().parent.parent
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
@@ -119,7 +120,10 @@ def ray_init(address: str | None, resume: bool = False) -> dict[str, float]:
         runtime_env["working_dir"] = str(ROOT)
         runtime_env["excludes"] = [".venv", "runs", ".git", "bench/out"]
     ray.init(address=address, runtime_env=runtime_env, logging_level="WARNING", log_to_driver=True)
-    return {k: float(v) for k, v in ray.cluster_resources().items()}
+    cluster = {k: float(v) for k, v in ray.cluster_resources().items()}
+    node_gpus = [node["Resources"].get("GPU", 0.0) for node in ray.nodes() if node["Alive"]]
+    cluster[LARGEST_NODE_GPUS] = float(max(node_gpus, default=0.0))
+    return cluster
 
 
 def starts_its_own_ray(address: str | None) -> bool:

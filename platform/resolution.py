@@ -8,11 +8,13 @@
    else ``full`` when the cluster has GPUs and ``local`` when it has none;
 3. ``SearchRequest.spec_for``: the spec validated for that profile, and for ``--resume`` checked
    against the recorded one (``check_matches_recording``);
-4. ``resolve``: with the prepared inputs (base encoder, corpus) and the cluster's resources, the
+4. ``fit_to_cluster``: ``train.workers: auto`` made a count, one worker per GPU of the largest
+   node that splits the global batch evenly (a resumed search keeps the count it started with);
+5. ``resolve``: with the prepared inputs (base encoder, corpus) and the cluster's resources, the
    ``ResolvedSearch`` that ``--dry-run`` prints, ``search.json`` records and the search runs.
 
 A search that starts its own local Ray knows its cluster (this machine) before Ray starts, so
-steps 2-3 and the resource check run before anything is started; a search that joins a running
+steps 2-4 and the resource check run before anything is started; a search that joins a running
 cluster reads the cluster once connected.
 """
 
@@ -30,8 +32,10 @@ from evaluators.plan import EvalPlan
 from evaluators.pool import CheckpointScorer
 from platform.common import ROOT, UsageError, check_run_dir
 from platform.environment import environment
-from platform.resources import ResourcePlan, plan_resources
+from platform.resources import LARGEST_NODE_GPUS, ResourcePlan, auto_workers, plan_resources
 from platform.spec import Replacement, SearchSpec, find_spec_file, parse_spec, profile_replacements, read_raw
+from platform.spec.checks import check_semantics, losses_of, values_of
+from platform.spec.convert import plugin_registries
 from trainers.config import Hyperparameters, TrainPlan
 
 ACTOR_PREFIX = "evaluator"
@@ -86,17 +90,23 @@ class SearchRequest:
     def spec_for(self, profile: str) -> SearchSpec:
         spec = parse_spec(self.raw, profile)
         if self.recorded is not None:
-            check_matches_recording(spec, self.recorded, self.run_dir)
+            spec = check_matches_recording(spec, self.recorded, self.run_dir)
         return spec
 
 
-def check_matches_recording(spec: SearchSpec, recorded: dict, run_dir: Path) -> None:
-    """``--resume`` continues the search a run directory was started with, nothing else."""
+def check_matches_recording(spec: SearchSpec, recorded: dict, run_dir: Path) -> SearchSpec:
+    """``spec`` as the run in ``run_dir`` was started with it (``UsageError`` when it differs). A
+    resumed search keeps the worker count ``train.workers: auto`` was fitted to: its checkpoints
+    hold one stream position per worker."""
+    if spec.train.workers == "auto":
+        started_with = recorded["resolved_spec"]["train"]["workers"]
+        spec = dataclasses.replace(spec, train=dataclasses.replace(spec.train, workers=started_with))
     if recorded["resolved_spec"] != _jsonable(dataclasses.asdict(spec)):
         raise UsageError(
             f"--resume: the spec or profile differs from the one {run_dir} was started with "
             f"({recorded['spec']}, profile {recorded['profile']!r})"
         )
+    return spec
 
 
 def choose_profile(request: SearchRequest, cluster: dict[str, float]) -> tuple[str, str | None]:
@@ -115,7 +125,32 @@ def this_machine() -> dict[str, float]:
     """The resources a local Ray started here will have."""
     import torch
 
-    return {"CPU": float(os.cpu_count() or 1), "GPU": float(torch.cuda.device_count())}
+    gpus = float(torch.cuda.device_count())
+    return {"CPU": float(os.cpu_count() or 1), "GPU": gpus, LARGEST_NODE_GPUS: gpus}
+
+
+def fit_to_cluster(spec: SearchSpec, cluster: dict[str, float]) -> tuple[SearchSpec, str | None]:
+    """``spec`` with ``train.workers: auto`` made a count for ``cluster`` and, then, why (printed,
+    recorded in search.json). A count the spec gives is kept as written."""
+    train = spec.train
+    if train.workers != "auto":
+        return spec, None
+    node_gpus = cluster.get(LARGEST_NODE_GPUS, cluster.get("GPU", 0.0))
+    batch_sizes = tuple(values_of(spec, "batch_size") or (train.batch_size,))
+    if spec.base is not None:  # the base trains on the trials' workers too
+        batch_sizes += (spec.base.batch_size,)
+    losses = plugin_registries()["loss"]
+    min_per_worker = max(losses[loss].min_pairs_per_worker for loss in losses_of(spec))
+    workers = auto_workers(node_gpus, train.gpus_per_worker, batch_sizes, min_per_worker)
+    fitted = dataclasses.replace(spec, train=dataclasses.replace(train, workers=workers))
+    check_semantics(fitted)
+    batch = ", ".join(f"{b} → {b // workers}" for b in dict.fromkeys(batch_sizes))
+    chunks = f", encoded in GradCache chunks of {train.chunk_size}" if train.chunk_size else ""
+    hardware = f"{node_gpus:g} GPU on the largest node" if train.gpus_per_worker > 0 else "CPU training"
+    return fitted, (
+        f"train.workers auto → {workers} ({hardware}): the global batch stays, each worker taking its share "
+        f"({batch} pairs{chunks}); negatives are gathered from every worker, so each pair meets the same number"
+    )
 
 
 @dataclass(frozen=True)
@@ -134,6 +169,7 @@ class ResolvedSearch:
     corpus_stats: CorpusStats
     source_model: str  # the base encoder before any backbone conversion (plan.base_model is after it)
     replaced: tuple[Replacement, ...] = ()  # what the profile's built-in overrides changed in the spec
+    fit: str | None = None  # how train.workers: auto was fitted to the cluster
 
     def with_base(self, model_dir: str, source_model: str) -> ResolvedSearch:
         """The same search once a base it trains (``base:``) exists: only the model paths change."""
@@ -148,6 +184,7 @@ class ResolvedSearch:
             "run_dir": str(self.run_dir),
             "resolved_spec": dataclasses.asdict(self.spec),
             "profile_replaced": [dataclasses.asdict(r) for r in self.replaced],
+            "fit": self.fit,
             "fixed_hyperparameters": dataclasses.asdict(self.fixed),
             "searched": {k: {d.kind: list(d.values)} for k, d in self.spec.search.space.items()},
             "corpus": dataclasses.asdict(self.corpus_stats),
@@ -179,6 +216,7 @@ def resolve(
     cluster: dict[str, float],
     source_model: str | None = None,
     replaced: tuple[Replacement, ...] = (),
+    fit: str | None = None,
 ) -> ResolvedSearch:
     train, evaluation = spec.train, spec.evaluation
     resources = plan_search_resources(spec, cluster)
@@ -229,4 +267,5 @@ def resolve(
         corpus.stats,
         source_model or model_dir,
         tuple(replaced),
+        fit,
     )

@@ -16,6 +16,9 @@ import math
 from dataclasses import dataclass
 
 TRIAL_CPU = 0.01  # the Tune trial actor only drives the Train run (0 is rejected by Tune)
+# Beside Ray's totals in a cluster's resources: the GPUs of its largest node. A trial's workers are
+# placed as one group, and ranks on one node all-reduce over NVLink/PCIe (docs/scaling.md).
+LARGEST_NODE_GPUS = "largest_node_GPU"
 
 
 class InfeasibleResources(ValueError):
@@ -40,6 +43,14 @@ class ResourcePlan:
             f"{f' / {self.evaluator_gpus:g} GPU' if self.evaluator_gpus else ''}; "
             f"up to {self.max_concurrent} trial(s) at once"
         )
+
+
+def auto_workers(node_gpus: float, gpus_per_worker: float, batch_sizes: tuple[int, ...], min_per_worker: int) -> int:
+    """``train.workers: auto``: the most workers one node's GPUs hold (one for CPU training) that
+    split every batch size evenly with at least ``min_per_worker`` pairs each; at least 1."""
+    most = max(1, math.floor(node_gpus / gpus_per_worker + 1e-9)) if gpus_per_worker > 0 else 1
+    fits = [w for w in range(1, most + 1) if all(b % w == 0 and b // w >= min_per_worker for b in batch_sizes)]
+    return max(fits, default=1)
 
 
 def plan_resources(train, evaluation, samples: int, cap: int | None, cluster: dict[str, float]) -> ResourcePlan:

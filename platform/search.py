@@ -19,6 +19,7 @@ from platform.resolution import (
     SEARCH_RECORD,
     SearchRequest,
     choose_profile,
+    fit_to_cluster,
     plan_search_resources,
     resolve,
     this_machine,
@@ -57,10 +58,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILURE
 
 
-def _settle(request: SearchRequest, cluster: dict[str, float]) -> tuple[SearchSpec, str, tuple[Replacement, ...]]:
-    """The profile for ``cluster`` (said when doctune chose it), the spec validated for it and
-    checked to fit the cluster (``InfeasibleResources`` otherwise), and what the profile replaced
-    of the spec's own values (said once)."""
+def _settle(
+    request: SearchRequest, cluster: dict[str, float]
+) -> tuple[SearchSpec, str, tuple[Replacement, ...], str | None]:
+    """The profile for ``cluster`` (said when doctune chose it), the spec validated for it, fitted
+    to the cluster and checked to fit it (``InfeasibleResources`` otherwise), what the profile
+    replaced of the spec's own values (said once) and how the spec was fitted (said)."""
     profile, why = choose_profile(request, cluster)
     if why:
         print(f"doctune: profile {profile!r} ({why}; choose with --profile)")
@@ -70,9 +73,11 @@ def _settle(request: SearchRequest, cluster: dict[str, float]) -> tuple[SearchSp
             + ", ".join(r.describe() for r in replaced)
             + f" (keep yours with a profiles.{profile} section in the spec)"
         )
-    spec = request.spec_for(profile)
+    spec, fit = fit_to_cluster(request.spec_for(profile), cluster)
+    if fit:
+        print(f"doctune: {fit}")
     plan_search_resources(spec, cluster)
-    return spec, profile, tuple(replaced)
+    return spec, profile, tuple(replaced), fit
 
 
 def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> int:
@@ -95,12 +100,12 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> int:
     with clock.phase("ray start"):
         cluster = common.ray_init(provisional.address, request.resume)
     try:
-        spec, profile, replaced = settled or _settle(request, cluster)
+        spec, profile, replaced, fit = settled or _settle(request, cluster)
         run_dir = request.run_dir
         with clock.phase("inputs"):  # the corpus is prepared by a Ray Data job the first time
             model_dir, corpus, source_model = common.prepare_inputs(spec)
         resolved = resolve(
-            spec, request.spec_path, profile, run_dir, model_dir, corpus, cluster, source_model, replaced
+            spec, request.spec_path, profile, run_dir, model_dir, corpus, cluster, source_model, replaced, fit
         )
         summary = resolved.summary()
         if dry_run:

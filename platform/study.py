@@ -34,7 +34,7 @@ from pathlib import Path
 from platform import common, tuner
 from platform.common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, ROOT, UsageError
 from platform.leaderboard import BASELINE_ID
-from platform.resolution import ResolvedSearch, resolve
+from platform.resolution import ResolvedSearch, fit_to_cluster, resolve
 from platform.resources import InfeasibleResources
 from platform.spec import SearchSpec, SpecError, load_spec
 from platform.study_table import RowResult, rank_rows, write_table
@@ -275,6 +275,9 @@ def _run(spec: SearchSpec, spec_path: Path, profile: str, columns, run_dir: Path
         print(f"doctune: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
     cluster = common.ray_init(spec.address)
+    spec, fit = fit_to_cluster(spec, cluster)
+    if fit:
+        print(f"doctune: {fit}")
     try:
         try:
             inputs = common.prepare_inputs(spec)  # the corpus is prepared by a Ray Data job the first time

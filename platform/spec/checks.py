@@ -48,9 +48,9 @@ def _check_base(spec: SearchSpec) -> None:
         return
     if base.hidden % base.heads:
         raise SpecError(f"base.heads: base.hidden ({base.hidden}) must be a multiple of base.heads ({base.heads})")
-    if base.batch_size % spec.train.workers:
+    if base.batch_size % workers_checked(spec):
         raise SpecError(
-            f"base.batch_size ({base.batch_size}) must be a multiple of train.workers ({spec.train.workers}): "
+            f"base.batch_size ({base.batch_size}) must be a multiple of train.workers ({workers_checked(spec)}): "
             "the base trains on the trials' workers, each taking an equal share"
         )
     if spec.backbone.longformer is not None:  # the conversion copies the learned positions out
@@ -86,8 +86,8 @@ def check_semantics(spec: SearchSpec) -> None:
             raise SpecError(f"{where}: unknown hyperparameter; searchable: {', '.join(HP_FIELDS)}")
         for value in dist.values:
             check_hyperparameter(key, value, f"{where}.{dist.kind}")
-        if key == "batch_size" and any(v % spec.train.workers for v in dist.values):
-            raise SpecError(f"{where}: every batch size must be a multiple of train.workers ({spec.train.workers})")
+        if key == "batch_size" and any(v % workers_checked(spec) for v in dist.values):
+            raise SpecError(f"{where}: every batch size must be a multiple of train.workers ({workers_checked(spec)})")
         for name, allowed in dist.when:
             if name not in earlier:
                 raise SpecError(
@@ -116,10 +116,10 @@ def check_semantics(spec: SearchSpec) -> None:
             f"train.eval_every ({spec.train.eval_every}) exceeds train.steps ({spec.train.steps}): "
             "no checkpoint would be scored"
         )
-    if spec.train.batch_size % spec.train.workers and "batch_size" not in spec.search.space:
+    if spec.train.batch_size % workers_checked(spec) and "batch_size" not in spec.search.space:
         raise SpecError(
             f"train.batch_size ({spec.train.batch_size}) must be a multiple of train.workers "
-            f"({spec.train.workers}): each worker takes an equal share"
+            f"({workers_checked(spec)}): each worker takes an equal share"
         )
     objective = spec.search.objective
     if bool(objective.tasks) == bool(objective.objectives):
@@ -234,14 +234,20 @@ def _check_warm_start(search: SearchSection) -> None:
                 raise SpecError(f"{where}.{name}: its condition {dict(dist.when)} does not hold in this point")
 
 
-def _values(spec: SearchSpec, name: str) -> tuple:
+def workers_checked(spec: SearchSpec) -> int:
+    """The worker count the checks hold the batch to: ``auto`` is fitted to the cluster later, to a
+    count that divides every batch size (``platform.resolution.fit_to_cluster``), so 1 here."""
+    return 1 if spec.train.workers == "auto" else spec.train.workers
+
+
+def values_of(spec: SearchSpec, name: str) -> tuple:
     """Every value hyperparameter ``name`` can take in this search."""
     if name in spec.search.space and spec.search.space[name].kind == "choice":
         return spec.search.space[name].values
     return (getattr(spec.fixed_hyperparameters(), name),) if name not in spec.search.space else ()
 
 
-def _losses(spec: SearchSpec) -> list[str]:
+def losses_of(spec: SearchSpec) -> list[str]:
     """Every contrastive loss this search's trials may train with."""
     registries = plugin_registries()
     searched = spec.search.space.get("loss")
@@ -254,21 +260,21 @@ def _losses(spec: SearchSpec) -> list[str]:
 
 def _check_recipe_needs(spec: SearchSpec) -> None:
     """Combinations that cannot train, refused before anything starts."""
-    if "back_translation" in _values(spec, "augmentation"):
+    if "back_translation" in values_of(spec, "augmentation"):
         from trainers.augment.back_translation import parse_model_pair
 
         try:
             parse_model_pair(spec.fixed_hyperparameters().translation_models)
         except ValueError as err:
             raise SpecError(f"hyperparameters.translation_models: {err}") from None
-    batch_sizes = _values(spec, "batch_size") or (spec.train.batch_size,)
-    per_worker = min(batch_sizes) // spec.train.workers
-    for loss in _losses(spec):
+    batch_sizes = values_of(spec, "batch_size") or (spec.train.batch_size,)
+    per_worker = min(batch_sizes) // workers_checked(spec)
+    for loss in losses_of(spec):
         needs = plugin_registries()["loss"][loss]
         if per_worker < needs.min_pairs_per_worker:
             raise SpecError(
                 f"loss {loss} needs at least {needs.min_pairs_per_worker} pairs per worker; "
-                f"train.batch_size {spec.train.batch_size} over {spec.train.workers} workers gives {per_worker}"
+                f"train.batch_size {spec.train.batch_size} over {workers_checked(spec)} workers gives {per_worker}"
             )
         if min(batch_sizes) < needs.min_pairs:
             raise SpecError(

@@ -143,7 +143,14 @@ class TrainSection:
     eval_every: int = field(default=250, metadata=constraint("steps between checkpoints (each is scored)", 1))
     batch_size: int = field(default=36, metadata=constraint("pairs per step across all workers (unless searched)", 1))
     max_length: int = field(default=512, metadata=constraint("tokens per view", 8))
-    workers: int = field(default=2, metadata=constraint("data-parallel workers per trial", 1))
+    workers: int | Literal["auto"] = field(
+        default=2,
+        metadata=constraint(
+            "data-parallel workers per trial; auto: one per GPU of the cluster's largest node, as many as split "
+            "every batch size evenly (the global batch and its in-batch negatives stay the same)",
+            1,
+        ),
+    )
     cpus_per_worker: float = field(default=4.0, metadata=constraint("CPUs each worker holds", 0.0, low_open=True))
     gpus_per_worker: float = field(default=1.0, metadata=constraint("GPUs each worker holds (0: CPU training)", 0.0))
     bf16: bool = field(default=True, metadata=constraint("bf16 autocast on GPU"))

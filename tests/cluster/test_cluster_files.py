@@ -38,6 +38,8 @@ def test_the_cluster_has_gpu_workers_and_keeps_the_dashboard_on_localhost():
     config = yaml.safe_load((ROOT / "cluster.yaml").read_text())
     workers = [t for name, t in config["available_node_types"].items() if name != config["head_node_type"]]
     assert workers and all(t["max_workers"] >= t.get("min_workers", 0) for t in workers)
+    # the cluster-wide cap lets every worker type reach its own (docs/scaling.md's 64-GPU search)
+    assert config["max_workers"] >= sum(t["max_workers"] for t in workers)
     for worker in workers:  # every worker type is a GPU instance, or declares its GPUs
         family = worker["node_config"]["InstanceType"].split(".")[0]
         assert family in GPU_FAMILIES or worker.get("resources", {}).get("GPU", 0) > 0, family

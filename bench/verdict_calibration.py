@@ -1,0 +1,88 @@
+"""How often the ranking's noise check (``evaluators.noise.spread_test``) calls trials apart.
+
+    .venv/bin/python bench/verdict_calibration.py [--searches 1000] [--rounds 300]
+
+Simulated searches, each a set of trials scored item by item on the same items: a shared item
+difficulty (uniform on [0.2, 0.8]), each trial's own effect, and per-item noise (sd 0.15), the
+objective the mean over items. For each setting (trials, items, planted effect), the share of
+searches called "beyond noise" over ``--searches`` independent searches, with its 95% binomial
+interval. Identical configurations measure the false-alarm rate (the bar: at most 7%); one
+configuration better by 3 standard errors of a paired difference measures the power (the bar: at
+least 80%). Prints a Markdown table for bench/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+
+NOISE = 0.15
+
+
+def simulated_search(rng: np.random.Generator, effects: list[float], items: int) -> list[dict]:
+    from evaluators.tasks.base import Outcomes, mean_of_rows
+
+    difficulty = rng.uniform(0.2, 0.8, size=items)
+    return [
+        {"t": Outcomes({}, difficulty + effect + rng.normal(0, NOISE, size=items), mean_of_rows)} for effect in effects
+    ]
+
+
+def called_beyond_noise(trials: int, items: int, planted_se: float, searches: int, rounds: int, seed: int) -> float:
+    from evaluators.noise import joint_resamples, spread_test
+
+    difference_se = math.sqrt(2) * NOISE / math.sqrt(items)
+    effects = [planted_se * difference_se] + [0.0] * (trials - 1)
+    rng = np.random.default_rng(seed)
+    beyond = 0
+    for search in range(searches):
+        observed, resampled = joint_resamples(simulated_search(rng, effects, items), {"t": 1.0}, rounds, search)
+        beyond += spread_test(observed, resampled).beyond_noise
+    return beyond / searches
+
+
+def binomial_interval(share: float, n: int) -> tuple[float, float]:
+    """Wilson's 95% interval."""
+    z = 1.959964
+    centre = (share + z**2 / (2 * n)) / (1 + z**2 / n)
+    half = z * math.sqrt(share * (1 - share) / n + z**2 / (4 * n**2)) / (1 + z**2 / n)
+    return centre - half, centre + half
+
+
+SETTINGS = [  # (trials, items, planted difference in standard errors of a paired difference)
+    (2, 60, 0.0),
+    (4, 60, 0.0),
+    (8, 60, 0.0),
+    (4, 20, 0.0),
+    (2, 60, 3.0),
+    (4, 60, 3.0),
+    (8, 60, 3.0),
+    (4, 20, 3.0),
+]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--searches", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=300)
+    args = parser.parse_args(argv)
+    print("| trials | items | planted difference | called beyond noise | 95% interval |")
+    print("|---:|---:|---|---:|---|")
+    for seed, (trials, items, planted) in enumerate(SETTINGS):
+        share = called_beyond_noise(trials, items, planted, args.searches, args.rounds, seed)
+        low, high = binomial_interval(share, args.searches)
+        what = "none (identical)" if planted == 0 else f"{planted:g} SE of a difference"
+        print(f"| {trials} | {items} | {what} | {share:.1%} | {low:.1%} to {high:.1%} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
