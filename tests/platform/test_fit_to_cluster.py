@@ -3,6 +3,7 @@ unedited docsplit_long at its full profile on one GPU, one node of 4 or 8 and tw
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -11,7 +12,7 @@ import time
 
 import pytest
 
-from platform.resolution import fit_to_cluster, plan_search_resources
+from platform.resolution import check_matches_recording, fit_to_cluster, plan_search_resources
 from platform.resources import LARGEST_NODE_GPUS, auto_workers
 from platform.spec import load_spec
 from tests.conftest import ROOT
@@ -65,7 +66,7 @@ FIT_ON_THE_CLUSTER = """
 import json, sys, time
 import ray
 from platform import common
-from platform.resolution import fit_to_cluster, plan_search_resources
+from platform.resolution import check_matches_recording, fit_to_cluster, plan_search_resources
 from platform.spec import load_spec
 
 deadline = time.monotonic() + 120
@@ -108,3 +109,12 @@ def test_two_declared_gpu_nodes_plan_a_trial_on_each(tmp_path):
     fit = json.loads(done.stdout.strip().splitlines()[-1])
     assert fit["cluster"]["GPU"] == 8 and fit["cluster"][LARGEST_NODE_GPUS] == 4, fit["cluster"]
     assert (fit["workers"], fit["at_once"]) == (4, 2), (fit, time.monotonic() - started)
+
+
+def test_a_resumed_search_keeps_the_count_it_started_with(tmp_path):
+    spec, _ = load_spec("docsplit_long", "full")
+    started, _ = fit_to_cluster(spec, {"CPU": 96, "GPU": 8, LARGEST_NODE_GPUS: 8})
+    recorded = {"resolved_spec": json.loads(json.dumps(dataclasses.asdict(started), default=str))}
+    resumed = check_matches_recording(spec, recorded | {"spec": "docsplit_long", "profile": "full"}, tmp_path)
+    assert resumed.train.workers == 8  # its checkpoints hold 8 stream positions
+    assert fit_to_cluster(resumed, {"CPU": 16, "GPU": 1, LARGEST_NODE_GPUS: 1}) == (resumed, None)
