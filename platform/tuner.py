@@ -109,7 +109,9 @@ def _tuner(resolved: ResolvedSearch, resume: bool):
         run_config=tune.RunConfig(
             name=spec.name,
             storage_path=str((resolved.run_dir / "tune").resolve()),
-            failure_config=tune.FailureConfig(max_failures=0),
+            # a restarted trial goes on from its latest checkpoint (trainers/loop.py); a diverged one
+            # errors again at once (its divergence is recorded), so retries never retrain it
+            failure_config=tune.FailureConfig(max_failures=spec.train.max_trial_failures),
             callbacks=[_release_callback(resolved)],
         ),
     )
@@ -266,7 +268,9 @@ def confirm_winner(resolved: ResolvedSearch, winner) -> dict:
             run_config=tune.RunConfig(
                 name=experiment.name,
                 storage_path=str(experiment.parent.resolve()),
-                failure_config=tune.FailureConfig(max_failures=0),
+                # a restarted trial goes on from its latest checkpoint (trainers/loop.py); a diverged one
+            # errors again at once (its divergence is recorded), so retries never retrain it
+            failure_config=tune.FailureConfig(max_failures=spec.train.max_trial_failures),
                 callbacks=[_release_callback(resolved)],
             ),
         )

@@ -86,6 +86,45 @@ def test_a_killed_worker_resumes_from_its_checkpoint_and_a_later_divergence_ends
     assert len(study.trials) == 1 and study.trials[0].state.is_finished()
 
 
+@pytest.mark.slow  # runs a search
+def test_a_trial_lost_past_its_worker_restarts_is_restarted_by_tune_from_its_checkpoint(tmp_path):
+    """No worker-group restarts (``train.max_worker_failures: 0``): a SIGKILL of the trial's Train
+    workers ends its Train run, and only Tune's retry (``train.max_trial_failures``) can save the
+    trial. It goes on from its latest checkpoint, and every round is scored once."""
+    changes = {"train.steps": 6, "search.samples": 1, "train.max_worker_failures": 0, "train.max_trial_failures": 1}
+    spec = spec_variant("smoke", tmp_path, **changes)
+    run_dir = tmp_path / "run"
+    log = (tmp_path / "search.log").open("w")
+    search = subprocess.Popen(
+        [sys.executable, "-m", "platform.search", spec, "--profile", "smoke", "--run-dir", str(run_dir)],
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 600
+        while not list(run_dir.glob("trials/*/checkpoints/step_000002")):
+            assert search.poll() is None and time.monotonic() < deadline, "no first checkpoint"
+            time.sleep(0.2)
+        victims = _train_workers()
+        for victim in victims:  # the whole worker group
+            victim.send_signal(signal.SIGKILL)
+        assert search.wait(timeout=600) == 0
+    finally:
+        if search.poll() is None:
+            search.kill()
+    output = (tmp_path / "search.log").read_text()
+    assert victims and "resumed from step_000002" in output, output[-3000:]
+    (trial,) = [r for r in json.loads((run_dir / "leaderboard.json").read_text())["rows"] if r["trial"] != "baseline"]
+    assert not trial["status"].startswith("error") and trial["step"] in (2, 4, 6), trial
+    scored = sorted(int(p.parent.name[5:]) for p in run_dir.glob(f"trials/{trial['trial']}/checkpoints/*/scores.json"))
+    assert scored == [2, 4, 6]  # continuous: no round lost, none scored twice into a second checkpoint
+    (result_file,) = run_dir.glob("tune/*/*/result.json")
+    reported = [json.loads(line)["step"] for line in result_file.read_text().splitlines() if line.strip()]
+    assert reported == sorted(reported) and reported[-1] == 6
+
+
 def test_an_unwritable_run_dir_is_refused_before_anything_starts():
     done = _search("smoke", "--profile", "smoke", "--run-dir", "/proc/doctune-run", timeout=120)
     assert done.returncode == 2 and "cannot write in /proc" in done.stderr

@@ -156,6 +156,14 @@ class TrainSection:
     bf16: bool = field(default=True, metadata=constraint("bf16 autocast on GPU"))
     seed: int = field(default=0, metadata=constraint("training seed"))
     max_worker_failures: int = field(default=2, metadata=constraint("worker-group restarts per trial", 0))
+    max_trial_failures: int = field(
+        default=2,
+        metadata=constraint(
+            "times Tune restarts a trial lost past its worker-group restarts (a reclaimed node, its Train controller "
+            "lost); the restart goes on from the trial's latest checkpoint",
+            0,
+        ),
+    )
     gradient_checkpointing: bool = field(
         default=False,
         metadata=constraint("recompute activations in backward (less memory, about a third more compute)"),
