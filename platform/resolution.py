@@ -63,7 +63,7 @@ class SearchRequest:
         spec_path = find_spec_file(spec)
         raw = read_raw(spec_path)
         name = parse_spec(raw, profile or "local").name  # validates the spec itself and every profile's overrides
-        run_dir = run_dir or ROOT / "runs" / name
+        run_dir = run_dir or Path.cwd() / "runs" / name
         check_run_dir(run_dir, resume)
         recorded = json.loads((run_dir / SEARCH_RECORD).read_text()) if resume else None
         return cls(spec_path, raw, run_dir, profile, recorded)

@@ -38,7 +38,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="full (GPU cluster), local (2 CPUs, within 15 min), smoke (minutes); "
         "default: full when the cluster has GPUs, else local",
     )
-    parser.add_argument("--run-dir", type=Path, help="default: runs/<spec name>")
+    parser.add_argument("--run-dir", type=Path, help="default: runs/<spec name> in the current directory")
     parser.add_argument("--resume", action="store_true", help="continue the search in an existing run dir")
     parser.add_argument("--dry-run", action="store_true", help="validate, plan and print; start no trial")
     return parser.parse_args(argv)

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from platform import common, tuner
-from platform.common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, ROOT, UsageError
+from platform.common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, UsageError
 from platform.leaderboard import BASELINE_ID
 from platform.resolution import ResolvedSearch, fit_to_cluster, resolve
 from platform.resources import InfeasibleResources
@@ -50,7 +50,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m platform.study", description=__doc__.split("\n\n")[0])
     parser.add_argument("spec", help="a spec with a study: section (name in search_spaces/, or a path)")
     parser.add_argument("--profile", choices=("full", "local", "smoke"), default="local")
-    parser.add_argument("--run-dir", type=Path, help="default: runs/<spec name>")
+    parser.add_argument("--run-dir", type=Path, help="default: runs/<spec name> in the current directory")
     parser.add_argument("--task", action="append", default=[], help="another table task (its main score)")
     return parser.parse_args(argv)
 
@@ -80,7 +80,7 @@ def _main(args: argparse.Namespace) -> int:
         _check_tasks(args.task)
         columns = table_columns(spec, args.task)
         spec = _with_tasks(spec, list(dict.fromkeys(task for task, _ in columns)))
-        run_dir = args.run_dir or ROOT / "runs" / spec.name
+        run_dir = args.run_dir or Path.cwd() / "runs" / spec.name
         marker = json.dumps(
             {"spec": str(spec_path), "profile": args.profile, "resolved_spec": dataclasses.asdict(spec)},
             indent=2,

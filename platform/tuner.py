@@ -268,9 +268,7 @@ def confirm_winner(resolved: ResolvedSearch, winner) -> dict:
             run_config=tune.RunConfig(
                 name=experiment.name,
                 storage_path=str(experiment.parent.resolve()),
-                # a restarted trial goes on from its latest checkpoint (trainers/loop.py); a diverged one
-            # errors again at once (its divergence is recorded), so retries never retrain it
-            failure_config=tune.FailureConfig(max_failures=spec.train.max_trial_failures),
+                failure_config=tune.FailureConfig(max_failures=spec.train.max_trial_failures),
                 callbacks=[_release_callback(resolved)],
             ),
         )

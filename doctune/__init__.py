@@ -1,0 +1,1 @@
+"""doctune's command (``doctune search|study|report|evaluate``); the driver itself is ``platform``."""
