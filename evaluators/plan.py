@@ -48,6 +48,9 @@ class EvalPlan:
     batch_size: int
     threads: int
     report_tasks: tuple[str, ...] = ()
+    # where the embeddings of a model outside the run directory (the base a search starts from)
+    # are kept for every run to find; None: in the run directory, like a checkpoint's
+    shared_embeddings: str | None = None
 
     @property
     def tasks(self) -> tuple[str, ...]:

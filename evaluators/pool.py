@@ -35,7 +35,13 @@ class Evaluator:
         torch.set_num_threads(plan.threads)
         self.device = device
         self.plan = plan
-        self.cache = EmbeddingCache(Path(run_dir) / "embeddings")
+        self.run_dir = Path(run_dir).resolve()
+        self.cache = EmbeddingCache(self.run_dir / "embeddings")
+        # A model outside the run (the base, scored as the baseline row by every search from it)
+        # embeds the same texts each time: its embeddings are shared across runs. The key is the
+        # model's content, so a changed model never meets another's vectors
+        shared = plan.shared_embeddings
+        self.shared_cache = EmbeddingCache(shared) if shared else self.cache
         self.tasks = {name: make_task(name, plan.budget) for name in (*plan.tasks, *plan.report_tasks)}
         for task in self.tasks.values():
             task.load()
@@ -84,6 +90,7 @@ class Evaluator:
             raise CheckpointMissing(f"checkpoint {model_dir} no longer exists; it cannot be scored")
         digest = embedding_digest(model_dir)
         max_length = embedding_length(model_dir, self.plan.max_length)
+        cache = self.cache if self.run_dir in Path(model_dir).resolve().parents else self.shared_cache
         loaded: list = []  # (model, tokenizer), loaded on the first cache miss only
 
         def embed_missing(texts: list[str], long_inputs: str):
@@ -101,15 +108,15 @@ class Evaluator:
             def embed(texts: list[str], key=key, policy=policy, seen=seen):
                 if seen is not None:  # only until the task's over-length share is known
                     seen.update(dict.fromkeys(texts))
-                return self.cache.embed(key, texts, lambda missing: embed_missing(missing, policy))
+                return cache.embed(key, texts, lambda missing: embed_missing(missing, policy))
 
-            embed.key, embed.seen, embed.max_length = key, seen, max_length
+            embed.key, embed.seen, embed.max_length, embed.cache = key, seen, max_length, cache
             yield name, embed
 
     def _finish(self, name: str, model_dir: str, embed, scores: dict) -> None:
         """Save the task's new embeddings; record its share of over-length texts (the same texts
         for every checkpoint, so measured once)."""
-        self.cache.save(embed.key)
+        embed.cache.save(embed.key)
         if name not in self._over_length:
             from transformers import AutoTokenizer
 

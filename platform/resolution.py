@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.data.corpus import CorpusStats, PreparedCorpus
+from core.data.wheels import cache_dir
 from evaluators.plan import EvalPlan
 from evaluators.pool import CheckpointScorer
 from platform.common import ROOT, UsageError, check_run_dir
@@ -231,6 +232,7 @@ def resolve(
         report_tasks=tuple(
             t for t in evaluation.report_tasks if not any(t in w for w in spec.search.objective.named().values())
         ),
+        shared_embeddings=str(cache_dir() / "embeddings"),
     )
     plan = TrainPlan(
         run_dir=str(run_dir.resolve()),

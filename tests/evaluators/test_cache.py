@@ -76,3 +76,33 @@ def test_two_longformers_with_the_same_weights_and_other_windows_get_their_own_e
     scores = [evaluator.score(str(model), "mean")["news-title-retrieval"]["test"] for model in (narrow, wide)]
     assert len(list((tmp_path / "run" / "embeddings").glob("*.npz"))) == 2  # one entry each, no false hit
     assert evaluator.cache.hits == 0 and all(0 <= s["main"] <= 1 for s in scores)
+
+
+def test_a_base_outside_the_run_is_embedded_once_for_every_run_and_a_checkpoint_in_its_own_run(minilm_dir, tmp_path):
+    """``EvalPlan.shared_embeddings``: the base a search starts from (outside its run directory)
+    is embedded once for all runs; a checkpoint inside a run keeps its embeddings in that run."""
+    import shutil
+
+    from evaluators.plan import EvalBudget, EvalPlan
+    from evaluators.pool import Evaluator
+
+    shared = tmp_path / "shared"
+    plan = EvalPlan(
+        objectives={"objective": {"news-title-retrieval": 1.0}},
+        actor_names=(),
+        namespace="",
+        budget=EvalBudget(max_queries=4, max_documents=8),
+        max_length=128,
+        batch_size=8,
+        threads=1,
+        shared_embeddings=str(shared),
+    )
+    first = Evaluator(plan, str(tmp_path / "run-1"))
+    scores = first.score(minilm_dir, "mean")
+    assert len(list(shared.glob("*.npz"))) == 1 and not (tmp_path / "run-1" / "embeddings").exists()
+    second = Evaluator(plan, str(tmp_path / "run-2"))
+    assert second.score(minilm_dir, "mean") == scores  # the same scores, nothing embedded again
+    assert second.shared_cache.misses == 0 and second.shared_cache.hits > 0
+    checkpoint = shutil.copytree(minilm_dir, tmp_path / "run-2" / "trials" / "t" / "step_000002")
+    second.score(str(checkpoint), "mean")
+    assert len(list((tmp_path / "run-2" / "embeddings").glob("*.npz"))) == 1  # the run's own
