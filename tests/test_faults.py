@@ -31,67 +31,28 @@ def _train_workers() -> list[psutil.Process]:
     return workers
 
 
+def _wait_for_checkpoint(search: subprocess.Popen, run_dir, step: int) -> None:
+    deadline = time.monotonic() + 600
+    while not list(run_dir.glob(f"trials/*/checkpoints/step_{step:06d}")):
+        assert search.poll() is None and time.monotonic() < deadline, f"no checkpoint at step {step}"
+        time.sleep(0.2)
+
+
 @pytest.mark.slow  # runs a search
-def test_a_killed_worker_resumes_from_its_checkpoint_and_a_later_divergence_ends_the_trial(tmp_path):
-    """One search, two faults: a Train worker SIGKILLed after the first checkpoint (the worker group
-    restarts from it and the steps go on), then the loss made NaN at step 5 (the trial ends as
-    errored with the reason, is not retried, and the search goes on to its report)."""
+def test_killed_workers_resume_from_their_checkpoints_and_a_later_divergence_ends_the_trial(tmp_path):
+    """One search, three faults, each answered by its own mechanism:
+
+    1. one Train worker SIGKILLed after the first checkpoint: Ray Train restarts the worker group
+       (``train.max_worker_failures: 1``) from that checkpoint, and the steps go on;
+    2. the whole worker group SIGKILLed after the second: Train has no restart left, the Train run
+       fails, and Tune restarts the trial (``train.max_trial_failures: 1``) from that checkpoint;
+    3. the loss made NaN at step 7: the trial ends as errored with the reason, is not retried, and
+       the search goes on to its report."""
     import optuna
 
     from platform.tuner import study_storage
 
-    spec = spec_variant("smoke", tmp_path, **{"train.steps": 6, "search.samples": 1})
-    run_dir = tmp_path / "run"
-    log = (tmp_path / "search.log").open("w")
-    search = subprocess.Popen(
-        [sys.executable, "-m", "platform.search", spec, "--profile", "smoke", "--run-dir", str(run_dir)],
-        cwd=ROOT,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, FAULT_NAN_ENV: "5"},  # the loss becomes NaN at step 5
-    )
-    try:
-        deadline = time.monotonic() + 600
-        while not list(run_dir.glob("trials/*/checkpoints/step_000002")):
-            assert search.poll() is None and time.monotonic() < deadline, "no first checkpoint"
-            time.sleep(0.2)
-        victim = max(_train_workers(), key=lambda p: p.pid)
-        victim.send_signal(signal.SIGKILL)
-        assert search.wait(timeout=600) == 0
-    finally:
-        if search.poll() is None:
-            search.kill()
-    output = (tmp_path / "search.log").read_text()
-    assert not psutil.pid_exists(victim.pid) or victim.status() == psutil.STATUS_ZOMBIE
-    assert "resumed from step_000002" in output  # the new worker group started from the checkpoint
-    assert "resumed from step_000004" not in output  # the divergence was not retried
-    (trial,) = [r for r in json.loads((run_dir / "leaderboard.json").read_text())["rows"] if r["trial"] != "baseline"]
-    assert trial["status"].startswith("error after round 2") and "loss became nan at step 5" in trial["status"]
-    assert trial["step"] in (2, 4) and trial["objective"] is not None
-    steps = sorted(int(p.name[5:]) for p in run_dir.glob(f"trials/{trial['trial']}/checkpoints/step_*"))
-    assert steps == [2, 4]
-    # the restarted workers went on reading their documents from where step 2 left them: by step 4
-    # each has read four batches' worth (a stream restarted from the start would be at two)
-    checkpoint = run_dir / "trials" / trial["trial"] / "checkpoints" / "step_000004"
-    positions = json.loads((checkpoint / "training_state" / "state.json").read_text())["stream_positions"]
-    batch_size = json.loads((checkpoint / "doctune.json").read_text())["hyperparameters"]["batch_size"]
-    per_worker = batch_size // len(positions)
-    assert all(epoch == 0 and 4 * per_worker <= offset < 5 * per_worker for epoch, offset in positions), positions
-    (result_file,) = run_dir.glob("tune/*/*/result.json")
-    reported = [json.loads(line)["step"] for line in result_file.read_text().splitlines() if line.strip()]
-    assert reported[-1] == 4 and reported == sorted(reported)  # the step count went on, not back to 0
-    assert (run_dir / "best" / "doctune.json").exists()  # the search went on to its report and export
-    study = optuna.load_study(study_name="smoke", storage=study_storage(run_dir))
-    assert len(study.trials) == 1 and study.trials[0].state.is_finished()
-
-
-@pytest.mark.slow  # runs a search
-def test_a_trial_lost_past_its_worker_restarts_is_restarted_by_tune_from_its_checkpoint(tmp_path):
-    """No worker-group restarts (``train.max_worker_failures: 0``): a SIGKILL of the trial's Train
-    workers ends its Train run, and only Tune's retry (``train.max_trial_failures``) can save the
-    trial. It goes on from its latest checkpoint, and every round is scored once."""
-    changes = {"train.steps": 6, "search.samples": 1, "train.max_worker_failures": 0, "train.max_trial_failures": 1}
+    changes = {"train.steps": 8, "search.samples": 1, "train.max_worker_failures": 1, "train.max_trial_failures": 1}
     spec = spec_variant("smoke", tmp_path, **changes)
     run_dir = tmp_path / "run"
     log = (tmp_path / "search.log").open("w")
@@ -101,28 +62,45 @@ def test_a_trial_lost_past_its_worker_restarts_is_restarted_by_tune_from_its_che
         stdout=log,
         stderr=subprocess.STDOUT,
         text=True,
+        env={**os.environ, FAULT_NAN_ENV: "7"},  # the loss becomes NaN at step 7
     )
     try:
-        deadline = time.monotonic() + 600
-        while not list(run_dir.glob("trials/*/checkpoints/step_000002")):
-            assert search.poll() is None and time.monotonic() < deadline, "no first checkpoint"
-            time.sleep(0.2)
-        victims = _train_workers()
-        for victim in victims:  # the whole worker group
-            victim.send_signal(signal.SIGKILL)
+        _wait_for_checkpoint(search, run_dir, 2)
+        victim = max(_train_workers(), key=lambda p: p.pid)
+        victim.send_signal(signal.SIGKILL)
+        _wait_for_checkpoint(search, run_dir, 4)
+        group = _train_workers()
+        for worker in group:
+            worker.send_signal(signal.SIGKILL)
         assert search.wait(timeout=600) == 0
     finally:
         if search.poll() is None:
             search.kill()
     output = (tmp_path / "search.log").read_text()
-    assert victims and "resumed from step_000002" in output, output[-3000:]
+    assert not psutil.pid_exists(victim.pid) or victim.status() == psutil.STATUS_ZOMBIE
+    assert group and "resumed from step_000002" in output  # the new worker group started from the checkpoint
+    assert "resumed from step_000004" in output  # Tune's restart of the trial did too
+    assert "resumed from step_000006" not in output  # the divergence was not retried
     (trial,) = [r for r in json.loads((run_dir / "leaderboard.json").read_text())["rows"] if r["trial"] != "baseline"]
-    assert not trial["status"].startswith("error") and trial["step"] in (2, 4, 6), trial
+    assert trial["status"].startswith("error after round 3") and "loss became nan at step 7" in trial["status"]
+    assert trial["step"] in (2, 4, 6) and trial["objective"] is not None
+    steps = sorted(int(p.name[5:]) for p in run_dir.glob(f"trials/{trial['trial']}/checkpoints/step_*"))
+    assert steps == [2, 4, 6]
     scored = sorted(int(p.parent.name[5:]) for p in run_dir.glob(f"trials/{trial['trial']}/checkpoints/*/scores.json"))
-    assert scored == [2, 4, 6]  # continuous: no round lost, none scored twice into a second checkpoint
+    assert scored == [2, 4, 6]  # every round scored once, none lost to either restart
+    # the restarted workers went on reading their documents from where each checkpoint left them:
+    # by step 6 each has read six batches' worth (a stream restarted from the start would be at two)
+    checkpoint = run_dir / "trials" / trial["trial"] / "checkpoints" / "step_000006"
+    positions = json.loads((checkpoint / "training_state" / "state.json").read_text())["stream_positions"]
+    batch_size = json.loads((checkpoint / "doctune.json").read_text())["hyperparameters"]["batch_size"]
+    per_worker = batch_size // len(positions)
+    assert all(epoch == 0 and 6 * per_worker <= offset < 7 * per_worker for epoch, offset in positions), positions
     (result_file,) = run_dir.glob("tune/*/*/result.json")
     reported = [json.loads(line)["step"] for line in result_file.read_text().splitlines() if line.strip()]
-    assert reported == sorted(reported) and reported[-1] == 6
+    assert reported[-1] == 6 and reported == sorted(reported)  # the step count went on, not back to 0
+    assert (run_dir / "best" / "doctune.json").exists()  # the search went on to its report and export
+    study = optuna.load_study(study_name="smoke", storage=study_storage(run_dir))
+    assert len(study.trials) == 1 and study.trials[0].state.is_finished()
 
 
 def test_an_unwritable_run_dir_is_refused_before_anything_starts():
