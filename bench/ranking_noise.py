@@ -12,8 +12,9 @@ chosen checkpoint:
   pairs of trials. A difference's standard error at ``n`` items is ``sigma / sqrt(n)``;
 - ``spread``: the trials' spread on that task once noise is taken out (``Spread.true_spread``),
   and the typical difference between two trials, ``spread * sqrt(2)``;
-- ``min_items``: the part size below which a difference's standard error exceeds that typical
-  difference, ``(sigma / typical difference)^2``: smaller parts cannot rank such trials at all.
+- ``min_items``: the part size at which a difference as large as that typical one is found beyond
+  noise (a paired two-sided test at 5%) with 80% probability, ``((1.96 + 0.84) * sigma /
+  typical difference)^2`` (``evaluators.part_sizes.Reference.min_items``, the search's warning).
 
 Prints a Markdown table and writes the figures as JSON; ``evaluators/part_sizes.py`` reads the
 checked-in JSON to warn before a search whose parts are too small.
@@ -58,6 +59,7 @@ def _evaluator(run_dir: Path, summary: dict):
 def measure(run_dir: Path) -> dict:
     """Per objective task: items, ``sigma``, ``spread``, ``typical_difference`` and ``min_items``."""
     from evaluators.noise import joint_resamples, spread_test
+    from evaluators.part_sizes import Reference
     from platform.leaderboard import is_baseline, read_leaderboard
 
     summary = json.loads((run_dir / "search.json").read_text())
@@ -81,22 +83,26 @@ def measure(run_dir: Path) -> dict:
             "sigma": sigma,
             "spread": spread.true_spread,
             "typical_difference": typical,
-            "min_items": math.ceil((sigma / typical) ** 2) if typical > 0 else None,
+            "min_items": Reference(task, sigma, typical).min_items if typical > 0 else None,
         }
-    return {"run_dir": str(run_dir), "profile": summary.get("profile"), "tasks": figures}
+    return {"run": run_dir.name, "profile": summary.get("profile"), "tasks": figures}
 
 
 def combine(runs: list[dict]) -> dict[str, dict]:
-    """Per task, the median of each figure over the runs that scored it."""
+    """Per task, the median of ``sigma`` and of the typical difference over the runs that scored it,
+    and the part size those medians need."""
+    from evaluators.part_sizes import Reference
+
     combined: dict[str, dict] = {}
     for task in dict.fromkeys(t for run in runs for t in run["tasks"]):
         seen = [run["tasks"][task] for run in runs if task in run["tasks"]]
-        finite = [s["min_items"] for s in seen if s["min_items"] is not None]
+        sigma = statistics.median(s["sigma"] for s in seen)
+        typical = statistics.median(s["typical_difference"] for s in seen)
         combined[task] = {
             "runs": len(seen),
-            "sigma": statistics.median(s["sigma"] for s in seen),
-            "typical_difference": statistics.median(s["typical_difference"] for s in seen),
-            "min_items": math.ceil(statistics.median(finite)) if finite else None,
+            "sigma": sigma,
+            "typical_difference": typical,
+            "min_items": Reference(task, sigma, typical).min_items if typical > 0 else None,
         }
     return combined
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, spec_variant
+from tests.conftest import FEW_ITEMS, ROOT, spec_variant
 
 pytestmark = pytest.mark.slow  # starts Ray and runs searches
 
@@ -232,11 +232,6 @@ def _reports(run_dir) -> list[list[dict]]:
 
 def _last_results(run_dir) -> list[dict]:
     return [trial[-1] for trial in _reports(run_dir)]
-
-
-# scored on fewer items than the smoke profile's: these searches show that each spec trains and
-# scores for real, not how well (the smoke spec's own search is ranked on the profile's parts)
-FEW_ITEMS = {"max_documents": 30, "max_queries": 16, "max_test": 32, "fewshot_k": 4, "repeats": 2}
 
 
 @pytest.mark.parametrize(

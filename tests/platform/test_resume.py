@@ -12,7 +12,7 @@ import time
 import psutil
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import FEW_ITEMS, ROOT, spec_variant
 
 pytestmark = pytest.mark.slow  # starts Ray and runs searches
 
@@ -41,7 +41,8 @@ def _checkpoints(run_dir) -> dict[str, int]:
 
 def test_sigkill_then_resume_loses_and_reruns_nothing(tmp_path):
     run_dir = tmp_path / "run"
-    command = [sys.executable, "-m", "platform.search", "smoke", "--profile", "smoke", "--run-dir", str(run_dir)]
+    spec = spec_variant("smoke", tmp_path, **{"evaluation.limits": FEW_ITEMS})
+    command = [sys.executable, "-m", "platform.search", spec, "--profile", "smoke", "--run-dir", str(run_dir)]
     driver = subprocess.Popen(
         command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
