@@ -85,7 +85,7 @@ def measure(run_dir: Path) -> dict:
             "typical_difference": typical,
             "min_items": Reference(task, sigma, typical).min_items if typical > 0 else None,
         }
-    return {"run": run_dir.name, "profile": summary.get("profile"), "tasks": figures}
+    return {"run": f"{run_dir.parent.name}/{run_dir.name}", "profile": summary.get("profile"), "tasks": figures}
 
 
 def combine(runs: list[dict]) -> dict[str, dict]:
