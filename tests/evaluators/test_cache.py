@@ -52,18 +52,11 @@ def test_memory_holds_a_bounded_number_of_tables_and_disk_the_rest(tmp_path):
     assert len(calls) == 5 * MEMORY_TABLES and cache.misses == 2 * 5 * MEMORY_TABLES
 
 
-def test_two_longformers_with_the_same_weights_and_other_windows_get_their_own_entries(minilm_dir, tmp_path):
-    """Converted from one encoder at two attention windows: identical weights, other embeddings."""
-    from core.longformer import convert_to_longformer
-    from evaluators.cache import embedding_digest
+def _news_titles_plan(**changes):
+    """A plan scoring the news titles on a few items, as an evaluator actor would."""
     from evaluators.plan import EvalBudget, EvalPlan
-    from evaluators.pool import Evaluator
 
-    narrow = convert_to_longformer(minilm_dir, str(tmp_path / "w16"), 128, 16)
-    wide = convert_to_longformer(minilm_dir, str(tmp_path / "w64"), 128, 64)
-    assert weights_digest(str(narrow)) == weights_digest(str(wide))
-    assert embedding_digest(str(narrow)) != embedding_digest(str(wide))
-    plan = EvalPlan(
+    return EvalPlan(
         objectives={"objective": {"news-title-retrieval": 1.0}},
         actor_names=(),
         namespace="",
@@ -71,8 +64,21 @@ def test_two_longformers_with_the_same_weights_and_other_windows_get_their_own_e
         max_length=128,
         batch_size=8,
         threads=1,
+        **changes,
     )
-    evaluator = Evaluator(plan, str(tmp_path / "run"))
+
+
+def test_two_longformers_with_the_same_weights_and_other_windows_get_their_own_entries(minilm_dir, tmp_path):
+    """Converted from one encoder at two attention windows: identical weights, other embeddings."""
+    from core.longformer import convert_to_longformer
+    from evaluators.cache import embedding_digest
+    from evaluators.pool import Evaluator
+
+    narrow = convert_to_longformer(minilm_dir, str(tmp_path / "w16"), 128, 16)
+    wide = convert_to_longformer(minilm_dir, str(tmp_path / "w64"), 128, 64)
+    assert weights_digest(str(narrow)) == weights_digest(str(wide))
+    assert embedding_digest(str(narrow)) != embedding_digest(str(wide))
+    evaluator = Evaluator(_news_titles_plan(), str(tmp_path / "run"))
     scores = [evaluator.score(str(model), "mean")["news-title-retrieval"]["test"] for model in (narrow, wide)]
     assert len(list((tmp_path / "run" / "embeddings").glob("*.npz"))) == 2  # one entry each, no false hit
     assert evaluator.cache.hits == 0 and all(0 <= s["main"] <= 1 for s in scores)
@@ -83,20 +89,10 @@ def test_a_base_outside_the_run_is_embedded_once_for_every_run_and_a_checkpoint_
     is embedded once for all runs; a checkpoint inside a run keeps its embeddings in that run."""
     import shutil
 
-    from evaluators.plan import EvalBudget, EvalPlan
     from evaluators.pool import Evaluator
 
     shared = tmp_path / "shared"
-    plan = EvalPlan(
-        objectives={"objective": {"news-title-retrieval": 1.0}},
-        actor_names=(),
-        namespace="",
-        budget=EvalBudget(max_queries=4, max_documents=8),
-        max_length=128,
-        batch_size=8,
-        threads=1,
-        shared_embeddings=str(shared),
-    )
+    plan = _news_titles_plan(shared_embeddings=str(shared))
     first = Evaluator(plan, str(tmp_path / "run-1"))
     scores = first.score(minilm_dir, "mean")
     assert len(list(shared.glob("*.npz"))) == 1 and not (tmp_path / "run-1" / "embeddings").exists()
