@@ -108,7 +108,8 @@ def model_card(row: Row, record: dict, search: SearchRecord, model_type: str, pa
 
 
 def _usage(pooling: str, model_type: str, path: Path, max_length: int, gap: str | None) -> list[str]:
-    remote = ", trust_remote_code=True" if needs_remote_code(model_type) else ""
+    remote_code = needs_remote_code(model_type)
+    remote = ", trust_remote_code=True" if remote_code else ""
     if gap is None:
         sentence_transformers = [
             "With sentence-transformers:",
@@ -118,7 +119,7 @@ def _usage(pooling: str, model_type: str, path: Path, max_length: int, gap: str 
             "",
             *(
                 ["# a Longformer: modeling_doctune.py, beside the model, gives [CLS] global attention as doctune does"]
-                if needs_remote_code(model_type)
+                if remote_code
                 else []
             ),
             f"model = SentenceTransformer({json.dumps(str(path))}{remote})",
