@@ -29,7 +29,7 @@ from trainers.checkpoint import (
 from trainers.config import Hyperparameters, TrainPlan
 from trainers.distributed import finite_everywhere, world_size
 from trainers.grad_cache import all_reduce_gradients, cached_step
-from trainers.losses import mask_tokens
+from trainers.losses import mask_tokens, masked_lm_loss
 from trainers.memory import MIB
 from trainers.pairs import STATISTICS_DOCUMENTS, PairContext, build_pairs
 from trainers.reporting import RoundReporter
@@ -68,7 +68,7 @@ class ContrastiveModel(nn.Module):
         return embed_in_length_groups(self.encoder, input_ids, attention_mask, self.pooling, groups)
 
     def mlm_loss(self, input_ids, attention_mask, labels):
-        return self.model(input_ids=input_ids, attention_mask=attention_mask, labels=labels).loss
+        return masked_lm_loss(self.model, input_ids, attention_mask, labels)
 
     def forward(self, input_ids, attention_mask, mlm_input_ids=None, mlm_labels=None, mlm_attention_mask=None):
         outputs = {"embeddings": self.embed(input_ids, attention_mask)}

@@ -61,7 +61,7 @@ from core.data.wheels import cache_dir
 from core.encoder import ModelUnavailable, encode, load_encoder, weights_digest
 from trainers.base_stage import pack_blocks
 from trainers.config import MlmHeadSettings
-from trainers.losses import mask_tokens
+from trainers.losses import mask_tokens, prediction_head
 from trainers.schedule import lr_factor
 
 FORMAT_VERSION = 1  # bump when what is trained changes for the same key
@@ -244,14 +244,14 @@ def unigram_log_probs(counts: torch.Tensor) -> tuple[torch.Tensor, float]:
 def _head(model: nn.Module) -> nn.Module:
     """The masked-LM model's head: its one module beside the encoder (BERT's ``cls``, RoBERTa's and
     Longformer's ``lm_head``)."""
-    others = [module for module in model.children() if module is not model.base_model]
-    if len(others) != 1:
+    head = prediction_head(model)
+    if head is None:
         raise MlmHeadUnavailable(
             f"{type(model).__name__}'s masked-LM head is not one module beside its encoder, which is what doctune "
             "trains (BERT-, RoBERTa- and Longformer-style models); use a base_model with a trained masked-LM head "
             "or set mlm_weight to 0"
         )
-    return others[0]
+    return head
 
 
 def _ids(blocks: np.ndarray, tokenizer) -> tuple[torch.Tensor, torch.Tensor]:

@@ -11,7 +11,7 @@ import torch.multiprocessing as mp
 
 from trainers.config import Hyperparameters
 from trainers.distributed import gather, world_size
-from trainers.losses import deca_nt_xent, info_nce, mask_tokens, nt_xent
+from trainers.losses import deca_nt_xent, info_nce, mask_tokens, masked_lm_loss, nt_xent
 from trainers.training_loss import LossHeads, training_loss
 
 # --- one batch worked by hand, for every recipe's loss -------------------------------------------
@@ -118,6 +118,49 @@ def test_mask_tokens_follows_the_bert_rule():
     share_kept = (masked[picked] == ids[picked]).float().mean().item()
     assert abs(share_masked - 0.8) < 0.03 and abs(share_kept - 0.1) < 0.03
     assert torch.equal(masked[~picked], ids[~picked])
+
+
+def _tiny_masked_lm(model_type: str):
+    from transformers import (
+        BertConfig,
+        BertForMaskedLM,
+        LongformerConfig,
+        LongformerForMaskedLM,
+        RobertaConfig,
+        RobertaForMaskedLM,
+    )
+
+    shape = dict(vocab_size=300, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
+    if model_type == "bert":
+        return BertForMaskedLM(BertConfig(**shape))
+    if model_type == "roberta":
+        return RobertaForMaskedLM(RobertaConfig(**shape, max_position_embeddings=64))
+    return LongformerForMaskedLM(LongformerConfig(**shape, max_position_embeddings=64, attention_window=[8, 8]))
+
+
+@pytest.mark.parametrize("model_type", ["bert", "longformer", "roberta"])
+def test_the_masked_positions_only_mlm_loss_and_gradients_equal_the_models_own(model_type):
+    torch.manual_seed(0)
+    model = _tiny_masked_lm(model_type).eval()  # no dropout: both computations see the same network
+    input_ids = torch.randint(5, 300, (3, 32))
+    attention_mask = torch.ones_like(input_ids)
+    attention_mask[0, 20:] = 0
+    labels = torch.full_like(input_ids, -100)
+    labels[:, 1::4] = input_ids[:, 1::4]
+    labels[0, 20:] = -100
+
+    expected = model(input_ids=input_ids, attention_mask=attention_mask, labels=labels).loss
+    expected.backward()
+    expected_grads = [p.grad for p in model.parameters()]
+    model.zero_grad(set_to_none=True)
+    loss = masked_lm_loss(model, input_ids, attention_mask, labels)
+    loss.backward()
+    assert torch.allclose(loss, expected, atol=1e-5)
+    for grad, want in zip((p.grad for p in model.parameters()), expected_grads):
+        assert (grad is None and want is None) or torch.allclose(grad, want, atol=1e-6)
+
+    none_masked = masked_lm_loss(model, input_ids, attention_mask, torch.full_like(input_ids, -100))
+    assert none_masked.item() == 0.0 and none_masked.requires_grad
 
 
 def _free_port() -> int:

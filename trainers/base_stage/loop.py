@@ -21,13 +21,12 @@ import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn as nn
-import torch.nn.functional as F
 
 from core.encoder import bf16_autocast, load_encoder
 from trainers.checkpoint import STEP_PREFIX, latest_step_dir, load_training_state, save_checkpoint
 from trainers.config import BaseSettings
 from trainers.distributed import finite_everywhere
-from trainers.losses import mask_tokens
+from trainers.losses import mask_tokens, masked_lm_loss
 from trainers.schedule import lr_factor
 
 INIT_DIR = "init"  # tokenizer, config and initial weights
@@ -56,22 +55,15 @@ class BasePlan:
 
 
 class MaskedLM(nn.Module):
-    """A ``BertForMaskedLM``'s loss with the vocabulary projection applied to the labelled
-    (masked) positions only, as fairseq's RoBERTa trainer does: the other 85% carry no label, and
-    in a small model their logits cost about as much as the encoder. The loss equals the model's
-    own (mean cross-entropy over the labelled positions)."""
+    """A ``BertForMaskedLM``'s loss through one ``forward``, so DDP synchronises it; the vocabulary
+    projection only at the masked positions (``trainers.losses.masked_lm_loss``)."""
 
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
         self.model = model
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        hidden = self.model.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        picked = labels != -100
-        logits = self.model.cls(hidden[picked])
-        if logits.shape[0] == 0:  # nothing masked in this share: a zero that keeps every gradient defined
-            return logits.sum() * 0.0
-        return F.cross_entropy(logits.float(), labels[picked])
+        return masked_lm_loss(self.model, input_ids, attention_mask, labels)
 
 
 class BlockStream:

@@ -43,7 +43,7 @@ import_plugins(__name__, __path__)
 from trainers.losses.bregman import BregmanHead, active_subnetworks, bregman_divergence, bregman_loss  # noqa: E402
 from trainers.losses.deca_nt_xent import deca_nt_xent  # noqa: E402
 from trainers.losses.info_nce import info_nce  # noqa: E402
-from trainers.losses.mlm import mask_tokens  # noqa: E402
+from trainers.losses.mlm import mask_tokens, masked_lm_loss, prediction_head  # noqa: E402
 from trainers.losses.nt_xent import nt_xent  # noqa: E402
 from trainers.losses.simsiam import SimSiamPredictor, simsiam_loss  # noqa: E402
 
@@ -58,6 +58,8 @@ __all__ = [
     "deca_nt_xent",
     "info_nce",
     "mask_tokens",
+    "masked_lm_loss",
     "nt_xent",
+    "prediction_head",
     "simsiam_loss",
 ]
