@@ -106,6 +106,15 @@ def built(corpus, tmp_path_factory):
     return entry, left, cache, run_dir
 
 
+@pytest.fixture()
+def finished(built, corpus, local_ray):
+    """The base's entry, finished: by the resuming test when it ran (then from the cache), else now."""
+    entry, _, cache, _ = built
+    ensure_base(TINY, corpus, "news-articles", workers=2, cpus_per_worker=0.5, cache=cache)
+    assert entry.is_dir()
+    return entry
+
+
 @pytest.mark.slow  # starts Ray
 def test_a_killed_stage_leaves_no_entry_and_the_next_attempt_resumes_and_trains_the_model(built, corpus, local_ray):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -147,15 +156,13 @@ def test_a_killed_stage_leaves_no_entry_and_the_next_attempt_resumes_and_trains_
 
 
 @pytest.mark.slow  # needs the stage trained on Ray
-def test_the_base_loads_as_an_ordinary_hugging_face_model(built):
+def test_the_base_loads_as_an_ordinary_hugging_face_model(finished):
     import torch
     from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
 
     from core.encoder import embed_texts, load_encoder
 
-    entry = built[0]
-    if not entry.is_dir():
-        pytest.skip("the training test did not finish the base")
+    entry = finished
     model, tokenizer = load_encoder(str(entry))
     assert (model.config.num_hidden_layers, model.config.hidden_size, len(tokenizer)) == (2, 32, 500)
     texts = ["Stocks fell on Monday.", "The senate voted."]
@@ -172,10 +179,8 @@ def test_the_base_loads_as_an_ordinary_hugging_face_model(built):
 
 
 @pytest.mark.slow  # starts Ray
-def test_the_same_settings_reuse_the_cache_without_training(built, corpus, local_ray):
+def test_the_same_settings_reuse_the_cache_without_training(finished, built, corpus, local_ray):
     entry, _, cache, _ = built
-    if not entry.is_dir():
-        pytest.skip("the training test did not finish the base")
     before = {p: p.stat().st_mtime_ns for p in cache.rglob("*")}
     checkpointing_differs = dataclasses.replace(TINY, checkpoint_every=50)  # not part of the key
     for settings in (TINY, checkpointing_differs):
@@ -218,28 +223,6 @@ def test_a_batch_that_workers_cannot_share_equally_is_refused_before_anything_st
     with pytest.raises(ValueError, match="not a multiple of 2 workers"):
         ensure_base(dataclasses.replace(TINY, batch_size=7), corpus, "news-articles", workers=2, cache=tmp_path)
     assert not (tmp_path / "bases").exists() or not any((tmp_path / "bases").iterdir())
-
-
-def test_the_masked_positions_only_loss_equals_the_models_own():
-    import torch
-    from transformers import BertConfig, BertForMaskedLM
-
-    from trainers.base_stage.loop import MaskedLM
-
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=300, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64
-    )
-    model = BertForMaskedLM(config).eval()
-    input_ids = torch.randint(5, 300, (3, 20))
-    attention_mask = torch.ones_like(input_ids)
-    attention_mask[0, 15:] = 0
-    labels = torch.full_like(input_ids, -100)
-    labels[:, ::4] = input_ids[:, ::4]
-    expected = model(input_ids=input_ids, attention_mask=attention_mask, labels=labels).loss
-    assert torch.allclose(MaskedLM(model)(input_ids, attention_mask, labels), expected, atol=1e-5)
-    none_masked = MaskedLM(model)(input_ids, attention_mask, torch.full_like(input_ids, -100))
-    assert none_masked.item() == 0.0 and none_masked.requires_grad
 
 
 def test_packing_at_most_max_blocks_reads_only_what_fills_them_and_a_second_call_goes_on(minilm_dir):
