@@ -88,22 +88,22 @@ def build_batches(pairs: int, steps: int) -> list[tuple[list[str], list[str]]]:
     sys.path.insert(0, str(ROOT))
     from transformers import AutoTokenizer
 
-    from core.data import prepare_corpus
+    from core.data import DocumentStream, prepare_corpus
     from core.encoder import resolve_model
     from trainers.config import Hyperparameters
     from trainers.loop import PairStream
-    from trainers.pairs import PairContext, build_pairs
+    from trainers.pairs import STATISTICS_DOCUMENTS, PairContext, build_pairs
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model("all-minilm-l6-v2"))
     hp = Hyperparameters(recipe="docsplit", batch_size=pairs)
-    documents = list(prepare_corpus("news-articles").documents())
+    documents = DocumentStream(prepare_corpus("news-articles"), rank=0, world_size=1, seed=0)  # as one worker reads it
     context = PairContext(
         hp=hp,
         max_length=512,
         count_tokens=lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"]),
-        documents=documents,
+        documents=documents.first(STATISTICS_DOCUMENTS),
     )
-    stream = PairStream(documents, build_pairs(context), pairs, seed=0, rank=0)
+    stream = PairStream(documents.read(), build_pairs(context), pairs, seed=0, rank=0, give_up_after=documents.rows)
     return [stream.batch(step) for step in range(steps)]
 
 

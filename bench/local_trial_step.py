@@ -1,0 +1,163 @@
+"""One training step of the default search's local trial, with and without GradCache.
+
+    .venv/bin/python bench/local_trial_step.py --model DIR [--pairs 8] [--length 128] [--threads 1]
+        [--chunks 8 0] [--mlm-weight 0.1] [--rounds 3] [--warmup 2] [--steps 6] [--workers 2]
+
+``--model``: the trials' converted base, as the search records it (``search.json``'s
+``base_model``; for ``docsplit_long --profile local`` the vanilla BERT-Mini converted to a
+Longformer with a 64-token window). Each configuration runs in fresh processes, ``--rounds``
+times, the order of the configurations alternating between rounds; each process runs
+``--warmup`` untimed steps and ``--steps`` timed ones. ``--workers`` processes run each
+configuration at once, as the local trial's two data-parallel workers of one thread share the 2
+CPUs (their gradient all-reduce is not included: it is the same for every configuration).
+
+What a step is, as in ``trainers.loop.train_loop_per_worker``: ``--pairs`` DocSplit pairs from
+the packaged corpus (DocSplit's p 0.5) tokenised to ``--length`` tokens with the model's
+tokenizer, view A masked for the MLM term (``--mlm-weight``, through the base's own head), the
+symmetric InfoNCE at tau 0.05 (DocSplit's setting, the search's first trial), backward, clipping
+at norm 1, AdamW. ``--chunks 0`` is the plain step (one forward of both views, one backward);
+``--chunks N`` is GradCache in chunks of N sequences (``trainers.grad_cache.cached_step``), exact
+gradients of the same loss at the cost of a second forward.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from child import gpus  # bench/child.py, beside this script
+from throughput import build_batches  # bench/throughput.py: the docsplit batches it times
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def measure(config: dict) -> dict:
+    """Run in a child process: time the steps of one configuration."""
+    import torch
+
+    sys.path.insert(0, str(ROOT))
+    from core.encoder import tokenize
+    from trainers.config import Hyperparameters
+    from trainers.grad_cache import cached_step
+    from trainers.loop import _mlm_inputs, build_module
+    from trainers.training_loss import training_loss
+
+    torch.set_num_threads(config["threads"])
+    torch.manual_seed(config["process"])
+    hp = Hyperparameters(
+        recipe="docsplit", temperature=0.05, mlm_weight=config["mlm_weight"], symmetric=True, pooling="mean"
+    )
+    module, tokenizer = build_module(config["model"], hp)
+    optimizer = torch.optim.AdamW(module.parameters(), lr=5e-5, weight_decay=hp.weight_decay)
+    mask_rng = torch.Generator().manual_seed(config["process"])
+    batches = build_batches(config["pairs"], config["warmup"] + config["steps"])
+    device = torch.device("cpu")
+
+    def step(views: tuple[list[str], list[str]]) -> None:
+        batch = tokenize(tokenizer, views[0] + views[1], config["length"])
+        inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+        if module.with_mlm:
+            inputs |= _mlm_inputs(batch, len(views[0]), tokenizer, mask_rng, device)
+        optimizer.zero_grad(set_to_none=True)
+        if config["chunk"]:
+            cached_step(module, inputs, hp, config["chunk"])
+        else:
+            training_loss(hp, module(**inputs))[0].backward()
+        torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)
+        optimizer.step()
+
+    times = []
+    for i, views in enumerate(batches):
+        began = time.perf_counter()
+        step(views)
+        if i >= config["warmup"]:
+            times.append(time.perf_counter() - began)
+    return {"step_s": times}
+
+
+def run_together(config: dict, workers: int) -> list[float]:
+    """``workers`` child processes of one configuration at once; every timed step of each."""
+    children = [
+        subprocess.Popen(
+            [sys.executable, __file__, "--child", json.dumps({**config, "process": rank})],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        )
+        for rank in range(workers)
+    ]
+    times = []
+    for child in children:
+        out, err = child.communicate()
+        if child.returncode != 0:
+            raise SystemExit(err[-3000:])
+        times += json.loads(out.strip().splitlines()[-1])["step_s"]
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", help="the trials' converted base model directory (search.json's base_model)")
+    parser.add_argument("--pairs", type=int, default=8, help="pairs per worker (the local trial: 16 over 2 workers)")
+    parser.add_argument("--length", type=int, default=128)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--chunks", type=int, nargs="+", default=[8, 0], help="GradCache chunk sizes; 0: plain step")
+    parser.add_argument("--mlm-weight", type=float, default=0.1)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(measure(json.loads(args.child))))
+        return
+    if not args.model or not Path(args.model, "config.json").is_file():
+        parser.exit(2, f"--model: not a model directory: {args.model} (give search.json's base_model)\n")
+    import torch
+
+    base = {
+        "model": args.model,
+        "pairs": args.pairs,
+        "length": args.length,
+        "threads": args.threads,
+        "mlm_weight": args.mlm_weight,
+        "warmup": args.warmup,
+        "steps": args.steps,
+    }
+    times: dict[int, list[float]] = {chunk: [] for chunk in args.chunks}
+    loads = []
+    for round_ in range(args.rounds):
+        order = args.chunks if round_ % 2 == 0 else list(reversed(args.chunks))
+        for chunk in order:
+            loads.append(float(Path("/proc/loadavg").read_text().split()[0]))
+            times[chunk] += run_together({**base, "chunk": chunk}, args.workers)
+    print(
+        f"machine: {os.cpu_count()} CPUs, {gpus()}; torch {torch.__version__}; {time.strftime('%Y-%m-%d %H:%M')}; "
+        f"{args.workers} processes at once, {args.threads} thread(s) each, {args.pairs} pairs of {args.length} tokens, "
+        f"MLM weight {args.mlm_weight}; {args.rounds} rounds x {args.steps} timed steps per process; "
+        f"load average at each start {min(loads):.2f}-{max(loads):.2f}\n"
+    )
+    reference = statistics.median(times[args.chunks[0]])
+    print(f"| step | s/step (median) | p10-p90 | speed-up against chunks of {args.chunks[0]} |")
+    print("|---|---:|---|---:|")
+    for chunk, values in times.items():
+        values = sorted(values)
+        low, high = values[len(values) // 10], values[(9 * len(values)) // 10]
+        name = f"GradCache, chunks of {chunk}" if chunk else "plain (one forward, one backward)"
+        print(
+            f"| {name} | {statistics.median(values):.3f} | {low:.3f}-{high:.3f} | "
+            f"{reference / statistics.median(values):.2f}x |"
+        )
+
+
+if __name__ == "__main__":
+    main()
