@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -44,16 +45,24 @@ def measure(config: dict) -> dict:
     sys.path.insert(0, str(ROOT))
     from core.encoder import tokenize
     from trainers.config import Hyperparameters
-    from trainers.grad_cache import cached_step
+    from trainers.grad_cache import all_reduce_gradients, cached_step
     from trainers.loop import _mlm_inputs, build_module
     from trainers.training_loss import training_loss
 
     torch.set_num_threads(config["threads"])
     torch.manual_seed(config["process"])
+    if config["comm"] != "none":
+        import torch.distributed as dist
+
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(config["port"]))
+        dist.init_process_group("gloo", rank=config["process"], world_size=config["workers"])
     hp = Hyperparameters(
         recipe="docsplit", temperature=0.05, mlm_weight=config["mlm_weight"], symmetric=True, pooling="mean"
     )
     module, tokenizer = build_module(config["model"], hp)
+    # the gradients averaged across the processes as a trial does: DDP's bucketed all-reduce during
+    # backward (the plain step), or one flat all-reduce after it (what the cached step does)
+    forward = torch.nn.parallel.DistributedDataParallel(module) if config["comm"] == "ddp" else module
     optimizer = torch.optim.AdamW(module.parameters(), lr=5e-5, weight_decay=hp.weight_decay)
     mask_rng = torch.Generator().manual_seed(config["process"])
     batches = build_batches(config["pairs"], config["warmup"] + config["steps"])
@@ -68,7 +77,9 @@ def measure(config: dict) -> dict:
         if config["chunk"]:
             cached_step(module, inputs, hp, config["chunk"])
         else:
-            training_loss(hp, module(**inputs))[0].backward()
+            training_loss(hp, forward(**inputs))[0].backward()
+        if config["comm"] == "flat":
+            all_reduce_gradients(module)
         torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)
         optimizer.step()
 
@@ -83,9 +94,17 @@ def measure(config: dict) -> dict:
 
 def run_together(config: dict, workers: int) -> list[float]:
     """``workers`` child processes of one configuration at once; every timed step of each."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
     children = [
         subprocess.Popen(
-            [sys.executable, __file__, "--child", json.dumps({**config, "process": rank})],
+            [
+                sys.executable,
+                __file__,
+                "--child",
+                json.dumps({**config, "process": rank, "workers": workers, "port": port}),
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -112,6 +131,13 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, nargs="+", default=[8, 0], help="GradCache chunk sizes; 0: plain step")
     parser.add_argument("--mlm-weight", type=float, default=0.1)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--comm",
+        nargs="+",
+        choices=("none", "ddp", "flat"),
+        default=["none"],
+        help="gradient averaging across the processes: none, DDP (plain steps), one flat all-reduce",
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--steps", type=int, default=6)
@@ -133,28 +159,29 @@ def main() -> None:
         "warmup": args.warmup,
         "steps": args.steps,
     }
-    times: dict[int, list[float]] = {chunk: [] for chunk in args.chunks}
+    variants = [(chunk, comm) for chunk in args.chunks for comm in args.comm if not (chunk and comm == "ddp")]
+    times: dict[tuple[int, str], list[float]] = {variant: [] for variant in variants}
     loads = []
     for round_ in range(args.rounds):
-        order = args.chunks if round_ % 2 == 0 else list(reversed(args.chunks))
-        for chunk in order:
+        for chunk, comm in variants if round_ % 2 == 0 else list(reversed(variants)):
             loads.append(float(Path("/proc/loadavg").read_text().split()[0]))
-            times[chunk] += run_together({**base, "chunk": chunk}, args.workers)
+            times[chunk, comm] += run_together({**base, "chunk": chunk, "comm": comm}, args.workers)
     print(
         f"machine: {os.cpu_count()} CPUs, {gpus()}; torch {torch.__version__}; {time.strftime('%Y-%m-%d %H:%M')}; "
         f"{args.workers} processes at once, {args.threads} thread(s) each, {args.pairs} pairs of {args.length} tokens, "
         f"MLM weight {args.mlm_weight}; {args.rounds} rounds x {args.steps} timed steps per process; "
         f"load average at each start {min(loads):.2f}-{max(loads):.2f}\n"
     )
-    reference = statistics.median(times[args.chunks[0]])
-    print(f"| step | s/step (median) | p10-p90 | speed-up against chunks of {args.chunks[0]} |")
-    print("|---|---:|---|---:|")
-    for chunk, values in times.items():
+    reference = statistics.median(times[variants[0]])
+    print("| step | gradients averaged by | s/step (median) | p10-p90 | speed-up against the first row |")
+    print("|---|---|---:|---|---:|")
+    averaged = {"none": "nothing (no communication)", "ddp": "DDP, during backward", "flat": "one flat all-reduce"}
+    for (chunk, comm), values in times.items():
         values = sorted(values)
         low, high = values[len(values) // 10], values[(9 * len(values)) // 10]
         name = f"GradCache, chunks of {chunk}" if chunk else "plain (one forward, one backward)"
         print(
-            f"| {name} | {statistics.median(values):.3f} | {low:.3f}-{high:.3f} | "
+            f"| {name} | {averaged[comm]} | {statistics.median(values):.3f} | {low:.3f}-{high:.3f} | "
             f"{reference / statistics.median(values):.2f}x |"
         )
 
