@@ -80,3 +80,59 @@ def test_dropout_is_replayed_so_the_gradients_are_exact_in_train_mode(minilm_dir
     cached_step(module, inputs, hp, chunk)
     for name, grad in _grads(module).items():
         torch.testing.assert_close(grad, reference[name], rtol=1e-4, atol=1e-6, msg=name)
+
+
+def _rank_gradients(rank: int, size: int, port: int, model_dir: str, hp, cached: bool, out) -> None:
+    """One data-parallel worker of ``size``: its share of the pairs (views A then B, as a trial's
+    batch), the cached step and the gradients' all-reduce, or the plain step under DDP; its
+    averaged gradients into ``out[rank]``."""
+    import os
+
+    import torch.distributed as dist
+
+    from trainers.grad_cache import all_reduce_gradients
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=size)
+    torch.set_num_threads(1)
+    module, tokenizer = build_module(model_dir, hp)
+    module.eval()  # no dropout: every split of the batch sees the same network
+    pairs = len(TEXTS) // 2 // size
+    mine = slice(rank * pairs, (rank + 1) * pairs)
+    batch = tokenize(tokenizer, TEXTS[:4][mine] + TEXTS[4:][mine], 32)
+    inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+    if cached:
+        cached_step(module, inputs, hp, chunk_size=1)
+        all_reduce_gradients(module)
+    else:
+        wrapped = torch.nn.parallel.DistributedDataParallel(module)
+        training_loss(hp, wrapped(**inputs))[0].backward()
+    out[rank] = _grads(module)
+    dist.destroy_process_group()
+
+
+@pytest.mark.slow  # four worker processes, each loading the encoder
+@pytest.mark.parametrize("cached", [True, False], ids=["gradcache", "ddp"])
+def test_four_workers_give_one_workers_gradients(minilm_dir, cached):
+    """A trial fitted to 4 workers keeps the global batch and its in-batch negatives: each rank's
+    quarter of the pairs, the contrastive loss over every rank's embeddings, the gradients averaged,
+    give the one-worker gradients of the whole batch (GradCache's and DDP's paths alike)."""
+    import socket
+
+    import torch.multiprocessing as mp
+
+    hp = Hyperparameters(mlm_weight=0.0, temperature=0.05)
+    module, tokenizer = build_module(minilm_dir, hp)
+    module.eval()
+    inputs = _inputs(tokenizer, with_mlm=False)
+    training_loss(hp, module(**inputs))[0].backward()
+    one_worker = _grads(module)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    out = mp.Manager().dict()
+    mp.spawn(_rank_gradients, args=(4, port, minilm_dir, hp, cached, out), nprocs=4, join=True)
+    for rank in range(4):
+        assert out[rank].keys() == one_worker.keys() and len(one_worker) > 50
+        for name, grad in one_worker.items():
+            torch.testing.assert_close(out[rank][name], grad, rtol=1e-4, atol=1e-5, msg=name)
