@@ -82,10 +82,10 @@ def test_dropout_is_replayed_so_the_gradients_are_exact_in_train_mode(minilm_dir
         torch.testing.assert_close(grad, reference[name], rtol=1e-4, atol=1e-6, msg=name)
 
 
-def _rank_gradients(rank: int, size: int, port: int, model_dir: str, hp, cached: bool, out) -> None:
+def _rank_gradients(rank: int, size: int, port: int, model_dir: str, hp, out) -> None:
     """One data-parallel worker of ``size``: its share of the pairs (views A then B, as a trial's
-    batch), the cached step and the gradients' all-reduce, or the plain step under DDP; its
-    averaged gradients into ``out[rank]``."""
+    batch) through the cached step and the gradients' all-reduce, then through the plain step under
+    DDP; its averaged gradients of each into ``out[rank, "gradcache"]`` and ``out[rank, "ddp"]``."""
     import os
 
     import torch.distributed as dist
@@ -101,19 +101,18 @@ def _rank_gradients(rank: int, size: int, port: int, model_dir: str, hp, cached:
     mine = slice(rank * pairs, (rank + 1) * pairs)
     batch = tokenize(tokenizer, TEXTS[:4][mine] + TEXTS[4:][mine], 32)
     inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
-    if cached:
-        cached_step(module, inputs, hp, chunk_size=1)
-        all_reduce_gradients(module)
-    else:
-        wrapped = torch.nn.parallel.DistributedDataParallel(module)
-        training_loss(hp, wrapped(**inputs))[0].backward()
-    out[rank] = _grads(module)
+    cached_step(module, inputs, hp, chunk_size=1)
+    all_reduce_gradients(module)
+    out[rank, "gradcache"] = _grads(module)
+    module.zero_grad(set_to_none=True)
+    wrapped = torch.nn.parallel.DistributedDataParallel(module)
+    training_loss(hp, wrapped(**inputs))[0].backward()
+    out[rank, "ddp"] = _grads(module)
     dist.destroy_process_group()
 
 
 @pytest.mark.slow  # four worker processes, each loading the encoder
-@pytest.mark.parametrize("cached", [True, False], ids=["gradcache", "ddp"])
-def test_four_workers_give_one_workers_gradients(minilm_dir, cached):
+def test_four_workers_give_one_workers_gradients(minilm_dir):
     """A trial fitted to 4 workers keeps the global batch and its in-batch negatives: each rank's
     quarter of the pairs, the contrastive loss over every rank's embeddings, the gradients averaged,
     give the one-worker gradients of the whole batch (GradCache's and DDP's paths alike)."""
@@ -131,8 +130,10 @@ def test_four_workers_give_one_workers_gradients(minilm_dir, cached):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     out = mp.Manager().dict()
-    mp.spawn(_rank_gradients, args=(4, port, minilm_dir, hp, cached, out), nprocs=4, join=True)
-    for rank in range(4):
-        assert out[rank].keys() == one_worker.keys() and len(one_worker) > 50
+    mp.spawn(_rank_gradients, args=(4, port, minilm_dir, hp, out), nprocs=4, join=True)
+    assert len(one_worker) > 50
+    for (rank, path), gradients in out.items():
+        assert gradients.keys() == one_worker.keys(), (rank, path)
         for name, grad in one_worker.items():
-            torch.testing.assert_close(out[rank][name], grad, rtol=1e-4, atol=1e-5, msg=name)
+            torch.testing.assert_close(gradients[name], grad, rtol=1e-4, atol=1e-5, msg=f"{path}, rank {rank}: {name}")
+    assert len(out) == 8
