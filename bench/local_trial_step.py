@@ -1,15 +1,17 @@
 """One training step of the default search's local trial, with and without GradCache.
 
     .venv/bin/python bench/local_trial_step.py --model DIR [--pairs 8] [--length 128] [--threads 1]
-        [--chunks 8 0] [--mlm-weight 0.1] [--rounds 3] [--warmup 2] [--steps 6] [--workers 2]
+        [--chunks 8 0] [--comm none] [--mlm-weight 0.1] [--rounds 3] [--warmup 2] [--steps 6] [--workers 2]
 
-``--model``: the trials' converted base, as the search records it (``search.json``'s
-``base_model``; for ``docsplit_long --profile local`` the vanilla BERT-Mini converted to a
-Longformer with a 64-token window). Each configuration runs in fresh processes, ``--rounds``
-times, the order of the configurations alternating between rounds; each process runs
+``--model``: the trials' converted base (for ``docsplit_long --profile local`` the vanilla
+BERT-Mini converted to a Longformer with a 64-token window, ``<cache>/longformer/<digest>-L4096-W64``,
+which the search prints as it converts or reuses it). Each configuration runs in fresh processes,
+``--rounds`` times, the order of the configurations alternating between rounds; each process runs
 ``--warmup`` untimed steps and ``--steps`` timed ones. ``--workers`` processes run each
 configuration at once, as the local trial's two data-parallel workers of one thread share the 2
-CPUs (their gradient all-reduce is not included: it is the same for every configuration).
+CPUs. ``--comm`` says how their gradients are averaged: ``none`` (no communication: the step
+alone), ``ddp`` (a gloo process group and DDP's all-reduce during backward, what a plain trial
+step runs) or ``flat`` (one flat all-reduce after backward, what the cached step runs).
 
 What a step is, as in ``trainers.loop.train_loop_per_worker``: ``--pairs`` DocSplit pairs from
 the packaged corpus (DocSplit's p 0.5) tokenised to ``--length`` tokens with the model's
@@ -124,7 +126,7 @@ def run_together(config: dict, workers: int) -> list[float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", help="the trials' converted base model directory (search.json's base_model)")
+    parser.add_argument("--model", help="the trials' converted base model directory")
     parser.add_argument("--pairs", type=int, default=8, help="pairs per worker (the local trial: 16 over 2 workers)")
     parser.add_argument("--length", type=int, default=128)
     parser.add_argument("--threads", type=int, default=1)
@@ -147,7 +149,7 @@ def main() -> None:
         print(json.dumps(measure(json.loads(args.child))))
         return
     if not args.model or not Path(args.model, "config.json").is_file():
-        parser.exit(2, f"--model: not a model directory: {args.model} (give search.json's base_model)\n")
+        parser.exit(2, f"--model: not a model directory: {args.model} (give the trials' converted base)\n")
     import torch
 
     base = {
