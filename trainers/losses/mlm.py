@@ -12,8 +12,8 @@ the labelled positions, for a ``*ForMaskedLM`` model, with its prediction head a
 labelled positions only (as fairseq's RoBERTa trainer does): the other 85% carry no label, and
 their vocabulary projection costs about as much as a small encoder's forward (BERT-Mini: 4.1
 MFLOP a position against the encoder's 6.3; MiniLM-L6: 23 against 21). Equal to the model's own
-``loss`` (tested for BERT, Longformer and RoBERTa heads); a model whose head is not one
-position-wise module gets the model's own computation.
+``loss`` (tested for BERT, Longformer and RoBERTa heads); a model whose head is not one module
+beside its encoder (``prediction_head``) gets the model's own computation.
 
 Paper: Devlin et al., BERT (NAACL 2019), Sec. 3.1; used as an auxiliary term by SimCSE (Gao et
 al. 2021, Appendix) and DocSplit (weight 0.1).
