@@ -249,7 +249,9 @@ def test_each_recipes_gpu_sized_spec_runs_real_trials_under_the_smoke_profile(tm
     # every shipped spec is validated under every profile in tests/platform/test_spec.py.
     # deca_wordnet's winner is confirmed with one more training seed (search.confirm_seeds).
     confirm = {"search.confirm_seeds": 1} if spec == "deca_wordnet" else {}
-    variant = spec_variant(spec, tmp_path, **{"search.samples": 1, "evaluation.limits": FEW_ITEMS, **confirm})
+    # one scoring round: the rounds are the smoke spec's to test
+    changes = {"search.samples": 1, "train.eval_every": 4, "evaluation.limits": FEW_ITEMS, **confirm}
+    variant = spec_variant(spec, tmp_path, **changes)
     run_dir = tmp_path / "run"
     done = subprocess.run(
         [sys.executable, "-m", "platform.search", variant, "--profile", "smoke", "--run-dir", str(run_dir)],

@@ -23,7 +23,7 @@ def _cli(*args: str):
     )
 
 
-@pytest.mark.slow  # every kind of task on a real encoder: about 50 s
+@pytest.mark.slow  # every kind of task on a real encoder, few and short texts: about 40 s
 def test_cli_scores_a_model_on_every_kind_of_task(tmp_path):
     out = tmp_path / "scores.json"
     done = _cli(
@@ -44,13 +44,13 @@ def test_cli_scores_a_model_on_every_kind_of_task(tmp_path):
         "--max-queries",
         "30",
         "--max-test",
-        "80",
+        "40",
         "--fewshot-k",
         "4",
         "--repeats",
         "2",
         "--max-length",
-        "128",
+        "64",
         "--json",
         str(out),
     )

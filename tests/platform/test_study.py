@@ -14,7 +14,7 @@ import pytest
 
 from platform import study
 from platform.spec import load_spec
-from tests.conftest import ROOT, spec_variant
+from tests.conftest import FEW_ITEMS, ROOT, spec_variant
 
 pytestmark = pytest.mark.slow  # starts Ray and runs searches
 
@@ -26,7 +26,15 @@ def finished(tmp_path_factory):
     # is a real sample standard deviation, and one row tuned by a one-trial search
     shipped = load_spec("seed_study", "smoke")[0].study.rows
     rows = {name: shipped[name] for name in ("simcse", "docsplit")}
-    changes = {"study.rows": rows, "study.seeds": [0, 1], "study.tune_best": 1, "search.samples": 1}
+    # one scoring round per run, on few items: the rounds and the items' sizes are the searches' own tests
+    changes = {
+        "study.rows": rows,
+        "study.seeds": [0, 1],
+        "study.tune_best": 1,
+        "search.samples": 1,
+        "train.eval_every": 4,
+        "evaluation.limits": {**FEW_ITEMS, "max_train": 200},  # as the spec's smoke profile: the probe's training split
+    }
     spec = spec_variant("seed_study", directory, **changes)
     run_dir = directory / "run"
     code = study.main([spec, "--profile", "smoke", "--run-dir", str(run_dir)])
@@ -79,9 +87,10 @@ def test_the_tuned_row_is_chosen_on_validation_and_the_table_shows_test(finished
 def test_the_rows_differ_from_the_base_and_from_each_other(finished):
     _, run_dir, _ = finished
     summary = json.loads((run_dir / "study.json").read_text())
-    key = "r8-fewshot macro_f1"
-    means = [row["columns"][key]["mean"] for row in summary]
-    assert len(set(means)) > len(means) // 2  # trained rows are not copies of the base or of one another
+    # every row's whole table: a few smoke steps may leave a few-shot classifier's predictions (and a
+    # discrete score) where the base had them, while the embeddings, and so other columns, moved
+    tables = [tuple(cell["mean"] for _, cell in sorted(row["columns"].items())) for row in summary]
+    assert len(set(tables)) == len(tables)  # trained rows are not copies of the base or of one another
 
 
 def test_a_second_call_redoes_nothing(finished, capsys):
