@@ -40,11 +40,12 @@ from trainers.loop import _record
 TRIALS = {"mean": "7f3a0001", "cls": "7f3a0002", "max": "7f3a0003", "longformer": "7f3a0004"}
 ERRORED = "deadbeef"
 TASKS = ["news-title-retrieval", "r8-fewshot"]
+SMOKE_LENGTH = load_spec("smoke", "smoke")[0].evaluation.max_length  # what the exports were scored at
 SENTENCES = [
     "The central bank raised interest rates by a quarter point on Tuesday.",
     "Heavy rain flooded several villages in the north of the country overnight.",
     "Shares in the carmaker fell after it cut its profit forecast for the year.",
-    # longer than the smoke spec's 128 evaluation tokens: truncation must match too
+    # longer than the smoke profile's evaluation tokens (SMOKE_LENGTH): truncation must match too
     "The government said on Monday that it would present a new budget to parliament next month, after "
     "weeks of talks with unions and employers over pensions, public sector pay and the cost of energy. "
     "The finance minister told reporters that the plan would cut the deficit by half within three years "
@@ -119,7 +120,7 @@ def _snippets(card: str) -> list[str]:
 
 def _doctune_embeddings(model_dir: Path, pooling: str, texts: list[str]) -> np.ndarray:
     model, tokenizer = load_encoder(str(model_dir))
-    return embed_texts(model, tokenizer, texts, pooling=pooling, max_length=128)
+    return embed_texts(model, tokenizer, texts, pooling=pooling, max_length=SMOKE_LENGTH)
 
 
 def test_every_pooling_doctune_offers_has_a_sentence_transformers_equivalent():
@@ -133,7 +134,7 @@ def test_sentence_transformers_embeds_exactly_as_doctune(exports, pooling):
     directory = exports[pooling]
     config = json.loads((directory / "1_Pooling" / "config.json").read_text())
     assert [k for k, v in config.items() if v is True and k.startswith("pooling_mode")] == [POOLINGS[pooling].st_flag]
-    assert json.loads((directory / "sentence_bert_config.json").read_text())["max_seq_length"] == 128
+    assert json.loads((directory / "sentence_bert_config.json").read_text())["max_seq_length"] == SMOKE_LENGTH
     model = SentenceTransformer(str(directory), device="cpu")
     got = model.encode(SENTENCES, convert_to_numpy=True)
     expected = _doctune_embeddings(directory, pooling, SENTENCES)
@@ -166,7 +167,7 @@ def test_the_model_card_says_what_the_encoder_is_and_how_to_rerun_its_search(exp
         "`news-articles` corpus",
         "profile `smoke`",
         "cls pooling",
-        "truncated to 128 tokens",
+        f"truncated to {SMOKE_LENGTH} tokens",
         "(1 × news-title-retrieval + 1 × r8-fewshot) / 2 = 0.7900",
         "| news-title-retrieval | ndcg_at_10 | 0.8400±0.0200 | 0.85 | 1.0 |",  # test ± error, validation
         "| r8-fewshot | macro_f1 | 0.7400±0.0200 | 0.75 | 1.0 |",
