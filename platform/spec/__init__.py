@@ -40,6 +40,7 @@ __all__ = [
     "SearchSpec",
     "SpecError",
     "find_spec_file",
+    "leaves",
     "load_spec",
     "parse_spec",
     "profile_replacements",
@@ -83,16 +84,16 @@ def read_raw(path: Path) -> dict:
     return raw
 
 
-def _leaves(tree: dict, prefix: str = "") -> dict[str, object]:
+def leaves(tree: dict, prefix: str = "") -> dict[str, object]:
     """``{"a.b.c": value}`` for every value of a nested mapping that is not itself a mapping."""
-    leaves: dict[str, object] = {}
+    found: dict[str, object] = {}
     for key, value in tree.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict) and value:
-            leaves |= _leaves(value, f"{name}.")
+            found |= leaves(value, f"{name}.")
         else:
-            leaves[name] = value
-    return leaves
+            found[name] = value
+    return found
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,11 +112,11 @@ def profile_replacements(raw: dict, profile: str) -> list[Replacement]:
     """What ``profile``'s built-in overrides change among the values the spec sets explicitly. The
     spec's own ``profiles.<profile>`` section is the user's word: a key it sets replaces nothing
     (that section is how a spec keeps its numbers under a profile)."""
-    spec_values = _leaves({k: v for k, v in raw.items() if k != "profiles"})
-    own = _leaves(raw.get("profiles", {}).get(profile, {}))
+    spec_values = leaves({k: v for k, v in raw.items() if k != "profiles"})
+    own = leaves(raw.get("profiles", {}).get(profile, {}))
     return [
         Replacement(key, spec_values[key], value)
-        for key, value in _leaves(_builtin_overrides(raw, profile)).items()
+        for key, value in leaves(_builtin_overrides(raw, profile)).items()
         if key in spec_values and key not in own and spec_values[key] != value
     ]
 
