@@ -7,6 +7,7 @@ is wrong and how to fix it; nothing started), 1 any other failure.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -149,11 +150,14 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> int:
 def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> int:
     """With the evaluators up: the baselines and the trials, then the leaderboard, the winner's
     comparison with the baselines, its export to ``best/``, the report and the timings."""
-    from platform import export, leaderboard, tuner
+    from platform import export, leaderboard, tracking, tuner
     from platform.timings import trial_seconds, write_timings
 
     spec, run_dir = resolved.spec, resolved.run_dir
-    baseline, results = tuner.run_search(resolved, resume, clock)
+    trackers = tracking.open_trackers(spec, run_dir)
+    trackers.start(spec, resolved.profile, run_dir)
+    callback = trackers.callback(dataclasses.asdict(resolved.fixed))
+    baseline, results = tuner.run_search(resolved, resume, clock, [callback] if callback else [])
     if not tuner.finished(results):
         raise KeyboardInterrupt
     tasks = list(resolved.evaluation.tasks)
@@ -181,6 +185,7 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> int:
         print(f"doctune: scored on {line}")
     if not scored:
         print("doctune: no trial produced a score; see the statuses above", file=sys.stderr)
+        trackers.finish(rows, run_dir, None)
         return EXIT_FAILURE
     best = leaderboard.winner(rows)
     exported = export.export_best(best, run_dir)
@@ -206,6 +211,7 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> int:
     except Exception as err:
         print(f"doctune: report not written: {type(err).__name__}: {err}", file=sys.stderr)
     print(f"doctune: {write_timings(run_dir, clock.summary(trial_seconds(results)))}")
+    trackers.finish(rows, run_dir, exported.path)
     return EXIT_OK
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from platform.resolution import ResolvedSearch
@@ -48,7 +49,7 @@ def sampler_plan(resolved: ResolvedSearch) -> SamplerPlan:
     return plan_sampler(kind, search.samples, concurrent, search.multivariate, search.grid_points)
 
 
-def _tuner(resolved: ResolvedSearch, resume: bool):
+def _tuner(resolved: ResolvedSearch, resume: bool, callbacks: Sequence = ()):
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
     from ray.tune.search.optuna import OptunaSearch
@@ -112,9 +113,17 @@ def _tuner(resolved: ResolvedSearch, resume: bool):
             # a restarted trial goes on from its latest checkpoint (trainers/loop.py); a diverged one
             # errors again at once (its divergence is recorded), so retries never retrain it
             failure_config=tune.FailureConfig(max_failures=spec.train.max_trial_failures),
-            callbacks=[_release_callback(resolved)],
+            callbacks=[*_callbacks(resolved), *callbacks],
         ),
     )
+
+
+def _callbacks(resolved: ResolvedSearch) -> list:
+    """Every Tune run's own callbacks: ended trials' checkpoints released, TensorBoard without the
+    per-round test scores (``platform.tracking``)."""
+    from platform.tracking import ValidationOnlyTensorBoard
+
+    return [_release_callback(resolved), ValidationOnlyTensorBoard()]
 
 
 def _release_callback(resolved: ResolvedSearch):
@@ -182,8 +191,9 @@ def evaluator_pool(resolved: ResolvedSearch):
     )
 
 
-def run_search(resolved: ResolvedSearch, resume: bool, clock: PhaseClock | None = None):
-    """Score the baseline encoders, then run the trials. Returns (baselines, Tune results)."""
+def run_search(resolved: ResolvedSearch, resume: bool, clock: PhaseClock | None = None, callbacks: Sequence = ()):
+    """Score the baseline encoders, then run the trials (``callbacks``: more Tune callbacks, such as
+    the trackers'). Returns (baselines, Tune results)."""
     clock = clock or PhaseClock()
     baseline_file = resolved.run_dir / "baseline.json"
     if baseline_file.exists():
@@ -200,7 +210,7 @@ def run_search(resolved: ResolvedSearch, resume: bool, clock: PhaseClock | None 
         if warning := plan.warning():
             print(f"doctune: warning: {warning}", file=sys.stderr, flush=True)
     with clock.phase("trials"):
-        results = _tuner(resolved, resume).fit()
+        results = _tuner(resolved, resume, callbacks).fit()
     if not finished(results):  # Ctrl-C: Tune stopped and saved the experiment; --resume continues it
         return baseline, results
     _release_ended(results, resolved)
@@ -269,7 +279,7 @@ def confirm_winner(resolved: ResolvedSearch, winner) -> dict:
                 name=experiment.name,
                 storage_path=str(experiment.parent.resolve()),
                 failure_config=tune.FailureConfig(max_failures=spec.train.max_trial_failures),
-                callbacks=[_release_callback(resolved)],
+                callbacks=_callbacks(resolved),
             ),
         )
     print(f"doctune: confirming {winner.trial} with {len(seeds)} more training seed(s): {seeds}", flush=True)

@@ -18,6 +18,15 @@ SHARED_IR = ROOT.parent / "shared" / "data" / "ir"
 FEW_ITEMS = {"max_documents": 30, "max_queries": 16, "max_test": 32, "fewshot_k": 4, "repeats": 2}
 
 
+def closed_port() -> int:
+    """A local port nothing listens on (a tracking server that is down)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def shared_collection(name: str) -> Path:
     """A retrieval collection from the developers' shared data; tests that need it skip without it."""
     path = SHARED_IR / name

@@ -148,6 +148,18 @@ def check_semantics(spec: SearchSpec) -> None:
     _check_grid(spec.search)
     if spec.study is not None:
         _check_study(spec.study)
+    _check_tracking(spec)
+
+
+def _check_tracking(spec: SearchSpec) -> None:
+    """A tracker the spec names is installed (trackers are optional extras, imported only when asked)."""
+    import importlib.util
+
+    if spec.tracking.mlflow is not None and importlib.util.find_spec("mlflow") is None:
+        raise SpecError(
+            "tracking.mlflow: MLflow is not installed; pip install 'mlflow-skinny>=3.4' (or doctune's mlflow "
+            "extra), or remove tracking.mlflow"
+        )
 
 
 def _check_grid(search: SearchSection) -> None:

@@ -221,6 +221,43 @@ class StudySection:
 
 
 @dataclass(frozen=True)
+class MlflowTracking:
+    """Every trial an MLflow run, nested under one run for the search (``platform.tracking``)."""
+
+    tracking_uri: str = field(
+        metadata=constraint(
+            "where MLflow keeps runs: a server (http://host:5000) or a local store (sqlite:///mlflow.db, relative "
+            "to the working directory)"
+        )
+    )
+    experiment: str | None = field(default=None, metadata=constraint("the MLflow experiment; default: the spec's name"))
+    artifact_location: str | None = field(
+        default=None,
+        metadata=constraint(
+            "where a new experiment keeps its artifacts (a directory or bucket URI); default: MLflow's own, beside a "
+            "local store or the server's"
+        ),
+    )
+    register_model: bool = field(
+        default=True,
+        metadata=constraint("register the winner (best/) in the model registry under the experiment's name"),
+    )
+
+
+@dataclass(frozen=True)
+class TrackingSection:
+    """Where the search's runs are also recorded, beside its run directory."""
+
+    mlflow: MlflowTracking | None = field(
+        default=None,
+        metadata=constraint(
+            "{tracking_uri: ...}: the search a run, each trial a nested run with its hyperparameters and every "
+            "round's validation scores; test scores once, at the end, for the chosen round; the winner a model"
+        ),
+    )
+
+
+@dataclass(frozen=True)
 class SearchSpec:
     name: str = field(metadata=constraint("the search's name (run directory, Tune experiment)"))
     search: SearchSection = field(metadata=constraint("objective, sampler, scheduler and search space"))
@@ -256,6 +293,9 @@ class SearchSpec:
     address: str | None = field(default=None, metadata=constraint("Ray address; default RAY_ADDRESS or local"))
     study: StudySection | None = field(
         default=None, metadata=constraint("rows, seeds and table of a recipe study (python -m platform.study)")
+    )
+    tracking: TrackingSection = field(
+        default_factory=TrackingSection, metadata=constraint("experiment trackers (MLflow); none by default")
     )
     profiles: dict[str, dict] = field(default_factory=dict, metadata=constraint("per-profile overrides"))
 

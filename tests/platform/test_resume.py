@@ -1,5 +1,6 @@
 """Kill the whole search (driver and every process it started) with SIGKILL mid-run; --resume
-finishes it with no finished trial rerun and the interrupted one continued from its checkpoint."""
+finishes it with no finished trial rerun and the interrupted one continued from its checkpoint,
+and its MLflow record (``tracking:``) continued: one run for the search, one per row, no round twice."""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ def _checkpoints(run_dir) -> dict[str, int]:
 
 def test_sigkill_then_resume_loses_and_reruns_nothing(tmp_path):
     run_dir = tmp_path / "run"
-    spec = spec_variant("smoke", tmp_path, **{"evaluation.limits": FEW_ITEMS})
+    store = {"tracking_uri": f"sqlite:///{tmp_path}/mlflow.db", "artifact_location": str(tmp_path / "mlartifacts")}
+    spec = spec_variant("smoke", tmp_path, **{"evaluation.limits": FEW_ITEMS, "tracking.mlflow": store})
     command = [sys.executable, "-m", "platform.search", spec, "--profile", "smoke", "--run-dir", str(run_dir)]
     driver = subprocess.Popen(
         command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
@@ -84,3 +86,13 @@ def test_sigkill_then_resume_loses_and_reruns_nothing(tmp_path):
     assert [t.state for t in study.trials] == [optuna.trial.TrialState.COMPLETE] * 2
     params = sorted(t.params["temperature"] for t in study.trials)
     assert params == pytest.approx(sorted(r["hyperparameters"]["temperature"] for r in trials))
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=store["tracking_uri"])
+    runs = client.search_runs([client.get_experiment_by_name("smoke").experiment_id])
+    parents = [run for run in runs if "mlflow.parentRunId" not in run.data.tags]
+    children = {run.info.run_name: run for run in runs if run.data.tags.get("mlflow.parentRunId")}
+    assert len(parents) == 1 and len(children) == len(runs) - 1 == 3 and set(children) == {r["trial"] for r in rows}
+    for row in trials:
+        history = client.get_metric_history(children[row["trial"]].info.run_id, "objective")
+        assert [m.step for m in history] == [2, 4]  # both rounds of each trial, the one before the kill not again

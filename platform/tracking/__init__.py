@@ -1,0 +1,140 @@
+"""Experiment trackers: a search recorded where researchers keep their runs (``tracking:`` in the
+spec; docs/decisions.md, "Tracking").
+
+The search is one run, each trial a run nested under it. A trial's run gets its hyperparameters and,
+every evaluation round, what steers the search: the validation objective and task scores, the
+losses and tokens/s (``steering_metrics``). Test scores are logged once, when the search is over,
+for the round each trial's leaderboard row chose, so no tracking UI offers a per-round test curve
+to select on (TensorBoard follows the same rule: ``ValidationOnlyTensorBoard``). The search's run
+then gets the leaderboard, the report, the plots and ``search.json`` as artifacts, and the winner
+as a model.
+
+A tracker that fails (a server that does not answer, a full disk) warns once and is switched off;
+the search goes on and loses nothing (``Guarded``). What a tracker has logged is kept in the run
+directory (``tracking.json``), so a resumed search continues the same runs and logs no round twice.
+
+A tracker is one class with ``start``, ``round`` and ``finish``; ``mlflow_runs`` is the MLflow one.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from numbers import Real
+from pathlib import Path
+from typing import Protocol
+
+from ray import tune
+from ray.tune.logger import TBXLoggerCallback
+
+STATE_FILE = "tracking.json"
+NOT_LOGGED_EACH_ROUND = ("checkpoint", "config", "eval_round", "report_step", "step")
+
+
+def is_test_metric(key: str) -> bool:
+    """Whether a reported key is a test score (``test/<task>/<metric>``, ``test_objective``)."""
+    return key.startswith("test/") or key.startswith("test_")
+
+
+def steering_metrics(result: dict) -> dict[str, float]:
+    """The finite numbers of one round's report that a tracker may show every round: everything but
+    the test scores and the bookkeeping keys."""
+    return {
+        key: float(value)
+        for key, value in result.items()
+        if isinstance(value, Real)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and not is_test_metric(key)
+        and key not in NOT_LOGGED_EACH_ROUND
+    }
+
+
+class Tracker(Protocol):
+    """One tracking backend. Each call may raise; ``Guarded`` turns the first failure into a warning."""
+
+    def describe(self) -> str: ...
+
+    def start(self, spec, profile: str, run_dir: Path) -> None:
+        """The search's run (created, or found again on a resume), with the resolved spec's settings."""
+
+    def round(self, trial: str, hyperparameters: dict, step: int, metrics: dict[str, float]) -> None:
+        """One evaluation round of ``trial`` (its run created on its first round)."""
+
+    def finish(self, rows: list, run_dir: Path, best_dir: Path | None) -> None:
+        """Each row's test scores at its chosen round, the search's artifacts, the winner's model."""
+
+
+class Guarded:
+    """A tracker whose first failure prints one warning and switches it off for the rest of the search."""
+
+    def __init__(self, tracker: Tracker) -> None:
+        self.tracker = tracker
+        self.failed = False
+
+    def call(self, method: str, *args) -> None:
+        if self.failed:
+            return
+        try:
+            getattr(self.tracker, method)(*args)
+        except Exception as err:  # a tracker never fails a search
+            self.failed = True
+            print(
+                f"doctune: warning: {self.tracker.describe()} failed ({type(err).__name__}: {err}); the search goes "
+                "on without it, its run directory complete",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+class Trackers:
+    """The spec's trackers, each guarded; empty when the spec names none."""
+
+    def __init__(self, trackers: list[Tracker]) -> None:
+        self.guarded = [Guarded(tracker) for tracker in trackers]
+
+    def start(self, spec, profile: str, run_dir: Path) -> None:
+        for tracker in self.guarded:
+            tracker.call("start", spec, profile, run_dir)
+
+    def round(self, trial: str, hyperparameters: dict, result: dict) -> None:
+        metrics = steering_metrics(result)
+        for tracker in self.guarded:
+            tracker.call("round", trial, hyperparameters, int(result["step"]), metrics)
+
+    def finish(self, rows: list, run_dir: Path, best_dir: Path | None) -> None:
+        for tracker in self.guarded:
+            tracker.call("finish", rows, run_dir, best_dir)
+
+    def callback(self, fixed: dict) -> tune.Callback | None:
+        """The Tune callback that hands every round to the trackers; None without trackers."""
+        return RoundsToTrackers(self, fixed) if self.guarded else None
+
+
+class RoundsToTrackers(tune.Callback):
+    """Each trial's reports, as Tune receives them in the driver, to the trackers."""
+
+    def __init__(self, trackers: Trackers, fixed: dict) -> None:
+        self.trackers, self.fixed = trackers, fixed
+
+    def on_trial_result(self, iteration: int, trials: list, trial, result: dict, **info) -> None:
+        self.trackers.round(trial.trial_id, {**self.fixed, **trial.config}, result)
+
+
+class ValidationOnlyTensorBoard(TBXLoggerCallback):
+    """Tune's TensorBoard logger without the per-round test scores (they stay in each round's
+    ``scores.json``; the leaderboard reports test for the chosen round only)."""
+
+    def log_trial_result(self, iteration: int, trial, result: dict) -> None:
+        kept = {key: value for key, value in result.items() if not is_test_metric(key)}
+        super().log_trial_result(iteration, trial, kept)
+
+
+def open_trackers(spec, run_dir: Path) -> Trackers:
+    """The trackers ``spec.tracking`` names (``platform.spec.schema.TrackingSection``)."""
+    trackers: list[Tracker] = []
+    if spec.tracking.mlflow is not None:
+        from platform.tracking.mlflow_runs import MlflowRuns
+
+        trackers.append(MlflowRuns(spec.tracking.mlflow, spec.name, run_dir))
+    return Trackers(trackers)

@@ -1,0 +1,204 @@
+"""The search in MLflow (``tracking: {mlflow: {tracking_uri: ...}}``): one run for the search, one
+nested run per trial (MLflow's ``mlflow.parentRunId`` tag), the winner as a registered model.
+
+Runs are written through ``MlflowClient`` with explicit run ids, never MLflow's active-run stack, so
+rounds of trials running at once cannot land in each other's runs. The ids are kept in the run
+directory's ``tracking.json``; a resumed search reopens the same runs and skips every round at or
+before the last step it logged for a trial.
+
+The winner is logged as an ``mlflow.pyfunc`` model from code (``encoder_model.py``, with ``best/`` as
+its artifact): ``mlflow.pyfunc.load_model("models:/<experiment>/<version>").predict(texts)`` embeds
+as ``best/`` does in sentence-transformers, which loads it without doctune installed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+import urllib.request
+from pathlib import Path
+
+from platform import common
+from platform.spec import leaves
+from platform.spec.schema import MlflowTracking
+from platform.tracking import STATE_FILE
+
+MODEL_CODE = Path(__file__).with_name("encoder_model.py")
+MODEL_REQUIREMENTS = ["sentence-transformers>=3", "transformers", "torch"]
+# every file of the run directory that describes the whole search (the plots directory too)
+SEARCH_ARTIFACTS = ("search.json", "leaderboard.json", "leaderboard.csv", "report.html", "timings.json", "plots")
+# MLflow takes at most 100 params (and 1000 metrics) in one batch, each param value at most 6000 characters
+PARAMS_PER_BATCH = 100
+METRICS_PER_BATCH = 1000
+PARAM_CHARACTERS = 6000
+# a server that does not answer fails fast instead of after MLflow's minutes of retries; no progress bars
+MLFLOW_SETTINGS = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "10",
+    "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
+}
+PROBE_TIMEOUT_S = 5
+
+
+def flat_params(tree: dict) -> dict[str, str]:
+    """Nested settings as MLflow params: ``{"train": {"steps": 4}}`` -> ``{"train.steps": "4"}``;
+    lists and empty mappings as JSON, every value cut to what MLflow stores."""
+    return {
+        name: (value if isinstance(value, str) else json.dumps(value, default=str))[:PARAM_CHARACTERS]
+        for name, value in leaves(tree).items()
+    }
+
+
+class MlflowRuns:
+    """The MLflow tracker (``platform.tracking.Tracker``)."""
+
+    def __init__(self, settings: MlflowTracking, spec_name: str, run_dir: Path) -> None:
+        self.settings = settings
+        self.experiment = settings.experiment or spec_name
+        self.state_file = Path(run_dir) / STATE_FILE
+        self._client = None
+
+    def __getstate__(self) -> dict:  # Tune pickles its callbacks with the experiment: no live client
+        return {**self.__dict__, "_client": None}
+
+    def describe(self) -> str:
+        return f"MLflow tracking at {self.settings.tracking_uri}"
+
+    @property
+    def client(self):
+        if self._client is None:
+            for name, value in MLFLOW_SETTINGS.items():
+                os.environ.setdefault(name, value)
+            uri = self.settings.tracking_uri
+            if uri.startswith(("http://", "https://")):  # one short probe before any of MLflow's retries
+                urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=PROBE_TIMEOUT_S).close()
+            from mlflow import MlflowClient
+
+            self._client = MlflowClient(tracking_uri=uri)
+        return self._client
+
+    # tracking.json: {"mlflow": {"experiment_id", "search_run", "trial_runs": {trial: run}, "steps": {trial: step},
+    # "finished": bool}}, re-read on every call (the Tune callback and the driver may hold different copies)
+    def _state(self) -> dict:
+        if not self.state_file.exists():
+            return {}
+        return json.loads(self.state_file.read_text()).get("mlflow", {})
+
+    def _save(self, state: dict) -> None:
+        whole = json.loads(self.state_file.read_text()) if self.state_file.exists() else {}
+        common.write_atomic(self.state_file, json.dumps(whole | {"mlflow": state}, indent=2))
+
+    def start(self, spec, profile: str, run_dir: Path) -> None:
+        state = self._state()
+        if "search_run" in state:  # a resumed search: the same runs go on
+            return
+        experiment = self.client.get_experiment_by_name(self.experiment)
+        if experiment is not None:
+            experiment_id = experiment.experiment_id
+        else:
+            experiment_id = self.client.create_experiment(
+                self.experiment, artifact_location=self.settings.artifact_location
+            )
+        tags = {"doctune.run_dir": str(run_dir), "doctune.profile": profile}
+        run = self.client.create_run(experiment_id, run_name=f"{spec.name} ({run_dir.name})", tags=tags)
+        settings = {k: v for k, v in dataclasses.asdict(spec).items() if k not in ("profiles", "study", "tracking")}
+        self._log_params(run.info.run_id, flat_params({**settings, "profile": profile}))
+        if (run_dir / "search.json").is_file():  # the resolved spec and the environment, from the start
+            self.client.log_artifact(run.info.run_id, str(run_dir / "search.json"))
+        self._save({"experiment_id": experiment_id, "search_run": run.info.run_id, "trial_runs": {}, "steps": {}})
+
+    def round(self, trial: str, hyperparameters: dict, step: int, metrics: dict[str, float]) -> None:
+        state = self._state()
+        if step <= state["steps"].get(trial, -1):  # logged before a kill: a resumed trial reports it again
+            return
+        run_id = self._trial_run(state, trial, hyperparameters)
+        self._log_metrics(run_id, metrics, step)
+        state["steps"][trial] = step
+        self._save(state)
+
+    def _trial_run(self, state: dict, trial: str, hyperparameters: dict) -> str:
+        if trial not in state["trial_runs"]:
+            tags = {"mlflow.parentRunId": state["search_run"], "doctune.trial": trial}
+            run = self.client.create_run(state["experiment_id"], run_name=trial, tags=tags)
+            self._log_params(run.info.run_id, flat_params(hyperparameters))
+            state["trial_runs"][trial] = run.info.run_id
+            self._save(state)
+        return state["trial_runs"][trial]
+
+    def finish(self, rows: list, run_dir: Path, best_dir: Path | None) -> None:
+        state = self._state()
+        if "search_run" not in state or state.get("finished"):
+            return
+        for row in rows:
+            logged_rounds = row.trial in state["steps"]
+            run_id = self._trial_run(state, row.trial, row.hyperparameters)
+            self._log_chosen_round(run_id, row, logged_rounds)
+            self.client.set_terminated(run_id, status="FINISHED" if row.objective is not None else "FAILED")
+        search_run = state["search_run"]
+        scored = [row for row in rows if row.objective is not None and not row.trial.startswith("baseline")]
+        if scored:
+            winner = max(scored, key=lambda row: row.objective)
+            self.client.set_tag(search_run, "doctune.winner", winner.trial)
+            self._log_metrics(search_run, {"objective": winner.objective, "test_objective": winner.test_objective}, 0)
+        for name in SEARCH_ARTIFACTS:
+            path = run_dir / name
+            if path.is_dir():
+                self.client.log_artifacts(search_run, str(path), artifact_path=name)
+            elif path.is_file():
+                self.client.log_artifact(search_run, str(path))
+        if best_dir is not None and (best_dir / "modules.json").exists():
+            self._log_model(search_run, best_dir)
+        self.client.set_terminated(search_run)
+        self._save(state | {"finished": True})
+
+    def _log_chosen_round(self, run_id: str, row, logged_rounds: bool) -> None:
+        """The test scores of the row's chosen round, logged this once at that round's step; a row
+        whose rounds were never logged (a baseline) gets its validation scores too."""
+        metrics = {"test_objective": row.test_objective}
+        splits = ("test",) if logged_rounds else ("val", "test")
+        if not logged_rounds:
+            metrics["objective"] = row.objective
+        for task, parts in row.scores.items():
+            for split in splits:
+                values = parts.get(split)
+                if isinstance(values, dict):
+                    metrics |= {f"{split}/{task}/{k}": v for k, v in values.items() if isinstance(v, float | int)}
+        self._log_metrics(run_id, metrics, row.step or 0)
+        self.client.set_tag(run_id, "doctune.status", row.status[:PARAM_CHARACTERS])
+        if row.step is not None:
+            self.client.set_tag(run_id, "doctune.chosen_step", str(row.step))
+
+    def _log_model(self, search_run: str, best_dir: Path) -> None:
+        """The winner as a pyfunc model from code, logged from the search's run (and registered)."""
+        import mlflow
+
+        mlflow.set_tracking_uri(self.settings.tracking_uri)
+        with mlflow.start_run(run_id=search_run):  # log_model writes into the active run
+            info = mlflow.pyfunc.log_model(
+                name="encoder",
+                python_model=str(MODEL_CODE),
+                artifacts={"encoder": str(best_dir)},
+                pip_requirements=MODEL_REQUIREMENTS,
+                registered_model_name=self.experiment if self.settings.register_model else None,
+            )
+        if info.registered_model_version is not None:
+            self.client.set_tag(
+                search_run, "doctune.registered_model", f"{self.experiment}/{info.registered_model_version}"
+            )
+
+    def _log_params(self, run_id: str, params: dict[str, str]) -> None:
+        from mlflow.entities import Param
+
+        items = [Param(key, value) for key, value in params.items()]
+        for start in range(0, len(items), PARAMS_PER_BATCH):
+            self.client.log_batch(run_id, params=items[start : start + PARAMS_PER_BATCH])
+
+    def _log_metrics(self, run_id: str, metrics: dict, step: int) -> None:
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        items = [Metric(key, float(value), now, step) for key, value in metrics.items() if value is not None]
+        for start in range(0, len(items), METRICS_PER_BATCH):
+            self.client.log_batch(run_id, metrics=items[start : start + METRICS_PER_BATCH])

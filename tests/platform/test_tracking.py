@@ -1,0 +1,124 @@
+"""Experiment tracking (``platform.tracking``): what a round may show, the MLflow runs written into a
+real local store and read back with ``MlflowClient``, a resumed search continuing them, and a server
+that does not answer. The whole path inside a search: tests/test_search_smoke.py."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from platform.leaderboard import Row
+from platform.spec import SpecError, load_spec, parse_spec, read_raw
+from platform.spec.schema import MlflowTracking
+from platform.tracking import Trackers, steering_metrics
+from platform.tracking.mlflow_runs import MlflowRuns, flat_params
+from tests.conftest import closed_port
+
+ROUND = {
+    "step": 4,
+    "eval_round": 2,
+    "report_step": 4,
+    "loss": 0.8,
+    "tokens_per_s": 410.0,
+    "objective": 0.81,
+    "val/r8-fewshot/main": 0.62,
+    "test/r8-fewshot/main": 0.77,
+    "test_objective": 0.86,
+    "checkpoint": "/runs/x/step_000004",
+    "done": False,
+    "config": {"lr": 1e-4},
+}
+
+
+def test_a_round_shows_validation_losses_and_speed_never_test():
+    assert steering_metrics(ROUND) == {
+        "loss": 0.8,
+        "tokens_per_s": 410.0,
+        "objective": 0.81,
+        "val/r8-fewshot/main": 0.62,
+    }
+
+
+def test_nested_settings_become_mlflow_params():
+    params = flat_params({"train": {"steps": 4, "seed": None}, "search": {"space": {}}, "tags": ["a"], "name": "x"})
+    assert params == {"train.steps": "4", "train.seed": "null", "search.space": "{}", "tags": '["a"]', "name": "x"}
+    assert len(flat_params({"long": "y" * 10_000})["long"]) == 6000
+
+
+def test_the_tracking_section_is_typed_and_a_missing_uri_is_named():
+    raw = read_raw(load_spec("smoke", "smoke")[1])
+    spec = parse_spec(raw | {"tracking": {"mlflow": {"tracking_uri": "sqlite:///m.db"}}}, "smoke")
+    assert spec.tracking.mlflow == MlflowTracking(tracking_uri="sqlite:///m.db")
+    assert parse_spec(raw, "smoke").tracking.mlflow is None
+    with pytest.raises(SpecError, match=r"tracking\.mlflow\.tracking_uri"):
+        parse_spec(raw | {"tracking": {"mlflow": {"experiment": "x"}}}, "smoke")
+
+
+def _row(trial: str, step: int | None, objective: float, test: float) -> Row:
+    scores = {"r8-fewshot": {"val": {"main": objective}, "test": {"main": test, "macro_f1": test}}}
+    return Row(trial, "completed", objective, step, None, {"lr": 1e-4}, scores, test_objective=test)
+
+
+@pytest.fixture
+def store(tmp_path):
+    return MlflowTracking(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db", artifact_location=str(tmp_path / "artifacts"))
+
+
+def test_trials_nest_under_the_search_and_a_resumed_search_logs_no_round_twice(tmp_path, store):
+    from mlflow import MlflowClient
+
+    spec, _ = load_spec("smoke", "smoke")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "leaderboard.json").write_text("{}")
+    first = MlflowRuns(store, spec.name, run_dir)
+    first.start(spec, "smoke", run_dir)
+    first.round("t1", {"lr": 1e-4}, 2, {"objective": 0.5})
+    first.round("t1", {"lr": 1e-4}, 4, {"objective": 0.7})
+    first.round("t2", {"lr": 1e-3}, 2, {"objective": 0.4})
+    # the search killed and resumed: a new tracker on the same run directory; t1's round 4 comes again
+    resumed = MlflowRuns(store, spec.name, run_dir)
+    resumed.start(spec, "smoke", run_dir)
+    resumed.round("t1", {"lr": 1e-4}, 4, {"objective": 0.7})
+    resumed.round("t2", {"lr": 1e-3}, 4, {"objective": 0.6})
+    rows = [_row("baseline", None, 0.3, 0.35), _row("t1", 4, 0.7, 0.75), _row("t2", 4, 0.6, 0.65)]
+    resumed.finish(rows, run_dir, None)
+    resumed.finish(rows, run_dir, None)  # a finished search run again logs nothing more
+
+    client = MlflowClient(tracking_uri=store.tracking_uri)
+    experiment = client.get_experiment_by_name("smoke").experiment_id
+    runs = {r.info.run_name: r for r in client.search_runs([experiment])}
+    search = next(r for r in runs.values() if "mlflow.parentRunId" not in r.data.tags)
+    assert set(runs) == {search.info.run_name, "baseline", "t1", "t2"}
+    assert all(runs[t].data.tags["mlflow.parentRunId"] == search.info.run_id for t in ("baseline", "t1", "t2"))
+    assert search.data.params["train.steps"] == "4" and search.data.params["profile"] == "smoke"
+    assert runs["t2"].data.params == {"lr": "0.001"}
+    history = {
+        trial: [(m.step, m.value) for m in client.get_metric_history(run.info.run_id, "objective")]
+        for trial, run in runs.items()
+    }
+    assert history["t1"] == [(2, 0.5), (4, 0.7)] and history["t2"] == [(2, 0.4), (4, 0.6)]
+    assert history["baseline"] == [(0, 0.3)]  # never trained: its validation score once
+    for trial, value in (("t1", 0.75), ("t2", 0.65)):  # test once, at the chosen round
+        tests = client.get_metric_history(runs[trial].info.run_id, "test/r8-fewshot/main")
+        assert [(m.step, m.value) for m in tests] == [(4, value)]
+        assert runs[trial].data.tags["doctune.chosen_step"] == "4" and runs[trial].info.status == "FINISHED"
+    assert search.data.tags["doctune.winner"] == "t1"
+    assert [a.path for a in client.list_artifacts(search.info.run_id)] == ["leaderboard.json"]
+    assert json.loads((run_dir / "tracking.json").read_text())["mlflow"]["finished"] is True
+
+
+def test_a_server_that_does_not_answer_warns_once_and_the_search_goes_on(tmp_path, capsys):
+    spec, _ = load_spec("smoke", "smoke")
+    port = closed_port()
+    trackers = Trackers([MlflowRuns(MlflowTracking(tracking_uri=f"http://127.0.0.1:{port}"), spec.name, tmp_path)])
+    began = time.monotonic()
+    trackers.start(spec, "smoke", tmp_path)
+    for step in (2, 4):
+        trackers.round("t1", {"lr": 1e-4}, ROUND | {"step": step})
+    trackers.finish([_row("t1", 4, 0.7, 0.75)], tmp_path, None)
+    assert time.monotonic() - began < 30
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and f"http://127.0.0.1:{port}" in warnings[0] and "goes on" in warnings[0]
