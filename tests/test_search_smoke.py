@@ -234,7 +234,7 @@ def _mlflow_runs(run_dir: Path) -> dict:
     return {run.info.run_name: run for run in client.search_runs([experiment])}
 
 
-def test_mlflow_has_the_search_each_trial_every_round_and_the_winner_as_a_model(smoke_run):
+def test_mlflow_has_the_search_each_trial_every_round_and_the_winner_as_a_model(smoke_run, monkeypatch):
     import mlflow
     from mlflow import MlflowClient
     from sentence_transformers import SentenceTransformer
@@ -261,6 +261,7 @@ def test_mlflow_has_the_search_each_trial_every_round_and_the_winner_as_a_model(
             assert [m.step for m in client.get_metric_history(run.info.run_id, key)] == [row["step"]], key
     names = [a.path for a in client.list_artifacts(search.info.run_id)]
     assert {"leaderboard.json", "report.html", "search.json", "plots"} <= set(names)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{run_dir.parent}/mlflow.db")  # where models:/ is looked up
     model = mlflow.pyfunc.load_model("models:/smoke/1")  # the winner, registered under the experiment's name
     texts = ["a document about elections", "markets fell sharply on Monday " * 40]  # the second is truncated
     expected = SentenceTransformer(str(run_dir / "best")).encode(texts)
