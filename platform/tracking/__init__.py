@@ -98,9 +98,12 @@ class Trackers:
             tracker.call("start", spec, profile, run_dir)
 
     def round(self, trial: str, hyperparameters: dict, result: dict) -> None:
+        step = result.get("step")
+        if not isinstance(step, Real):  # not a round's report (Tune's own bookkeeping)
+            return
         metrics = steering_metrics(result)
         for tracker in self.guarded:
-            tracker.call("round", trial, hyperparameters, int(result["step"]), metrics)
+            tracker.call("round", trial, hyperparameters, int(step), metrics)
 
     def finish(self, rows: list, run_dir: Path, best_dir: Path | None) -> None:
         for tracker in self.guarded:
