@@ -28,7 +28,7 @@ from ray import tune
 from ray.tune.logger import TBXLoggerCallback
 
 STATE_FILE = "tracking.json"
-NOT_LOGGED_EACH_ROUND = ("checkpoint", "config", "eval_round", "report_step", "step")
+ROUND_BOOKKEEPING = ("eval_round", "report_step", "step")  # numbers, but not measurements
 
 
 def is_test_metric(key: str) -> bool:
@@ -46,7 +46,7 @@ def steering_metrics(result: dict) -> dict[str, float]:
         and not isinstance(value, bool)
         and math.isfinite(value)
         and not is_test_metric(key)
-        and key not in NOT_LOGGED_EACH_ROUND
+        and key not in ROUND_BOOKKEEPING
     }
 
 

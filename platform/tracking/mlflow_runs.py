@@ -20,7 +20,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from platform import common
+from platform import common, leaderboard
 from platform.spec import leaves
 from platform.spec.schema import MlflowTracking
 from platform.tracking import STATE_FILE
@@ -137,9 +137,7 @@ class MlflowRuns:
             self._log_chosen_round(run_id, row, logged_rounds)
             self.client.set_terminated(run_id, status="FINISHED" if row.objective is not None else "FAILED")
         search_run = state["search_run"]
-        scored = [row for row in rows if row.objective is not None and not row.trial.startswith("baseline")]
-        if scored:
-            winner = max(scored, key=lambda row: row.objective)
+        if (winner := leaderboard.winner(rows)) is not None:
             self.client.set_tag(search_run, "doctune.winner", winner.trial)
             self._log_metrics(search_run, {"objective": winner.objective, "test_objective": winner.test_objective}, 0)
         for name in SEARCH_ARTIFACTS:
