@@ -211,7 +211,7 @@ def run_search(resolved: ResolvedSearch, resume: bool, clock: PhaseClock | None 
             print(f"doctune: warning: {warning}", file=sys.stderr, flush=True)
     with clock.phase("trials"):
         results = _tuner(resolved, resume, callbacks).fit()
-    if not finished(results):  # Ctrl-C: Tune stopped and saved the experiment; --resume continues it
+    if not finished(results, resolved.spec.search.samples):  # Ctrl-C: Tune saved the experiment; --resume continues it
         return baseline, results
     _release_ended(results, resolved)
     if resolved.spec.search.space and (zombies := fail_unfinished_study_trials(resolved.run_dir, resolved.spec.name)):
@@ -223,10 +223,15 @@ def run_search(resolved: ResolvedSearch, resume: bool, clock: PhaseClock | None 
     return baseline, results
 
 
-def finished(results) -> bool:
-    """Whether every trial of a Tune result grid ended (completed, stopped or errored); a search
-    interrupted by Ctrl-C returns from ``fit`` with trials still pending or running."""
-    return all(trial.status in ("TERMINATED", "ERROR") for trial in results._experiment_analysis.trials)
+def finished(results, trials: int) -> bool:
+    """Whether all ``trials`` of a Tune run ended (completed, stopped or errored), as the experiment
+    state Tune saved last records them. An interrupted run (Ctrl-C, SIGINT) saves its state with the
+    running trials RUNNING and only then stops them, marking them TERMINATED in memory, so ``fit``'s
+    own trials cannot tell it from a finished run; nor can they count the trials not yet started."""
+    from ray.tune import ExperimentAnalysis
+
+    saved = ExperimentAnalysis(results.experiment_path).trials
+    return len(saved) >= trials and all(trial.status in ("TERMINATED", "ERROR") for trial in saved)
 
 
 def fail_unfinished_study_trials(run_dir: Path, name: str) -> int:
@@ -284,7 +289,7 @@ def confirm_winner(resolved: ResolvedSearch, winner) -> dict:
         )
     print(f"doctune: confirming {winner.trial} with {len(seeds)} more training seed(s): {seeds}", flush=True)
     results = tuner.fit()
-    if not finished(results):
+    if not finished(results, len(seeds)):
         raise KeyboardInterrupt  # the search's own handling: continue with --resume
     _release_ended(results, resolved)
     runs = {}

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import optuna
 import pytest
@@ -10,6 +14,8 @@ import pytest
 from platform.spec import SpecError, load_spec, parse_spec
 from platform.tuner import ConditionalSpace
 from trainers.config import Hyperparameters
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _sample(space, n: int, seed: int = 0) -> list[dict]:
@@ -147,3 +153,54 @@ def test_a_spec_gives_the_augmentation_type_or_the_recipe_not_both(extra, messag
     with pytest.raises(SpecError) as caught:
         parse_spec(raw, "smoke")
     assert message in str(caught.value)
+
+
+INTERRUPTED_RUN = """
+import os, signal, sys, threading, time
+import ray
+from ray import tune
+from platform.tuner import finished
+
+def count(config):
+    for i in range(config["rounds"]):
+        tune.report({"i": i})
+        time.sleep(0.2)
+
+def run(name, rounds, interrupt_after=None):
+    if interrupt_after is not None:  # Ctrl-C while both trials run, as a user's
+        threading.Timer(interrupt_after, os.kill, (os.getpid(), signal.SIGINT)).start()
+    tuner = tune.Tuner(
+        count,
+        param_space={"rounds": rounds},
+        tune_config=tune.TuneConfig(num_samples=2, max_concurrent_trials=2),
+        run_config=tune.RunConfig(name=name, storage_path=sys.argv[1], verbose=0),
+    )
+    results = tuner.fit()
+    in_memory = all(t.status == "TERMINATED" for t in results._experiment_analysis.trials)
+    return finished(results, 2), finished(results, 3), in_memory
+
+ray.init(num_cpus=2, include_dashboard=False)
+print("completed", *run("completed", 3))
+print("interrupted", *run("interrupted", 200, interrupt_after=8))
+ray.shutdown()
+"""
+
+
+@pytest.mark.slow  # starts Ray
+def test_an_interrupted_tune_run_is_not_taken_for_a_finished_one(tmp_path):
+    """Tune saves an interrupted run's state with its trials RUNNING, then stops them and marks them
+    TERMINATED in memory: only the saved state tells it from a finished run (a finished run of fewer
+    trials than asked is not finished either). Read off real Tune runs in a fresh Ray."""
+    env = {**os.environ, "RAY_ADDRESS": "local"}
+    done = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED_RUN, str(tmp_path)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = {line.split()[0]: line.split()[1:] for line in done.stdout.splitlines() if line.endswith(("True", "False"))}
+    assert seen["completed"] == ["True", "False", "True"]
+    assert seen["interrupted"] == ["False", "False", "True"]  # in memory, every trial looks ended
