@@ -11,19 +11,21 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FEW_ITEMS, ROOT, closed_port, spec_variant
+from tests.wandb_records import offline_runs
 
 pytestmark = pytest.mark.slow  # starts Ray and runs searches
 
 
 def _tracked(directory: Path) -> dict:
-    """The spec change that records a search in a local MLflow store in ``directory``."""
+    """The spec change that records a search in a local MLflow store in ``directory`` and in offline
+    W&B run files (in the run directory)."""
     store = {"tracking_uri": f"sqlite:///{directory}/mlflow.db", "artifact_location": str(directory / "mlartifacts")}
-    return {"tracking.mlflow": store}
+    return {"tracking.mlflow": store, "tracking.wandb": {"project": "doctune-smoke", "mode": "offline"}}
 
 
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory):
-    """The smoke spec's search, tracked in MLflow (the spec beside the run directory, ``smoke.yaml``)."""
+    """The smoke spec's search, tracked in MLflow and W&B (the spec beside the run directory, ``smoke.yaml``)."""
     directory = tmp_path_factory.mktemp("search")
     run_dir = directory / "smoke"
     spec = spec_variant("smoke", directory, **_tracked(directory))
@@ -266,6 +268,33 @@ def test_mlflow_has_the_search_each_trial_every_round_and_the_winner_as_a_model(
     texts = ["a document about elections", "markets fell sharply on Monday " * 40]  # the second is truncated
     expected = SentenceTransformer(str(run_dir / "best")).encode(texts)
     assert abs(model.predict(texts) - expected).max() < 1e-5
+
+
+def test_wandb_has_each_trial_every_round_and_the_winner_as_a_model(smoke_run):
+    run_dir, _ = smoke_run
+    rows = json.loads((run_dir / "leaderboard.json").read_text())["rows"]
+    runs = offline_runs(run_dir)
+    search = runs.pop(f"smoke ({run_dir.name})")
+    assert set(runs) == {row["trial"] for row in rows}
+    assert {run["group"] for run in runs.values()} == {search["group"]}
+    for row in rows:
+        run = runs[row["trial"]]
+        summary = run["summary"]
+        assert summary["test_objective"] == pytest.approx(row["test_objective"])  # the chosen round's test
+        if row["trial"] == "baseline":
+            continue
+        assert {k: run["config"][k] for k in ("lr", "temperature", "recipe")} == {
+            k: row["hyperparameters"][k] for k in ("lr", "temperature", "recipe")
+        }
+        assert [step for step, _ in run["history"]] == [2, 4]  # every round's validation objective
+        assert all(
+            "objective" in values and not any(k.startswith("test") for k in values) for _, values in run["history"]
+        )
+        assert summary["chosen_step"] == row["step"]
+    winner = next(r["trial"] for r in rows if not r["trial"].startswith("baseline") and r["objective"] is not None)
+    assert search["summary"]["winner"] == winner
+    assert {a["type"] for a in search["artifacts"].values()} == {"search", "model"}
+    assert set(next(a for a in search["artifacts"].values() if a["type"] == "model")["aliases"]) == {"best", "latest"}
 
 
 def test_the_mlm_term_starts_from_the_head_trained_for_the_base(smoke_run):

@@ -160,6 +160,11 @@ def _check_tracking(spec: SearchSpec) -> None:
             "tracking.mlflow: MLflow is not installed; pip install 'mlflow-skinny>=3.4' (or doctune's mlflow "
             "extra), or remove tracking.mlflow"
         )
+    if spec.tracking.wandb is not None and importlib.util.find_spec("wandb") is None:
+        raise SpecError(
+            "tracking.wandb: Weights & Biases is not installed; pip install 'wandb==0.31.0' (or doctune's wandb "
+            "extra), or remove tracking.wandb"
+        )
 
 
 def _check_grid(search: SearchSection) -> None:

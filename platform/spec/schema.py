@@ -245,6 +245,24 @@ class MlflowTracking:
 
 
 @dataclass(frozen=True)
+class WandbTracking:
+    """Every trial a Weights & Biases run, grouped with the search's own run (``platform.tracking``)."""
+
+    project: str = field(metadata=constraint("the W&B project"))
+    mode: Literal["online", "offline"] = field(
+        default="online",
+        metadata=constraint(
+            "online: to the W&B server (its API key from `wandb login` or WANDB_API_KEY); offline: run files only, "
+            "uploaded later with `wandb sync`"
+        ),
+    )
+    entity: str | None = field(default=None, metadata=constraint("the W&B team or user; default: the key's own"))
+    dir: str | None = field(
+        default=None, metadata=constraint("where W&B writes its run files (a `wandb/` folder); default: the run dir")
+    )
+
+
+@dataclass(frozen=True)
 class TrackingSection:
     """Where the search's runs are also recorded, beside its run directory."""
 
@@ -253,6 +271,14 @@ class TrackingSection:
         metadata=constraint(
             "{tracking_uri: ...}: the search a run, each trial a nested run with its hyperparameters and every "
             "round's validation scores; test scores once, at the end, for the chosen round; the winner a model"
+        ),
+    )
+    wandb: WandbTracking | None = field(
+        default=None,
+        metadata=constraint(
+            "{project: ..., mode: online or offline}: the search a run and each trial a run of one W&B group, with its "
+            "hyperparameters and every round's validation scores; test scores in each run's summary, for the chosen "
+            "round; the winner a model artifact"
         ),
     )
 

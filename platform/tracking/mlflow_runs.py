@@ -13,22 +13,19 @@ as ``best/`` does in sentence-transformers, which loads it without doctune insta
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import time
 import urllib.request
 from pathlib import Path
 
-from platform import common, leaderboard
+from platform import leaderboard
 from platform.spec import leaves
 from platform.spec.schema import MlflowTracking
-from platform.tracking import STATE_FILE
+from platform.tracking import SEARCH_ARTIFACTS, TrackerState, chosen_round_scores, search_settings
 
 MODEL_CODE = Path(__file__).with_name("encoder_model.py")
 MODEL_REQUIREMENTS = ["sentence-transformers>=3", "transformers", "torch"]
-# every file of the run directory that describes the whole search (the plots directory too)
-SEARCH_ARTIFACTS = ("search.json", "leaderboard.json", "leaderboard.csv", "report.html", "timings.json", "plots")
 # MLflow takes at most 100 params (and 1000 metrics) in one batch, each param value at most 6000 characters
 PARAMS_PER_BATCH = 100
 METRICS_PER_BATCH = 1000
@@ -57,7 +54,7 @@ class MlflowRuns:
     def __init__(self, settings: MlflowTracking, spec_name: str, run_dir: Path) -> None:
         self.settings = settings
         self.experiment = settings.experiment or spec_name
-        self.state_file = Path(run_dir) / STATE_FILE
+        self.state = TrackerState(run_dir, "mlflow")
         self._client = None
 
     def __getstate__(self) -> dict:  # Tune pickles its callbacks with the experiment: no live client
@@ -80,18 +77,9 @@ class MlflowRuns:
         return self._client
 
     # tracking.json: {"mlflow": {"experiment_id", "search_run", "trial_runs": {trial: run}, "steps": {trial: step},
-    # "finished": bool}}, re-read on every call (the Tune callback and the driver may hold different copies)
-    def _state(self) -> dict:
-        if not self.state_file.exists():
-            return {}
-        return json.loads(self.state_file.read_text()).get("mlflow", {})
-
-    def _save(self, state: dict) -> None:
-        whole = json.loads(self.state_file.read_text()) if self.state_file.exists() else {}
-        common.write_atomic(self.state_file, json.dumps(whole | {"mlflow": state}, indent=2))
-
+    # "finished": bool}}
     def start(self, spec, profile: str, run_dir: Path) -> None:
-        state = self._state()
+        state = self.state.load()
         if "search_run" in state:  # a resumed search: the same runs go on
             return
         experiment = self.client.get_experiment_by_name(self.experiment)
@@ -103,20 +91,19 @@ class MlflowRuns:
             )
         tags = {"doctune.run_dir": str(run_dir), "doctune.profile": profile}
         run = self.client.create_run(experiment_id, run_name=f"{spec.name} ({run_dir.name})", tags=tags)
-        settings = {k: v for k, v in dataclasses.asdict(spec).items() if k not in ("profiles", "study", "tracking")}
-        self._log_params(run.info.run_id, flat_params({**settings, "profile": profile}))
+        self._log_params(run.info.run_id, flat_params(search_settings(spec, profile)))
         if (run_dir / "search.json").is_file():  # the resolved spec and the environment, from the start
             self.client.log_artifact(run.info.run_id, str(run_dir / "search.json"))
-        self._save({"experiment_id": experiment_id, "search_run": run.info.run_id, "trial_runs": {}, "steps": {}})
+        self.state.save({"experiment_id": experiment_id, "search_run": run.info.run_id, "trial_runs": {}, "steps": {}})
 
     def round(self, trial: str, hyperparameters: dict, step: int, metrics: dict[str, float]) -> None:
-        state = self._state()
+        state = self.state.load()
         if step <= state["steps"].get(trial, -1):  # logged before a kill: a resumed trial reports it again
             return
         run_id = self._trial_run(state, trial, hyperparameters)
         self._log_metrics(run_id, metrics, step)
         state["steps"][trial] = step
-        self._save(state)
+        self.state.save(state)
 
     def _trial_run(self, state: dict, trial: str, hyperparameters: dict) -> str:
         if trial not in state["trial_runs"]:
@@ -124,11 +111,11 @@ class MlflowRuns:
             run = self.client.create_run(state["experiment_id"], run_name=trial, tags=tags)
             self._log_params(run.info.run_id, flat_params(hyperparameters))
             state["trial_runs"][trial] = run.info.run_id
-            self._save(state)
+            self.state.save(state)
         return state["trial_runs"][trial]
 
     def finish(self, rows: list, run_dir: Path, best_dir: Path | None) -> None:
-        state = self._state()
+        state = self.state.load()
         if "search_run" not in state or state.get("finished"):
             return
         for row in rows:
@@ -149,20 +136,12 @@ class MlflowRuns:
         if best_dir is not None and (best_dir / "modules.json").exists():
             self._log_model(search_run, best_dir)
         self.client.set_terminated(search_run)
-        self._save(state | {"finished": True})
+        self.state.save(state | {"finished": True})
 
     def _log_chosen_round(self, run_id: str, row, logged_rounds: bool) -> None:
         """The test scores of the row's chosen round, logged this once at that round's step; a row
         whose rounds were never logged (a baseline) gets its validation scores too."""
-        metrics = {"test_objective": row.test_objective}
-        splits = ("test",) if logged_rounds else ("val", "test")
-        if not logged_rounds:
-            metrics["objective"] = row.objective
-        for task, parts in row.scores.items():
-            for split in splits:
-                values = parts.get(split)
-                if isinstance(values, dict):
-                    metrics |= {f"{split}/{task}/{k}": v for k, v in values.items() if isinstance(v, float | int)}
+        metrics = chosen_round_scores(row, logged_rounds)
         self._log_metrics(run_id, metrics, row.step or 0)
         self.client.set_tag(run_id, "doctune.status", row.status[:PARAM_CHARACTERS])
         if row.step is not None:

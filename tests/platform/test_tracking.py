@@ -11,10 +11,11 @@ import pytest
 
 from platform.leaderboard import Row
 from platform.spec import SpecError, load_spec, parse_spec, read_raw
-from platform.spec.schema import MlflowTracking
-from platform.tracking import Trackers, steering_metrics
+from platform.spec.schema import MlflowTracking, WandbTracking
+from platform.tracking import Trackers, steering_metrics, wandb_runs
 from platform.tracking.mlflow_runs import MlflowRuns, flat_params
 from tests.conftest import closed_port
+from tests.wandb_records import offline_runs
 
 ROUND = {
     "step": 4,
@@ -66,26 +67,48 @@ def store(tmp_path):
     return MlflowTracking(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db", artifact_location=str(tmp_path / "artifacts"))
 
 
-def test_trials_nest_under_the_search_and_a_resumed_search_logs_no_round_twice(tmp_path, store):
-    from mlflow import MlflowClient
-
+def _killed_and_resumed(make_tracker, run_dir, when_killed=lambda: None) -> None:
+    """A tracked search killed after three rounds and resumed (a new tracker on the same run
+    directory, ``make_tracker()``), whose resumed trial reports its last round again; then its end,
+    twice (a finished search run again logs nothing more)."""
     spec, _ = load_spec("smoke", "smoke")
-    run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "leaderboard.json").write_text("{}")
-    first = MlflowRuns(store, spec.name, run_dir)
+    first = make_tracker()
     first.start(spec, "smoke", run_dir)
     first.round("t1", {"lr": 1e-4}, 2, {"objective": 0.5})
     first.round("t1", {"lr": 1e-4}, 4, {"objective": 0.7})
     first.round("t2", {"lr": 1e-3}, 2, {"objective": 0.4})
-    # the search killed and resumed: a new tracker on the same run directory; t1's round 4 comes again
-    resumed = MlflowRuns(store, spec.name, run_dir)
+    when_killed()
+    resumed = make_tracker()
     resumed.start(spec, "smoke", run_dir)
     resumed.round("t1", {"lr": 1e-4}, 4, {"objective": 0.7})
     resumed.round("t2", {"lr": 1e-3}, 4, {"objective": 0.6})
     rows = [_row("baseline", None, 0.3, 0.35), _row("t1", 4, 0.7, 0.75), _row("t2", 4, 0.6, 0.65)]
     resumed.finish(rows, run_dir, None)
-    resumed.finish(rows, run_dir, None)  # a finished search run again logs nothing more
+    resumed.finish(rows, run_dir, None)
+
+
+def _down_server_warns_once(tracker, directory, capsys) -> str:
+    """A search's calls into ``tracker``, whose server does not answer: within 30 s, and the one warning."""
+    spec, _ = load_spec("smoke", "smoke")
+    trackers = Trackers([tracker])
+    began = time.monotonic()
+    trackers.start(spec, "smoke", directory)
+    for step in (2, 4):
+        trackers.round("t1", {"lr": 1e-4}, ROUND | {"step": step})
+    trackers.finish([_row("t1", 4, 0.7, 0.75)], directory, None)
+    assert time.monotonic() - began < 30
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and "goes on" in warnings[0], warnings
+    return warnings[0]
+
+
+def test_trials_nest_under_the_search_and_a_resumed_search_logs_no_round_twice(tmp_path, store):
+    from mlflow import MlflowClient
+
+    run_dir = tmp_path / "run"
+    _killed_and_resumed(lambda: MlflowRuns(store, "smoke", run_dir), run_dir)
 
     client = MlflowClient(tracking_uri=store.tracking_uri)
     experiment = client.get_experiment_by_name("smoke").experiment_id
@@ -111,14 +134,43 @@ def test_trials_nest_under_the_search_and_a_resumed_search_logs_no_round_twice(t
 
 
 def test_a_server_that_does_not_answer_warns_once_and_the_search_goes_on(tmp_path, capsys):
-    spec, _ = load_spec("smoke", "smoke")
     port = closed_port()
-    trackers = Trackers([MlflowRuns(MlflowTracking(tracking_uri=f"http://127.0.0.1:{port}"), spec.name, tmp_path)])
-    began = time.monotonic()
-    trackers.start(spec, "smoke", tmp_path)
-    for step in (2, 4):
-        trackers.round("t1", {"lr": 1e-4}, ROUND | {"step": step})
-    trackers.finish([_row("t1", 4, 0.7, 0.75)], tmp_path, None)
-    assert time.monotonic() - began < 30
-    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
-    assert len(warnings) == 1 and f"http://127.0.0.1:{port}" in warnings[0] and "goes on" in warnings[0]
+    tracker = MlflowRuns(MlflowTracking(tracking_uri=f"http://127.0.0.1:{port}"), "smoke", tmp_path)
+    assert f"http://127.0.0.1:{port}" in _down_server_warns_once(tracker, tmp_path, capsys)
+
+
+def test_wandb_offline_groups_the_trials_with_the_search_and_a_resumed_search_logs_no_round_twice(tmp_path):
+    def driver_gone() -> None:  # its runs' files closed, nothing finished in doctune's state
+        for run in list(wandb_runs._OPEN.values()):
+            run.finish()
+        wandb_runs._OPEN.clear()
+
+    run_dir = tmp_path / "run"
+    settings = WandbTracking(project="doctune-test", mode="offline")
+    _killed_and_resumed(lambda: wandb_runs.WandbRuns(settings, run_dir), run_dir, driver_gone)
+
+    runs = offline_runs(run_dir)
+    group = f"smoke ({run_dir.name})"
+    assert set(runs) == {group, "baseline", "t1", "t2"}
+    assert {run["group"] for run in runs.values()} == {group}
+    assert runs[group]["job_type"] == "search" and runs["t1"]["job_type"] == "trial"
+    assert runs[group]["config"]["train"]["steps"] == 4 and runs[group]["config"]["profile"] == "smoke"
+    assert runs["t2"]["config"] == {"lr": 0.001}
+    assert runs["t1"]["history"] == [(2, {"objective": 0.5}), (4, {"objective": 0.7})]
+    assert runs["t2"]["history"] == [(2, {"objective": 0.4}), (4, {"objective": 0.6})]
+    assert runs["baseline"]["history"] == [] and runs["baseline"]["summary"]["objective"] == 0.3
+    for trial, value in (("t1", 0.75), ("t2", 0.65)):  # test in the summary, for the chosen round
+        summary = runs[trial]["summary"]
+        assert summary["test/r8-fewshot/main"] == value and summary["test_objective"] == value
+        assert summary["chosen_step"] == 4 and summary["status"] == "completed"
+    assert runs[group]["summary"]["winner"] == "t1"
+    assert runs[group]["artifacts"] == {f"smoke-{run_dir.name}-search": {"type": "search", "aliases": ["latest"]}}
+    assert json.loads((run_dir / "tracking.json").read_text())["wandb"]["finished"] is True
+
+
+@pytest.mark.slow  # waits out W&B's start-up timeout
+def test_a_wandb_server_that_does_not_answer_warns_once_and_the_search_goes_on(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("WANDB_BASE_URL", f"http://127.0.0.1:{closed_port()}")
+    monkeypatch.setenv("WANDB_API_KEY", "0" * 40)
+    tracker = wandb_runs.WandbRuns(WandbTracking(project="doctune-test"), tmp_path)
+    assert "W&B tracking (online, project doctune-test)" in _down_server_warns_once(tracker, tmp_path, capsys)

@@ -1,0 +1,146 @@
+"""The search in Weights & Biases (``tracking: {wandb: {project: ..., mode: online|offline}}``): the
+search one run (job type ``search``), each trial and baseline one run (job type ``trial``), all in
+one W&B group named after the search and its run directory; the winner a model artifact.
+
+W&B has no nested runs: a group is how a project shows the runs that belong together. Every run has
+an id chosen here and kept in the run directory's ``tracking.json``, so a resumed search continues
+the same runs (online; offline, the resumed part is a second run file with the same id, which
+``wandb sync`` joins to the first) and skips every round at or before the last step it logged for a
+trial.
+
+A trial's rounds are its run's history, at the trial's step: the validation objective and scores,
+losses and tokens/s. Its test scores go into the run's summary once the search is over, for the
+round its leaderboard row chose (``chosen_step``): W&B's history only moves forward in steps, and
+the summary is where a run's final values live. The search's run gets the leaderboard, the report,
+the plots and ``search.json`` as an artifact, and the winner's ``best/`` as a ``model`` artifact
+(aliases ``best`` and ``latest``), loadable by sentence-transformers once downloaded.
+
+All runs live in the driver (the Tune callback hands it every round), several open at once
+(``reinit="create_new"``); the open ones are kept by id in this module, since Tune may copy its
+callbacks.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from pathlib import Path
+
+from platform import leaderboard
+from platform.spec.schema import WandbTracking
+from platform.tracking import SEARCH_ARTIFACTS, TrackerState, chosen_round_scores, search_settings
+
+INIT_TIMEOUT_S = 15  # a W&B server that does not answer fails the tracker, not the search, this soon
+_OPEN: dict[str, object] = {}  # run id -> the open wandb Run, in this (the driver's) process
+
+
+def artifact_name(text: str) -> str:
+    """A W&B artifact name: letters, digits, dashes, underscores and dots only."""
+    return re.sub(r"[^A-Za-z0-9_.]+", "-", text).strip("-") or "search"
+
+
+class WandbRuns:
+    """The Weights & Biases tracker (``platform.tracking.Tracker``)."""
+
+    def __init__(self, settings: WandbTracking, run_dir: Path) -> None:
+        self.settings = settings
+        self.dir = Path(settings.dir) if settings.dir else Path(run_dir)
+        self.state = TrackerState(run_dir, "wandb")
+
+    def describe(self) -> str:
+        return f"W&B tracking ({self.settings.mode}, project {self.settings.project})"
+
+    # tracking.json: {"wandb": {"group", "search_run", "trial_runs": {trial: id}, "steps": {trial: step},
+    # "finished": bool}}
+    def start(self, spec, profile: str, run_dir: Path) -> None:
+        state = self.state.load()
+        if "search_run" in state:  # a resumed search: the same runs go on
+            if not state.get("finished"):
+                self._run(state["search_run"], state["group"], "search", state["group"], {})
+            return
+        group = f"{spec.name} ({run_dir.name})"
+        search_run = uuid.uuid4().hex[:12]
+        self._run(search_run, group, "search", group, search_settings(spec, profile))
+        self.state.save({"group": group, "search_run": search_run, "trial_runs": {}, "steps": {}})
+
+    def round(self, trial: str, hyperparameters: dict, step: int, metrics: dict[str, float]) -> None:
+        state = self.state.load()
+        if step <= state["steps"].get(trial, -1):  # logged before a kill: a resumed trial reports it again
+            return
+        self._trial_run(state, trial, hyperparameters).log(metrics, step=step)
+        state["steps"][trial] = step
+        self.state.save(state)
+
+    def finish(self, rows: list, run_dir: Path, best_dir: Path | None) -> None:
+        import wandb
+
+        state = self.state.load()
+        if "search_run" not in state or state.get("finished"):
+            return
+        for row in rows:
+            logged_rounds = row.trial in state["steps"]
+            run = self._trial_run(state, row.trial, row.hyperparameters)
+            run.summary.update(chosen_round_scores(row, logged_rounds))
+            run.summary.update({"status": row.status, **({"chosen_step": row.step} if row.step is not None else {})})
+            self._close(run, failed=row.objective is None)
+        search = self._run(state["search_run"], state["group"], "search", state["group"], {})
+        if (winner := leaderboard.winner(rows)) is not None:
+            search.summary.update(
+                {"winner": winner.trial, "objective": winner.objective, "test_objective": winner.test_objective}
+            )
+        files = wandb.Artifact(artifact_name(f"{state['group']}-search"), type="search")
+        for name in SEARCH_ARTIFACTS:
+            path = run_dir / name
+            if path.is_dir():
+                files.add_dir(str(path), name=name)
+            elif path.is_file():
+                files.add_file(str(path), name=name)
+        search.log_artifact(files)
+        if best_dir is not None and (best_dir / "modules.json").exists():
+            model = wandb.Artifact(artifact_name(f"{state['group']}-encoder"), type="model")
+            model.add_dir(str(best_dir))
+            search.log_artifact(model, aliases=["best", "latest"])
+        self._close(search, failed=False)
+        self.state.save(state | {"finished": True})
+
+    def _trial_run(self, state: dict, trial: str, hyperparameters: dict):
+        if trial not in state["trial_runs"]:
+            state["trial_runs"][trial] = uuid.uuid4().hex[:12]  # a W&B run id: lowercase letters and digits
+            self.state.save(state)
+        return self._run(state["trial_runs"][trial], trial, "trial", state["group"], hyperparameters)
+
+    def _run(self, run_id: str, name: str, job_type: str, group: str, config: dict):
+        """The open run ``run_id``, opened (created, or resumed after a kill) if it is not."""
+        if run_id in _OPEN:
+            return _OPEN[run_id]
+        import wandb
+
+        self.dir.mkdir(parents=True, exist_ok=True)
+        run = wandb.init(
+            project=self.settings.project,
+            entity=self.settings.entity,
+            group=group,
+            job_type=job_type,
+            name=name,
+            id=run_id,
+            resume="allow",
+            mode=self.settings.mode,
+            dir=str(self.dir),
+            config=config,
+            reinit="create_new",
+            settings=wandb.Settings(
+                console="off",  # the search's own output stays the terminal's
+                silent=True,
+                x_disable_stats=True,
+                disable_git=True,
+                save_code=False,
+                init_timeout=INIT_TIMEOUT_S,
+            ),
+        )
+        _OPEN[run_id] = run
+        return run
+
+    @staticmethod
+    def _close(run, failed: bool) -> None:
+        run.finish(exit_code=1 if failed else 0)
+        _OPEN.pop(run.id, None)
