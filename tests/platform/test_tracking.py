@@ -174,3 +174,19 @@ def test_a_wandb_server_that_does_not_answer_warns_once_and_the_search_goes_on(t
     monkeypatch.setenv("WANDB_API_KEY", "0" * 40)
     tracker = wandb_runs.WandbRuns(WandbTracking(project="doctune-test"), tmp_path)
     assert "W&B tracking (online, project doctune-test)" in _down_server_warns_once(tracker, tmp_path, capsys)
+
+
+@pytest.mark.parametrize(
+    ("tracking", "package"),
+    [({"mlflow": {"tracking_uri": "sqlite:///m.db"}}, "mlflow"), ({"wandb": {"project": "p"}}, "wandb")],
+)
+def test_a_tracker_that_is_not_installed_is_refused_with_how_to_install_it(tracking, package, monkeypatch):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == package else find_spec(name, *a))
+    raw = read_raw(load_spec("smoke", "smoke")[1])
+    with pytest.raises(SpecError, match=rf"tracking\.{package}: .* is not installed; pip install"):
+        parse_spec(raw | {"tracking": tracking}, "smoke")
+    monkeypatch.undo()
+    assert getattr(parse_spec(raw | {"tracking": tracking}, "smoke").tracking, package) is not None
