@@ -193,7 +193,7 @@ def evaluator_pool(resolved: ResolvedSearch):
 
 def run_search(resolved: ResolvedSearch, resume: bool, clock: PhaseClock | None = None, callbacks: Sequence = ()):
     """Score the baseline encoders, then run the trials (``callbacks``: more Tune callbacks, such as
-    the trackers'). Returns (baselines, Tune results)."""
+    the trackers'). Returns (baselines, Tune results); raises KeyboardInterrupt when the trials were interrupted."""
     clock = clock or PhaseClock()
     baseline_file = resolved.run_dir / "baseline.json"
     if baseline_file.exists():
@@ -211,8 +211,8 @@ def run_search(resolved: ResolvedSearch, resume: bool, clock: PhaseClock | None 
             print(f"doctune: warning: {warning}", file=sys.stderr, flush=True)
     with clock.phase("trials"):
         results = _tuner(resolved, resume, callbacks).fit()
-    if not finished(results, resolved.spec.search.samples):  # Ctrl-C: Tune saved the experiment; --resume continues it
-        return baseline, results
+    if not finished(results, resolved.spec.search.samples):
+        raise KeyboardInterrupt  # Ctrl-C: Tune saved the experiment; the caller says how to continue it
     _release_ended(results, resolved)
     if resolved.spec.search.space and (zombies := fail_unfinished_study_trials(resolved.run_dir, resolved.spec.name)):
         print(
