@@ -84,7 +84,7 @@ def recorded_address_if_alive(temp_dir: str | None = None) -> str | None:
         return "local"
 
 
-RESUMED_START_TIMEOUT_S = "1800"
+WORKERS_START_TIMEOUT_S = "1800"  # for a resumed search, and on a cluster an autoscaler grows
 
 
 def ray_init(address: str | None, resume: bool = False) -> dict[str, float]:
@@ -96,16 +96,17 @@ def ray_init(address: str | None, resume: bool = False) -> dict[str, float]:
         "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": os.environ["RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"],
         "TOKENIZERS_PARALLELISM": "false",
     }
-    if resume:
+    address = address or os.environ.get("RAY_ADDRESS")
+    if resume or not starts_its_own_ray(address):
         # Tune restarts every unfinished trial of a restored experiment at once, past the concurrency
-        # limit; where the cluster fits fewer, the rest wait for workers. Their wait would end after
-        # Ray Train's 60 s start-up timeout (four tries) and error the trial; the resources were
-        # checked feasible when the search started, so they wait for the trials ahead instead
-        env_vars["RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"] = RESUMED_START_TIMEOUT_S
+        # limit, and on a cluster an autoscaler grows the plan counts nodes not launched yet: either
+        # way trials wait for workers. Their wait would end after Ray Train's 60 s start-up timeout
+        # (four tries) and error the trial; the resources were checked feasible when the search
+        # started, so they wait for the trials ahead, or for the nodes to come up, instead
+        env_vars["RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"] = WORKERS_START_TIMEOUT_S
     for name, value in os.environ.items():  # DOCTUNE_CACHE, and the tests' fault injection
         if name in ("HF_HUB_OFFLINE", "HF_HOME") or name.startswith("DOCTUNE_"):
             env_vars[name] = value
-    address = address or os.environ.get("RAY_ADDRESS")
     runtime_env: dict = {"env_vars": env_vars}
     if "RAY_JOB_CONFIG_JSON_ENV_VAR" in os.environ:
         # inside `ray job submit --working-dir .`: the job's working directory reaches every node,
@@ -136,7 +137,7 @@ def starts_its_own_ray(address: str | None) -> bool:
     return address == "local" or (address is None and not read_ray_address())
 
 
-def prepare_inputs(spec, build_base_in: Path | None = None):
+def prepare_inputs(spec, build_base_in: Path | None = None, plan_only: bool = False):
     """The base model directory (converted to a Longformer if the spec asks), the prepared corpus,
     and the base model directory before any conversion. Needs Ray when the corpus is not prepared
     yet (preparation is a Ray Data job): call it after ``ray_init``, and ``check_inputs`` before.
@@ -148,13 +149,14 @@ def prepare_inputs(spec, build_base_in: Path | None = None):
     A base without a masked-LM head, in a search where some trial may weight an MLM term, is
     replaced by the same encoder with a head trained for it here, in this process, on the corpus
     (``trainers.mlm_head``, cached); a head no better than the unigram baseline raises
-    ``MlmHeadUnavailable`` (a ``ModelUnavailable``: bad input).
+    ``MlmHeadUnavailable`` (a ``ModelUnavailable``: bad input). With ``plan_only`` (``--dry-run``)
+    a head not in the cache yet is only named, as a base not trained yet is.
     """
     from core.data import cache_dir, prepare_corpus
     from core.encoder import embedding_length, resolve_model
     from core.longformer import cached_longformer
     from trainers.base_stage import base_entry, ensure_base
-    from trainers.mlm_head import ensure_mlm_head
+    from trainers.mlm_head import ensure_mlm_head, mlm_head_entry
 
     model_dir = resolve_model(spec.base_model) if spec.base is None else None
     corpus = prepare_corpus(spec.corpus.source, spec.corpus.max_documents)
@@ -176,17 +178,23 @@ def prepare_inputs(spec, build_base_in: Path | None = None):
         )
         model_dir = str(built.path)
     if needs_mlm_head(spec, model_dir):
-        model_dir = str(
-            ensure_mlm_head(
-                model_dir,
-                corpus.directory,
-                spec.mlm_head,
-                max_length=embedding_length(model_dir, spec.train.max_length),
-                seed=spec.train.seed,
-                base_name=spec.base_model,
-                corpus_name=spec.corpus.source,
-            ).path
-        )
+        max_length = embedding_length(model_dir, spec.train.max_length)
+        entry = mlm_head_entry(model_dir, corpus.directory, spec.mlm_head, max_length, spec.train.seed)
+        if plan_only and not entry.is_dir():
+            print(f"doctune: MLM head for {spec.base_model} (not trained yet: a run trains it first): {entry}")
+            model_dir = str(entry)
+        else:
+            model_dir = str(
+                ensure_mlm_head(
+                    model_dir,
+                    corpus.directory,
+                    spec.mlm_head,
+                    max_length=max_length,
+                    seed=spec.train.seed,
+                    base_name=spec.base_model,
+                    corpus_name=spec.corpus.source,
+                ).path
+            )
     source_model = model_dir  # the baseline row: the head's directory holds the base's encoder unchanged
     longformer = spec.backbone.longformer
     if longformer is not None and Path(model_dir).is_dir():  # a base not trained yet is converted once it is

@@ -171,6 +171,7 @@ class ResolvedSearch:
     source_model: str  # the base encoder before any backbone conversion (plan.base_model is after it)
     replaced: tuple[Replacement, ...] = ()  # what the profile's built-in overrides changed in the spec
     fit: str | None = None  # how train.workers: auto was fitted to the cluster
+    growth: str | None = None  # what an autoscaler may add that the plan counted (platform.autoscaling)
 
     def with_base(self, model_dir: str, source_model: str) -> ResolvedSearch:
         """The same search once a base it trains (``base:``) exists: only the model paths change."""
@@ -186,6 +187,7 @@ class ResolvedSearch:
             "resolved_spec": dataclasses.asdict(self.spec),
             "profile_replaced": [dataclasses.asdict(r) for r in self.replaced],
             "fit": self.fit,
+            "cluster_growth": self.growth,
             "fixed_hyperparameters": dataclasses.asdict(self.fixed),
             "searched": {k: {d.kind: list(d.values)} for k, d in self.spec.search.space.items()},
             "corpus": dataclasses.asdict(self.corpus_stats),
@@ -218,6 +220,7 @@ def resolve(
     source_model: str | None = None,
     replaced: tuple[Replacement, ...] = (),
     fit: str | None = None,
+    growth: str | None = None,
 ) -> ResolvedSearch:
     train, evaluation = spec.train, spec.evaluation
     resources = plan_search_resources(spec, cluster)
@@ -270,4 +273,5 @@ def resolve(
         source_model or model_dir,
         tuple(replaced),
         fit,
+        growth,
     )

@@ -15,6 +15,7 @@ from pathlib import Path
 from evaluators.noise import Gain
 from evaluators.part_sizes import small_parts
 from platform import common, ranking
+from platform.autoscaling import cluster_to_plan_for
 from platform.common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, UsageError
 from platform.resolution import (
     SEARCH_RECORD,
@@ -100,13 +101,18 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> int:
 
     with clock.phase("ray start"):
         cluster = common.ray_init(provisional.address, request.resume)
+    growth = None
     try:
+        if settled is None:  # a running cluster: plan for what its autoscaler may add too
+            cluster, growth = cluster_to_plan_for(cluster)
+            if growth:
+                print(f"doctune: cluster: {growth}")
         spec, profile, replaced, fit = settled or _settle(request, cluster)
         run_dir = request.run_dir
         with clock.phase("inputs"):  # the corpus is prepared by a Ray Data job the first time
-            model_dir, corpus, source_model = common.prepare_inputs(spec)
+            model_dir, corpus, source_model = common.prepare_inputs(spec, plan_only=dry_run)
         resolved = resolve(
-            spec, request.spec_path, profile, run_dir, model_dir, corpus, cluster, source_model, replaced, fit
+            spec, request.spec_path, profile, run_dir, model_dir, corpus, cluster, source_model, replaced, fit, growth
         )
         summary = resolved.summary()
         if dry_run:

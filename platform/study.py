@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 from platform import common, tuner
+from platform.autoscaling import cluster_to_plan_for
 from platform.common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, UsageError
 from platform.leaderboard import BASELINE_ID
 from platform.resolution import ResolvedSearch, fit_to_cluster, resolve
@@ -274,7 +275,12 @@ def _run(spec: SearchSpec, spec_path: Path, profile: str, columns, run_dir: Path
     except (ModelUnavailable, DataUnavailable) as err:
         print(f"doctune: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    joins = not common.starts_its_own_ray(spec.address)
     cluster = common.ray_init(spec.address)
+    if joins:  # a running cluster: plan for what its autoscaler may add too
+        cluster, growth = cluster_to_plan_for(cluster)
+        if growth:
+            print(f"doctune: cluster: {growth}")
     spec, fit = fit_to_cluster(spec, cluster)
     if fit:
         print(f"doctune: {fit}")

@@ -24,4 +24,4 @@ if [ "$#" -gt 0 ]; then
   exec "$python" -m pytest "$@"
 fi
 "$python" -m pytest
-exec "$python" -m pytest -m onprem
+exec "$python" -m pytest -m "onprem or autoscaling"

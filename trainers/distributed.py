@@ -1,10 +1,69 @@
-"""What the ranks of a Train worker group share: embeddings gathered for in-batch negatives, and
-agreement on whether the loss is still finite."""
+"""What the ranks of a Train worker group share: their device and collective backend, embeddings
+gathered for in-batch negatives, agreement on whether the loss is still finite, and where each ran.
+
+``DOCTUNE_DECLARED_GPUS_ON_CPU=1`` is for test clusters whose nodes declare GPUs they do not have
+(``ray start --num-gpus N``, an autoscaler's fake GPU node types): workers that hold such a GPU train
+on CPU over gloo. Without it, a worker that holds a GPU torch cannot see stops with what to fix;
+doctune never falls back to the CPU on its own.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import socket
+from pathlib import Path
+
 import torch
 import torch.distributed as dist
+
+DECLARED_GPUS_ON_CPU = "DOCTUNE_DECLARED_GPUS_ON_CPU"
+PLACEMENT_FILE = "placement.json"
+
+
+def declared_gpus_on_cpu() -> bool:
+    return os.environ.get(DECLARED_GPUS_ON_CPU) == "1"
+
+
+def collective_backend(use_gpu: bool) -> str:
+    return "nccl" if use_gpu and not declared_gpus_on_cpu() else "gloo"
+
+
+def training_device() -> torch.device:
+    """This worker's device: the GPU Ray assigned it, else the CPU."""
+    import ray
+    import ray.train.torch
+
+    device = ray.train.torch.get_device()
+    if device.type == "cuda" and not torch.cuda.is_available():
+        if declared_gpus_on_cpu():
+            return torch.device("cpu")
+        raise RuntimeError(
+            f"this worker holds GPU {ray.get_gpu_ids()} on {socket.gethostname()}, but torch {torch.__version__} "
+            "finds no CUDA device: install a CUDA build of torch there (scripts/setup.sh does where a GPU is "
+            f"present); on a test cluster whose GPUs are only declared, set {DECLARED_GPUS_ON_CPU}=1"
+        )
+    return device
+
+
+def record_placement(trial_dir: Path, device: torch.device) -> None:
+    """Write where every rank of this worker group runs (host, node, Ray's GPU ids, torch device) to
+    ``trial_dir/placement.json``, from rank 0; a restarted worker group writes it again."""
+    import ray
+
+    here = {
+        "host": socket.gethostname(),
+        "node_id": ray.get_runtime_context().get_node_id(),
+        "gpu_ids": [str(gpu) for gpu in ray.get_gpu_ids()],
+        "device": str(device),
+    }
+    ranks = [here]
+    if dist.is_initialized():
+        ranks = [None] * dist.get_world_size()
+        dist.all_gather_object(ranks, here)
+    if not dist.is_initialized() or dist.get_rank() == 0:
+        trial_dir.mkdir(parents=True, exist_ok=True)
+        (trial_dir / PLACEMENT_FILE).write_text(json.dumps({"ranks": ranks}, indent=2))
 
 
 def world_size() -> int:

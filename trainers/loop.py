@@ -27,7 +27,7 @@ from trainers.checkpoint import (
     trial_checkpoint_dir,
 )
 from trainers.config import Hyperparameters, TrainPlan
-from trainers.distributed import finite_everywhere, world_size
+from trainers.distributed import finite_everywhere, record_placement, training_device, world_size
 from trainers.grad_cache import all_reduce_gradients, cached_step
 from trainers.losses import mask_tokens, masked_lm_loss
 from trainers.memory import MIB
@@ -179,7 +179,8 @@ def train_loop_per_worker(config: dict) -> None:
     context = ray.train.get_context()
     rank = context.get_world_rank()
     torch.manual_seed(plan.seed + rank)
-    device = ray.train.torch.get_device()
+    device = training_device()
+    record_placement(trial_checkpoint_dir(plan.run_dir, trial_id).parent, device)
 
     module, tokenizer = build_module(plan.base_model, hp, plan.gradient_checkpointing)
     with_mlm = module.with_mlm
@@ -199,7 +200,7 @@ def train_loop_per_worker(config: dict) -> None:
     # GradCache runs several forwards per step, which DDP's one-forward-one-backward contract does
     # not allow: the module is then only moved to the device and gradients are averaged by hand.
     cached = plan.chunk_size is not None
-    wrapped = ray.train.torch.prepare_model(module, parallel_strategy=None if cached else "ddp")
+    wrapped = ray.train.torch.prepare_model(module, move_to_device=device, parallel_strategy=None if cached else "ddp")
     autocast = bf16_autocast(device, plan.bf16)
     chunk_size = plan.chunk_size
     if chunk_size == "auto":

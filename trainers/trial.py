@@ -11,6 +11,7 @@ import dataclasses
 
 from trainers.checkpoint import divergence
 from trainers.config import Hyperparameters, TrainPlan
+from trainers.distributed import collective_backend
 
 
 class TrialDiverged(FloatingPointError):
@@ -41,7 +42,7 @@ def run_trial(config: dict, plan: TrainPlan, fixed: dict) -> None:
         scaling_config=ray.train.ScalingConfig(
             num_workers=plan.workers, use_gpu=plan.use_gpu, resources_per_worker=resources
         ),
-        torch_config=TorchConfig(backend="nccl" if plan.use_gpu else "gloo"),
+        torch_config=TorchConfig(backend=collective_backend(plan.use_gpu)),
         run_config=ray.train.RunConfig(
             name=trial_id,
             storage_path=f"{plan.run_dir}/train",

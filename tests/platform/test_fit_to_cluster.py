@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -62,53 +61,50 @@ def test_a_count_the_spec_gives_is_kept():
     assert fit_to_cluster(spec, {"CPU": 96, "GPU": 8, LARGEST_NODE_GPUS: 8}) == (spec, None)
 
 
-FIT_ON_THE_CLUSTER = """
-import json, sys, time
-import ray
-from platform import common
-from platform.resolution import check_matches_recording, fit_to_cluster, plan_search_resources
-from platform.spec import load_spec
-
-deadline = time.monotonic() + 120
-while True:  # the head's GCS takes a moment to listen
-    try:
-        cluster = common.ray_init(sys.argv[1])
-        if sum(node["Alive"] for node in ray.nodes()) == 2:
-            break
-        ray.shutdown()
-    except ConnectionError:
-        pass
-    assert time.monotonic() < deadline, "the two Ray nodes did not come up"
-    time.sleep(1)
-spec, why = fit_to_cluster(load_spec("docsplit_long", "full")[0], cluster)
-plan = plan_search_resources(spec, cluster)
-print(json.dumps({"workers": spec.train.workers, "at_once": plan.max_concurrent, "why": why, "cluster": cluster}))
-"""
+def _dry_run_on(nodes: LocalNodes, env: dict, tmp_path) -> dict:
+    """The README's command, unedited spec and no ``--profile``, planned on the running cluster."""
+    done = subprocess.run(
+        [sys.executable, "-m", "platform.search", "docsplit_long", "--dry-run"],
+        cwd=tmp_path, env=env | {"RAY_ADDRESS": nodes.address}, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    return json.loads(out[out.index("{") :]) | {"printed": out[: out.index("{")]}
 
 
-@pytest.mark.slow  # starts two Ray nodes
-def test_two_declared_gpu_nodes_plan_a_trial_on_each(tmp_path):
+@pytest.mark.slow  # starts Ray nodes
+@pytest.mark.parametrize(
+    ("nodes_declared", "workers", "at_once"),
+    [
+        ([(16, 1)], 1, 1),
+        ([(48, 4)], 4, 1),
+        ([(96, 8)], 8, 1),
+        ([(48, 4), (48, 4)], 4, 2),  # two nodes of 4: a trial on each
+    ],
+)
+def test_the_dry_run_of_the_unedited_default_search_fits_declared_gpu_clusters(
+    tmp_path, nodes_declared, workers, at_once
+):
     env = {name: value for name, value in os.environ.items() if name != "RAY_ADDRESS"}  # the suite's "local"
     env |= {"RAY_AUTH_MODE": "disabled", "PYTHONPATH": str(ROOT)}  # a throwaway cluster on one machine
     nodes = LocalNodes(env)
-    nodes.start_head(cpus=48, gpus=4)
-    nodes.add(cpus=48, gpus=4)
-    started = time.monotonic()
+    (head_cpus, head_gpus), *others = nodes_declared
+    nodes.start_head(cpus=head_cpus, gpus=head_gpus)
+    for cpus, gpus in others:
+        nodes.add(cpus=cpus, gpus=gpus)
     try:
-        done = subprocess.run(
-            [sys.executable, "-c", FIT_ON_THE_CLUSTER, nodes.address],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        nodes.wait_until_alive(len(nodes_declared))
+        summary = _dry_run_on(nodes, env, tmp_path)
     finally:
         nodes.stop()
-    assert done.returncode == 0, done.stderr[-3000:]
-    fit = json.loads(done.stdout.strip().splitlines()[-1])
-    assert fit["cluster"]["GPU"] == 8 and fit["cluster"][LARGEST_NODE_GPUS] == 4, fit["cluster"]
-    assert (fit["workers"], fit["at_once"]) == (4, 2), (fit, time.monotonic() - started)
+    plan, resources = summary["trial_plan"], summary["resources"]
+    assert summary["profile"] == "full" and "profile 'full' (the cluster has GPUs" in summary["printed"]
+    assert resources["cluster_gpus"] == sum(gpus for _, gpus in nodes_declared)
+    assert (plan["workers_per_trial"], plan["max_concurrent"]) == (workers, at_once), summary["fit"]
+    assert summary["resolved_spec"]["train"]["batch_size"] == 64  # the global batch, whatever the fit
+    assert f"train.workers auto → {workers} " in summary["printed"] and f"64 → {64 // workers} pairs" in summary["fit"]
+    assert resources["trial_gpus"] == workers and summary["cluster_growth"] is None  # no autoscaler here
+    assert "training one" not in summary["printed"]  # a dry-run names the MLM head a run trains; it starts nothing
 
 
 def test_a_resumed_search_keeps_the_count_it_started_with(tmp_path):

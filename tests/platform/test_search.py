@@ -82,9 +82,9 @@ def test_a_resumed_search_lets_restored_trials_wait_for_workers():
         )
         assert done.returncode == 0, done.stderr[-2000:]
         seen[mode] = done.stdout.split()[-1]
-    from platform.common import RESUMED_START_TIMEOUT_S
+    from platform.common import WORKERS_START_TIMEOUT_S
 
-    assert seen == {"resume": RESUMED_START_TIMEOUT_S, "new": "unset"}
+    assert seen == {"resume": WORKERS_START_TIMEOUT_S, "new": "unset"}
 
 
 def _search(*args: str):

@@ -25,7 +25,7 @@ import torch.nn as nn
 from core.encoder import bf16_autocast, load_encoder
 from trainers.checkpoint import STEP_PREFIX, latest_step_dir, load_training_state, save_checkpoint
 from trainers.config import BaseSettings
-from trainers.distributed import finite_everywhere
+from trainers.distributed import finite_everywhere, training_device
 from trainers.losses import mask_tokens, masked_lm_loss
 from trainers.schedule import lr_factor
 
@@ -108,12 +108,12 @@ def train_loop_per_worker(config: dict) -> None:
     context = ray.train.get_context()
     rank, share = context.get_world_rank(), settings.batch_size // context.get_world_size()
     torch.manual_seed(settings.seed * 1000 + rank)  # dropout differs per rank
-    device = ray.train.torch.get_device()
+    device = training_device()
 
     model, tokenizer = load_encoder(str(work / INIT_DIR), with_mlm_head=True)
     model.train()  # from_pretrained returns eval mode
     stream = BlockStream(np.load(work / BLOCKS_FILE, mmap_mode="r"), settings, tokenizer)
-    wrapped = ray.train.torch.prepare_model(MaskedLM(model), parallel_strategy="ddp")
+    wrapped = ray.train.torch.prepare_model(MaskedLM(model), move_to_device=device, parallel_strategy="ddp")
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings.lr, weight_decay=WEIGHT_DECAY)
     autocast = bf16_autocast(device, plan.bf16)
 

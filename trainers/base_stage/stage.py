@@ -46,6 +46,7 @@ from trainers.base_stage.loop import (
 )
 from trainers.checkpoint import STEP_PREFIX, latest_step_dir
 from trainers.config import BaseSettings
+from trainers.distributed import collective_backend
 
 FORMAT_VERSION = 1  # bump when what the stage trains changes for the same settings
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -284,7 +285,7 @@ def _fit(plan: BasePlan, workers: int, cpus_per_worker: float, gpus_per_worker: 
         train_loop_per_worker,
         train_loop_config={"plan": plan},
         scaling_config=ray.train.ScalingConfig(num_workers=workers, use_gpu=use_gpu, resources_per_worker=resources),
-        torch_config=TorchConfig(backend="nccl" if use_gpu else "gloo"),
+        torch_config=TorchConfig(backend=collective_backend(use_gpu)),
         run_config=ray.train.RunConfig(
             name=f"base-{plan.digest}",
             storage_path=str(storage),
