@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -128,13 +129,22 @@ def test_a_full_disk_is_refused_before_anything_starts(tmp_path):
         subprocess.run(["umount", str(small)], check=True)
 
 
-@pytest.mark.slow  # preparing the corpus starts Ray
-@pytest.mark.parametrize(("recipe", "refused"), [("docsplit", True), ("simcse", False)])
-def test_a_corpus_of_one_sentence_documents_is_refused_for_docsplit_only(tmp_path, recipe, refused):
-    corpus = tmp_path / "corpus.jsonl"
+@pytest.fixture(scope="module")
+def one_sentence_corpus(tmp_path_factory) -> Path:
+    """50 one-sentence documents: one file, so its preparation (a Ray Data job) is done once and cached."""
+    corpus = tmp_path_factory.mktemp("one_sentence") / "corpus.jsonl"
     corpus.write_text(
         "".join(json.dumps({"text": f"Short note number {i} about the budget."}) + "\n" for i in range(50))
     )
+    return corpus
+
+
+@pytest.mark.slow  # preparing the corpus starts Ray
+@pytest.mark.parametrize(("recipe", "refused"), [("docsplit", True), ("simcse", False)])
+def test_a_corpus_of_one_sentence_documents_is_refused_for_docsplit_only(
+    tmp_path, one_sentence_corpus, recipe, refused
+):
+    corpus = one_sentence_corpus
     # no MLM term: 50 short notes are too little text to train a masked-LM head on (refused on its
     # own, tests/trainers/test_mlm_head.py)
     no_mlm = {"search.space.mlm_weight": {"choice": [0.0]}, "search.warm_start": []}
