@@ -21,6 +21,8 @@ Train worker groups wait for them (``platform.common.ray_init``).
 from __future__ import annotations
 
 import dataclasses
+import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +48,7 @@ class Launchable:
     node_types: tuple[NodeType, ...]
     max_workers: int | None  # the cap on all worker nodes together
     source: str
+    max_resources: dict[str, float] = dataclasses.field(default_factory=dict)  # caps on the cluster's totals
 
     def counted(self) -> list[tuple[NodeType, int]]:
         """How many nodes of each type the plan counts: GPU types first, within ``max_workers``."""
@@ -68,37 +71,57 @@ def _from_gcs() -> Launchable | None:
         return None
     if config is None or not config.node_group_configs:
         return None
-    node_types = tuple(
-        NodeType(group.name, {k: float(v) for k, v in group.resources.items()}, group.max_count)
-        for group in config.node_group_configs
-        if HEAD_NODE_RESOURCE not in group.resources
-    )
-    return Launchable(node_types, None, "the cluster config the autoscaler reported to the GCS")
+    caps = {k: float(v) for k, v in config.max_resources.items()}
+    node_types = []
+    for group in config.node_group_configs:
+        resources = {k: float(v) for k, v in group.resources.items()}
+        count = group.max_count
+        if count < 0:  # no limit of its own: as many as the cluster's resource caps allow, if any
+            fits = [math.floor(caps[k] / v) for k, v in resources.items() if k in caps and v > 0]
+            count = min(fits, default=0)
+        if HEAD_NODE_RESOURCE not in resources:
+            node_types.append(NodeType(group.name, resources, count))
+    return Launchable(tuple(node_types), None, "the cluster config the autoscaler reported to the GCS", caps)
 
 
 def _from_bootstrap_config(path: Path) -> Launchable | None:
     path = path.expanduser()
     if not path.is_file():
         return None
-    config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    head_type = config.get("head_node_type")
-    node_types = tuple(
-        NodeType(name, {k: float(v) for k, v in (node.get("resources") or {}).items()}, int(node.get("max_workers", 0)))
-        for name, node in (config.get("available_node_types") or {}).items()
-        if name != head_type
-    )
-    cap = config.get("max_workers")
-    return Launchable(node_types, int(cap) if cap is not None else None, str(path))
+    try:
+        config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        head_type = config.get("head_node_type")
+        node_types = tuple(
+            NodeType(
+                name, {k: float(v) for k, v in (node.get("resources") or {}).items()}, int(node.get("max_workers", 0))
+            )
+            for name, node in (config.get("available_node_types") or {}).items()
+            if name != head_type
+        )
+        cap = config.get("max_workers")
+        return Launchable(node_types, int(cap) if cap is not None else None, str(path))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, AttributeError, TypeError, ValueError) as err:
+        # the launcher's file, not the user's input to doctune: plan from the nodes up, and say why
+        print(
+            f"doctune: warning: {path} is not a cluster config doctune can read ({type(err).__name__}: {err}); "
+            "planning for the nodes up only",
+            file=sys.stderr,
+        )
+        return None
+
+
+def _sized(found: Launchable | None) -> Launchable | None:
+    """``found`` without the types of unknown size (the launcher fills resources in where the
+    provider can tell): they add nothing to plan with."""
+    if found is None:
+        return None
+    sized = tuple(t for t in found.node_types if t.max_workers > 0 and {"CPU", "GPU"} & set(t.resources))
+    return dataclasses.replace(found, node_types=sized) if sized else None
 
 
 def launchable(bootstrap_config: Path = BOOTSTRAP_CONFIG) -> Launchable | None:
-    """What the connected cluster's autoscaler may launch; None for a cluster without one."""
-    found = _from_gcs() or _from_bootstrap_config(bootstrap_config)
-    if found is None:
-        return None
-    # a type of unknown size (the launcher fills resources in where the provider can tell) adds nothing to plan with
-    sized = tuple(t for t in found.node_types if t.max_workers > 0 and {"CPU", "GPU"} & set(t.resources))
-    return dataclasses.replace(found, node_types=sized) if sized else None
+    """What the autoscaler that ``bootstrap_config`` configures may launch; None when nothing."""
+    return _sized(_from_bootstrap_config(bootstrap_config))
 
 
 def plan_for_growth(
@@ -114,7 +137,8 @@ def plan_for_growth(
             grown[key] = grown.get(key, 0.0) + count * node_type.resources.get(key, 0.0)
     planned = dict(up)
     for key in ("CPU", "GPU"):
-        planned[key] = max(up.get(key, 0.0), grown.get(key, 0.0))
+        within = min(grown.get(key, 0.0), can_launch.max_resources.get(key, math.inf))
+        planned[key] = max(up.get(key, 0.0), within)
     largest = max((t.resources.get("GPU", 0.0) for t, _ in counted), default=0.0)
     planned[LARGEST_NODE_GPUS] = max(up.get(LARGEST_NODE_GPUS, 0.0), largest)
     nodes = ", ".join(
@@ -130,13 +154,18 @@ def plan_for_growth(
 
 def cluster_to_plan_for(cluster: dict[str, float]) -> tuple[dict[str, float], str | None]:
     """``cluster`` (the connected cluster's resources, ``platform.common.ray_init``) grown by what
-    its autoscaler may launch, and a line saying what was counted (None without an autoscaler)."""
+    its autoscaler may launch, and a line saying what was counted (None without an autoscaler).
+    A Ray this driver started has none; the launcher's file is read only on the head node it
+    describes (a driver elsewhere has no business with this machine's file)."""
     import ray
+    from ray._private import worker
 
-    can_launch = launchable()
-    if can_launch is None:
+    if worker._global_node is not None and worker._global_node.head:  # started here, by ray.init
         return cluster, None
-    head = next(
-        (node["Resources"] for node in ray.nodes() if node["Alive"] and HEAD_NODE_RESOURCE in node["Resources"]), {}
-    )
-    return plan_for_growth(cluster, head, can_launch)
+    head = next((node for node in ray.nodes() if node["Alive"] and HEAD_NODE_RESOURCE in node["Resources"]), None)
+    on_head = head is not None and head["NodeManagerAddress"] == ray.util.get_node_ip_address()
+    can_launch = _from_gcs() or (_from_bootstrap_config(BOOTSTRAP_CONFIG) if on_head else None)
+    can_launch = _sized(can_launch)
+    if can_launch is None or not can_launch.counted():
+        return cluster, None
+    return plan_for_growth(cluster, head["Resources"] if head else {}, can_launch)

@@ -97,13 +97,6 @@ def ray_init(address: str | None, resume: bool = False) -> dict[str, float]:
         "TOKENIZERS_PARALLELISM": "false",
     }
     address = address or os.environ.get("RAY_ADDRESS")
-    if resume or not starts_its_own_ray(address):
-        # Tune restarts every unfinished trial of a restored experiment at once, past the concurrency
-        # limit, and on a cluster an autoscaler grows the plan counts nodes not launched yet: either
-        # way trials wait for workers. Their wait would end after Ray Train's 60 s start-up timeout
-        # (four tries) and error the trial; the resources were checked feasible when the search
-        # started, so they wait for the trials ahead, or for the nodes to come up, instead
-        env_vars["RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"] = WORKERS_START_TIMEOUT_S
     for name, value in os.environ.items():  # DOCTUNE_CACHE, and the tests' fault injection
         if name in ("HF_HUB_OFFLINE", "HF_HOME") or name.startswith("DOCTUNE_"):
             env_vars[name] = value
@@ -120,6 +113,13 @@ def ray_init(address: str | None, resume: bool = False) -> dict[str, float]:
         env_vars.pop("PYTHONPATH")
         runtime_env["working_dir"] = str(ROOT)
         runtime_env["excludes"] = [".venv", "runs", ".git", "bench/out"]
+    if resume or not starts_its_own_ray(address):  # asked once a stale address record is cleared
+        # Tune restarts every unfinished trial of a restored experiment at once, past the concurrency
+        # limit, and on a cluster an autoscaler grows the plan counts nodes not launched yet: either
+        # way trials wait for workers. Their wait would end after Ray Train's 60 s start-up timeout
+        # (four tries) and error the trial; the resources were checked feasible when the search
+        # started, so they wait for the trials ahead, or for the nodes to come up, instead
+        env_vars["RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"] = WORKERS_START_TIMEOUT_S
     ray.init(address=address, runtime_env=runtime_env, logging_level="WARNING", log_to_driver=True)
     cluster = {k: float(v) for k, v in ray.cluster_resources().items()}
     node_gpus = [node["Resources"].get("GPU", 0.0) for node in ray.nodes() if node["Alive"]]

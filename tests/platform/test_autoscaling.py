@@ -63,3 +63,10 @@ def test_nodes_up_beyond_the_config_are_kept(tmp_path):
 def test_no_config_and_a_config_of_no_sized_worker_type_add_nothing(tmp_path):
     assert launchable(tmp_path / "absent.yaml") is None
     assert launchable(_bootstrap_config(tmp_path)) is None  # cluster.yaml as written: resources detected at `ray up`
+
+
+def test_a_config_doctune_cannot_read_is_a_warning_and_the_nodes_up_are_planned(tmp_path, capsys):
+    path = tmp_path / "ray_bootstrap_config.yaml"
+    path.write_text("available_node_types: [not, a, mapping")
+    assert launchable(path) is None
+    assert "is not a cluster config doctune can read" in capsys.readouterr().err
