@@ -69,16 +69,19 @@ def _from_gcs() -> Launchable | None:
         config = ray._private.state.state.get_cluster_config()
     except Exception:  # an older GCS without the key's namespace: nothing reported
         return None
-    if config is None or not config.node_group_configs:
-        return None
+    return from_cluster_config(config) if config is not None and config.node_group_configs else None
+
+
+def from_cluster_config(config) -> Launchable:
+    """The worker groups of a reported ``ClusterConfig`` (Ray's protobuf): a group without a limit
+    of its own (``max_count`` -1) counts as many nodes as the cluster's resource caps allow."""
     caps = {k: float(v) for k, v in config.max_resources.items()}
     node_types = []
     for group in config.node_group_configs:
         resources = {k: float(v) for k, v in group.resources.items()}
         count = group.max_count
-        if count < 0:  # no limit of its own: as many as the cluster's resource caps allow, if any
-            fits = [math.floor(caps[k] / v) for k, v in resources.items() if k in caps and v > 0]
-            count = min(fits, default=0)
+        if count < 0:
+            count = min((math.floor(caps[k] / v) for k, v in resources.items() if k in caps and v > 0), default=0)
         if HEAD_NODE_RESOURCE not in resources:
             node_types.append(NodeType(group.name, resources, count))
     return Launchable(tuple(node_types), None, "the cluster config the autoscaler reported to the GCS", caps)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import yaml
 
-from platform.autoscaling import launchable, plan_for_growth
+from platform.autoscaling import from_cluster_config, launchable, plan_for_growth
 from platform.resolution import fit_to_cluster, plan_search_resources
 from platform.resources import LARGEST_NODE_GPUS
 from platform.spec import load_spec
@@ -70,3 +70,19 @@ def test_a_config_doctune_cannot_read_is_a_warning_and_the_nodes_up_are_planned(
     path.write_text("available_node_types: [not, a, mapping")
     assert launchable(path) is None
     assert "is not a cluster config doctune can read" in capsys.readouterr().err
+
+
+def test_a_reported_cluster_config_counts_unlimited_groups_within_the_resource_caps():
+    from ray.core.generated.autoscaler_pb2 import ClusterConfig, NodeGroupConfig
+
+    config = ClusterConfig(
+        max_resources={"GPU": 16, "CPU": 1000},
+        node_group_configs=[
+            NodeGroupConfig(name="gpu", resources={"CPU": 48, "GPU": 4}, max_count=-1),  # no limit of its own
+            NodeGroupConfig(name="cpu", resources={"CPU": 16}, max_count=2),
+        ],
+    )
+    found = from_cluster_config(config)
+    assert [(t.name, n) for t, n in found.counted()] == [("gpu", 4), ("cpu", 2)]  # 16 GPUs / 4 per node
+    planned, _ = plan_for_growth({"CPU": 8.0, "GPU": 0.0, LARGEST_NODE_GPUS: 0.0}, {"CPU": 8.0}, found)
+    assert (planned["CPU"], planned["GPU"], planned[LARGEST_NODE_GPUS]) == (8 + 4 * 48 + 2 * 16, 16, 4)
