@@ -167,8 +167,7 @@ def cluster_to_plan_for(cluster: dict[str, float]) -> tuple[dict[str, float], st
         return cluster, None
     head = next((node for node in ray.nodes() if node["Alive"] and HEAD_NODE_RESOURCE in node["Resources"]), None)
     on_head = head is not None and head["NodeManagerAddress"] == ray.util.get_node_ip_address()
-    can_launch = _from_gcs() or (_from_bootstrap_config(BOOTSTRAP_CONFIG) if on_head else None)
-    can_launch = _sized(can_launch)
+    can_launch = _sized(_from_gcs()) or (launchable() if on_head else None)
     if can_launch is None or not can_launch.counted():
         return cluster, None
     return plan_for_growth(cluster, head["Resources"] if head else {}, can_launch)
