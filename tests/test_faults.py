@@ -104,7 +104,9 @@ def test_killed_workers_resume_from_their_checkpoints_and_a_later_divergence_end
     assert all(epoch == 0 and 6 * per_worker <= offset < 7 * per_worker for epoch, offset in positions), positions
     (result_file,) = run_dir.glob("tune/*/*/result.json")
     reported = [json.loads(line)["step"] for line in result_file.read_text().splitlines() if line.strip()]
-    assert reported[-1] == 6 and reported == sorted(reported)  # the step count went on, not back to 0
+    # each restart reported its earlier rounds again (a report may be lost with a killed driver), then
+    # the step count went on from its checkpoint, not back to 0
+    assert reported[-3:] == [2, 4, 6] and set(reported) == {2, 4, 6}, reported
     assert (run_dir / "best" / "doctune.json").exists()  # the search went on to its report and export
     study = optuna.load_study(study_name="smoke", storage=study_storage(run_dir))
     assert len(study.trials) == 1 and study.trials[0].state.is_finished()

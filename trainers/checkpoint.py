@@ -8,6 +8,7 @@ Layout of ``<run_dir>/trials/<trial_id>/checkpoints/step_000040/``::
     training_state/optimizer.safetensors              AdamW moments, per parameter index
     training_state/state.json                         step, eval round, optimizer param groups
     scores.json                                       the evaluators' scores, once reported
+    report.json                                       the round's whole report to the search (its metrics)
 
 A checkpoint is written under ``step_N.partial`` and renamed when complete, so a directory named
 ``step_N`` is always whole. Once a newer checkpoint is scored, an older one loses its
@@ -32,6 +33,7 @@ from safetensors.torch import load_file, load_model, save_file, save_model
 STEP_PREFIX = "step_"
 RECORD_FILE = "doctune.json"
 SCORES_FILE = "scores.json"  # the evaluators' scores, written into a checkpoint as its round is reported
+REPORT_FILE = "report.json"  # the round's whole report to the search, written beside its scores
 
 
 def trial_checkpoint_dir(run_dir: str, trial_id: str) -> Path:
@@ -137,7 +139,7 @@ def drop_superseded_training_state(latest: Path) -> list[Path]:
 def release_finished_trial(checkpoints: Path, keep_weights: Path | None) -> int:
     """Free the checkpoints of a trial that has ended (completed or stopped early): nothing resumes
     from it, so every ``training_state/`` and any half-written ``step_N.partial`` goes; with
-    ``keep_weights`` set, every other checkpoint keeps only its record and scores (the round's
+    ``keep_weights`` set, every other checkpoint keeps only its record, scores and report (the round's
     history for the report), so the trial's disk is one model. ``keep_weights=None`` keeps every
     round's weights. Returns the bytes freed."""
     freed = 0
@@ -157,6 +159,6 @@ def release_finished_trial(checkpoints: Path, keep_weights: Path | None) -> int:
         remove(checkpoint / "training_state")
         if keep_weights is not None and checkpoint != keep_weights:
             for path in checkpoint.iterdir():
-                if path.name not in (RECORD_FILE, SCORES_FILE):
+                if path.name not in (RECORD_FILE, SCORES_FILE, REPORT_FILE):
                     remove(path)
     return freed

@@ -24,6 +24,7 @@ from trainers.checkpoint import (
     load_training_state,
     record_divergence,
     save_checkpoint,
+    step_dirs,
     trial_checkpoint_dir,
 )
 from trainers.config import Hyperparameters, TrainPlan
@@ -217,7 +218,8 @@ def train_loop_per_worker(config: dict) -> None:
         stream_start = StreamPosition(*positions[rank]) if positions else StreamPosition()
         if rank == 0:
             print(f"[{trial_id}] resumed from {resume_from.name} (step {start_step}, documents from {stream_start})")
-        # the latest round may not have reached the search (trainers.reporting): report it again
+        # the rounds reported before the kill may not have reached the search (trainers.reporting)
+        reporter.report_again([c for c in step_dirs(resume_from.parent) if c.name < resume_from.name])
         reporter.submit(resume_from, state["train_metrics"], start_step)
         reporter.wait(start_step)
 

@@ -14,11 +14,14 @@ is, as without overlap. Each report carries ``report_step`` (the step the trial 
 ``scoring_seconds`` (the pool's time on the round) and ``eval_seconds`` (the time training stood
 still for it).
 
-A round's ``scores.json`` is written just before its report, so a checkpoint without one was never
-reported; only the latest checkpoint can be one (the next is saved only after the report). A
-trial that resumes reports its latest round again, scored now or read from its file: a round
-interrupted between its scores and its report reaches the search, and one reported twice is
-harmless (ASHA counts ``eval_round``).
+A round's ``scores.json`` and ``report.json`` (the whole report) are written just before its
+report, so a checkpoint without them was never reported; only the latest checkpoint can be one
+(the next is saved only after the report). A report leaves the trial before the driver has it:
+one on its way when the whole search was killed is lost with the driver, while the trial's next
+checkpoint may already be saved. So a trial that resumes reports every earlier round again from
+its ``report.json``, and its latest round scored now or read from its file: every round reaches
+the search, in order, and one reported twice is harmless (ASHA counts ``eval_round``, the
+trackers skip a step they logged, the leaderboard takes the earliest of equal rounds).
 """
 
 from __future__ import annotations
@@ -33,8 +36,10 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from trainers.checkpoint import SCORES_FILE, drop_superseded_training_state
+from trainers.checkpoint import REPORT_FILE, SCORES_FILE, drop_superseded_training_state
 from trainers.config import Hyperparameters, TrainPlan
+
+ROUND_SECONDS = ("train_seconds", "scoring_seconds", "eval_seconds")  # the time a round's report accounts for
 
 
 @dataclass
@@ -87,17 +92,38 @@ class RoundReporter:
             scores, metrics["scoring_seconds"] = pending.scores.result()
             metrics["eval_seconds"] = time.perf_counter() - began  # training stood still for the scores
             metrics |= self._scored_metrics(scores, pending.checkpoint, metrics)
-            # written just before the report: a checkpoint with scores has (all but) reached the search
+            # written just before the report: a checkpoint with scores has (all but) been reported
             scores_file = pending.checkpoint / SCORES_FILE
             if not scores_file.exists():
                 scores_file.write_text(json.dumps(scores, indent=2))
-        if dist.is_initialized():
-            shared = [metrics]
-            dist.broadcast_object_list(shared, src=0)
-            metrics = shared[0]
-        ray.train.report(metrics)
+            (pending.checkpoint / REPORT_FILE).write_text(json.dumps(metrics, indent=2))
+        ray.train.report(self._from_rank_0(metrics))
         if self._pool is not None:
             drop_superseded_training_state(pending.checkpoint)
+
+    def report_again(self, checkpoints: list[Path]) -> None:
+        """On a resume: report each earlier round again as it was reported (``report.json``), oldest
+        first. Its seconds were counted when it was first reported, so they are reported as 0 here: a
+        round lost with the driver is left out of the timings rather than one received counted twice."""
+        import ray.train
+
+        again = []
+        if self._pool is not None:
+            for checkpoint in checkpoints:
+                if (checkpoint / REPORT_FILE).is_file():
+                    metrics = json.loads((checkpoint / REPORT_FILE).read_text())
+                    again.append(metrics | {key: 0.0 for key in ROUND_SECONDS if key in metrics})
+        for metrics in self._from_rank_0(again):
+            ray.train.report(metrics)
+
+    @staticmethod
+    def _from_rank_0(value):
+        """Rank 0's ``value`` on every rank: every rank reports the same metrics."""
+        if not dist.is_initialized():
+            return value
+        shared = [value]
+        dist.broadcast_object_list(shared, src=0)
+        return shared[0]
 
     def close(self) -> None:
         if self._pool is not None:
