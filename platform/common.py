@@ -87,7 +87,10 @@ def recorded_address_if_alive(temp_dir: str | None = None) -> str | None:
 WORKERS_START_TIMEOUT_S = "1800"  # for a resumed search, and on a cluster an autoscaler grows
 
 
-def ray_init(address: str | None, resume: bool = False) -> dict[str, float]:
+def ray_init(address: str | None, trials_may_wait: bool = False) -> dict[str, float]:
+    """Start or join Ray with doctune's runtime environment; the cluster's resources.
+    ``trials_may_wait``: Tune may start trials past what runs at once (a resumed experiment, PBT
+    restarting the trials it paused), so their worker groups wait for the trials ahead."""
     import ray
 
     os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.5")  # default 2 s caps short trials
@@ -113,18 +116,38 @@ def ray_init(address: str | None, resume: bool = False) -> dict[str, float]:
         env_vars.pop("PYTHONPATH")
         runtime_env["working_dir"] = str(ROOT)
         runtime_env["excludes"] = [".venv", "runs", ".git", "bench/out"]
-    if resume or not starts_its_own_ray(address):  # asked once a stale address record is cleared
-        # Tune restarts every unfinished trial of a restored experiment at once, past the concurrency
-        # limit, and on a cluster an autoscaler grows the plan counts nodes not launched yet: either
+    own = starts_its_own_ray(address)  # asked once a stale address record is cleared
+    if trials_may_wait or not own:
+        # Tune restarts every unfinished trial of a restored experiment (and PBT every trial it paused)
+        # at once, past the concurrency limit, and on a cluster an autoscaler grows the plan counts
+        # nodes not launched yet: either
         # way trials wait for workers. Their wait would end after Ray Train's 60 s start-up timeout
         # (four tries) and error the trial; the resources were checked feasible when the search
         # started, so they wait for the trials ahead, or for the nodes to come up, instead
         env_vars["RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"] = WORKERS_START_TIMEOUT_S
     ray.init(address=address, runtime_env=runtime_env, logging_level="WARNING", log_to_driver=True)
+    if own:
+        warn_of_another_ray()
     cluster = {k: float(v) for k, v in ray.cluster_resources().items()}
     node_gpus = [node["Resources"].get("GPU", 0.0) for node in ray.nodes() if node["Alive"]]
     cluster[LARGEST_NODE_GPUS] = float(max(node_gpus, default=0.0))
     return cluster
+
+
+def warn_of_another_ray() -> None:
+    """One warning when another Ray runs on this machine beside the one this search started: Ray
+    Train's placement-group cleaner, which frees a stopped or paused trial's workers, asks for "the"
+    Ray of the machine and fails when there are two, so those resources stay held until the search ends."""
+    from ray._private.services import find_gcs_addresses
+
+    if len(find_gcs_addresses()) > 1:
+        print(
+            "doctune: warning: another Ray runs on this machine; trials that stop early or pause (ASHA, PBT) "
+            "may then keep their resources until the search ends (Ray Train cannot tell the two apart). "
+            "Run one search at a time, or start one Ray (ray start --head) and run both on it.",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def starts_its_own_ray(address: str | None) -> bool:

@@ -17,6 +17,7 @@ from evaluators.scores import coverage, main_scores, part, sizes, unflatten
 from evaluators.tasks.base import SPLITS
 from trainers.checkpoint import SCORES_FILE, step_dirs
 from trainers.config import Hyperparameters
+from trainers.population import exploits
 
 BASELINE_ID = "baseline"  # the base encoder as the spec names it
 CONVERTED_BASELINE_ID = "baseline-converted"  # the same after the backbone conversion, untrained
@@ -44,6 +45,8 @@ class Row:
     # the winner's configuration retrained with new seeds (search.confirm_seeds): their test objective's
     # mean ± std, and the winner's own run apart (``confirmation_record``)
     confirmation: dict = field(default_factory=dict)
+    # PBT: each time the trial went on from another trial's checkpoint (trainers.population.exploits)
+    lineage: list[dict] = field(default_factory=list)
 
     def test_score(self, task: str) -> float | None:
         return part(self.scores, task, "test").get("main")
@@ -60,12 +63,19 @@ class Row:
         if len(self.objectives) > 1:
             out |= {f"objective.{name}": value for name, value in self.objectives.items()}
             out["pareto"] = self.pareto
+        if self.lineage:
+            out["lineage"] = describe_lineage(self.lineage)
         out |= {f"hp.{k}": v for k, v in sorted(self.hyperparameters.items())}
         for task in tasks:
             out[task] = self.test_score(task)
             out[f"{task}.se"] = part(self.scores, task, "test").get("main_se")
             out[f"{task}.val"] = part(self.scores, task, "val").get("main")
         return out
+
+
+def describe_lineage(lineage: list[dict]) -> str:
+    """A PBT trial's exploits in a line: ``round 1: from <trial> (step 2); ...``."""
+    return "; ".join(f"round {e['round']}: from {e['donor']} (step {e['step']})" for e in lineage)
 
 
 def rows_from_results(results, resolved) -> list[Row]:
@@ -108,6 +118,8 @@ def rows_from_results(results, resolved) -> list[Row]:
                 test_objective=float(best["test_objective"]),
             )
         )
+    for row in rows:
+        row.lineage = exploits(resolved.run_dir, row.trial)
     if resolved.evaluation.multi_objective:
         mark_pareto_front(rows)
     return rows

@@ -258,6 +258,7 @@ def resolve(
         gradient_checkpointing=train.gradient_checkpointing,
         chunk_size=train.chunk_size,
         overlap_scoring=train.overlap_scoring,
+        population=spec.search.scheduler.pbt is not None,
     )
     fixed = spec.fixed_hyperparameters()
     return ResolvedSearch(

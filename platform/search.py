@@ -100,7 +100,8 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> int:
     import ray
 
     with clock.phase("ray start"):
-        cluster = common.ray_init(provisional.address, request.resume)
+        population = provisional.search.scheduler.pbt is not None
+        cluster = common.ray_init(provisional.address, trials_may_wait=request.resume or population)
     growth = None
     try:
         if settled is None:  # a running cluster: plan for what its autoscaler may add too

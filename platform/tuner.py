@@ -16,6 +16,7 @@ from pathlib import Path
 from platform.resolution import ResolvedSearch
 from platform.samplers import SamplerPlan, make_sampler, plan_sampler
 from platform.spec import Distribution
+from platform.spec.schema import SearchSection
 from platform.timings import PhaseClock
 
 
@@ -51,8 +52,6 @@ def sampler_plan(resolved: ResolvedSearch) -> SamplerPlan:
 
 def _tuner(resolved: ResolvedSearch, resume: bool, callbacks: Sequence = ()):
     from ray import tune
-    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
-    from ray.tune.search.optuna import OptunaSearch
 
     from trainers.trial import run_trial
 
@@ -66,38 +65,14 @@ def _tuner(resolved: ResolvedSearch, resume: bool, callbacks: Sequence = ()):
         return tune.Tuner.restore(
             str(experiment.resolve()), trainable=trainable, resume_unfinished=True, resume_errored=True
         )
-    evaluation = resolved.evaluation
-    metrics = list(evaluation.objective_metrics)
-    search_alg = None
-    if spec.search.space:
-        plan = sampler_plan(resolved)
-        search_alg = OptunaSearch(
-            space=ConditionalSpace(spec.search.space),
-            metric=metrics if evaluation.multi_objective else metrics[0],
-            mode=["max"] * len(metrics) if evaluation.multi_objective else "max",
-            sampler=make_sampler(plan, spec.search.space, spec.search.seed),
-            # only as many warm starts as trials: Optuna enqueues each, and one past the last trial
-            # would stay in the study as a trial that never ran
-            points_to_evaluate=[dict(point) for point in spec.search.warm_start[: spec.search.samples]] or None,
-            study_name=spec.name,
-            storage=study_storage(resolved.run_dir),
-        )
-    asha = spec.search.scheduler.asha
-    # ASHA stops on one scalar; with several objectives a trial behind on the first may be on the front
-    scheduler = (
-        ASHAScheduler(
-            time_attr="eval_round",
-            metric="objective",
-            mode="max",
-            max_t=resolved.plan.eval_rounds,
-            grace_period=asha.grace_period,
-            reduction_factor=asha.reduction_factor,
-        )
-        if asha is not None and resolved.plan.eval_rounds > 1 and not evaluation.multi_objective
-        else FIFOScheduler()
-    )
+    pbt = spec.search.scheduler.pbt
+    if pbt is not None:
+        search_alg, param_space, scheduler = population_search(spec.search)
+    else:
+        search_alg, param_space, scheduler = _optuna(resolved), None, _early_stopping(resolved)
     return tune.Tuner(
         trainable,
+        param_space=param_space,
         tune_config=tune.TuneConfig(
             search_alg=search_alg,
             scheduler=scheduler,
@@ -110,6 +85,7 @@ def _tuner(resolved: ResolvedSearch, resume: bool, callbacks: Sequence = ()):
         run_config=tune.RunConfig(
             name=spec.name,
             storage_path=str((resolved.run_dir / "tune").resolve()),
+            stop=_last_round_ends(resolved),
             # a restarted trial goes on from its latest checkpoint (trainers/loop.py); a diverged one
             # errors again at once (its divergence is recorded), so retries never retrain it
             failure_config=tune.FailureConfig(max_failures=spec.train.max_trial_failures),
@@ -118,12 +94,107 @@ def _tuner(resolved: ResolvedSearch, resume: bool, callbacks: Sequence = ()):
     )
 
 
+def _optuna(resolved: ResolvedSearch):
+    """Optuna's search over the space (None without one), its study kept in the run directory."""
+    from ray.tune.search.optuna import OptunaSearch
+
+    spec, evaluation = resolved.spec, resolved.evaluation
+    if not spec.search.space:
+        return None
+    metrics = list(evaluation.objective_metrics)
+    return OptunaSearch(
+        space=ConditionalSpace(spec.search.space),
+        metric=metrics if evaluation.multi_objective else metrics[0],
+        mode=["max"] * len(metrics) if evaluation.multi_objective else "max",
+        sampler=make_sampler(sampler_plan(resolved), spec.search.space, spec.search.seed),
+        # only as many warm starts as trials: Optuna enqueues each, and one past the last trial
+        # would stay in the study as a trial that never ran
+        points_to_evaluate=[dict(point) for point in spec.search.warm_start[: spec.search.samples]] or None,
+        study_name=spec.name,
+        storage=study_storage(resolved.run_dir),
+    )
+
+
+def _early_stopping(resolved: ResolvedSearch):
+    """ASHA over the evaluation rounds, or none (FIFO): with one round, with ``asha: null``, and with
+    several objectives (ASHA stops on one scalar; a trial behind on the first may be on the front)."""
+    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
+
+    asha = resolved.spec.search.scheduler.asha
+    if asha is None or resolved.plan.eval_rounds <= 1 or resolved.evaluation.multi_objective:
+        return FIFOScheduler()
+    return ASHAScheduler(
+        time_attr="eval_round",
+        metric="objective",
+        mode="max",
+        max_t=resolved.plan.eval_rounds,
+        grace_period=asha.grace_period,
+        reduction_factor=asha.reduction_factor,
+    )
+
+
+def population_search(search: SearchSection):
+    """PBT's (or PB2's) search: the population drawn at random from the space (the warm starts first, seeded),
+    and the synchronous PBT scheduler perturbing the dimensions a trial may change mid-run
+    (``trainers.config.PERTURBABLE``; the trial's side is ``trainers.population``)."""
+    from ray.tune.schedulers import PopulationBasedTraining
+    from ray.tune.search import BasicVariantGenerator
+
+    from trainers.config import PERTURBABLE
+
+    pbt = search.scheduler.pbt
+    space = {name: tune_domain(dist) for name, dist in search.space.items()}
+    generator = BasicVariantGenerator(
+        points_to_evaluate=[dict(point) for point in search.warm_start[: search.samples]] or None,
+        random_state=search.seed,
+    )
+    common = {
+        "time_attr": "eval_round",
+        "metric": "objective",
+        "mode": "max",
+        "perturbation_interval": pbt.perturbation_interval,
+        "quantile_fraction": pbt.quantile_fraction,
+        "synch": True,  # donor and receiver at the same step (trainers.population)
+    }
+    perturbed = {name: dist for name, dist in search.space.items() if name in PERTURBABLE}
+    if pbt.method == "pb2":
+        from ray.tune.schedulers.pb2 import PB2
+
+        bounds = {name: list(dist.values) for name, dist in perturbed.items() if dist.kind != "choice"}
+        return generator, space, PB2(hyperparam_bounds=bounds, **common)
+    mutations = {name: space[name] for name in perturbed}
+    scheduler = PopulationBasedTraining(
+        hyperparam_mutations=mutations, resample_probability=pbt.resample_probability, **common
+    )
+    return generator, space, scheduler
+
+
+def _last_round_ends(resolved: ResolvedSearch) -> dict | None:
+    """Under PBT, a trial's last round ends it before the scheduler sees it: Tune applies its stop
+    condition first, so no trial is exploited (and restarted) at the end of its training."""
+    return {"eval_round": resolved.plan.eval_rounds} if resolved.plan.population else None
+
+
+def tune_domain(dist: Distribution):
+    """One searched dimension as a Tune search-space domain."""
+    from ray import tune
+
+    if dist.kind == "choice":
+        return tune.choice(list(dist.values))
+    low, high = dist.values
+    if dist.kind == "int":
+        return tune.randint(low, high + 1)  # Tune's upper bound is exclusive
+    return tune.loguniform(low, high) if dist.kind == "loguniform" else tune.uniform(low, high)
+
+
 def _callbacks(resolved: ResolvedSearch) -> list:
-    """Every Tune run's own callbacks: ended trials' checkpoints released, TensorBoard without the
-    per-round test scores (``platform.tracking``)."""
+    """Every Tune run's own callbacks: ended trials' checkpoints released (not under PBT: a trial
+    may go on from any round of another until the search ends), TensorBoard without the per-round
+    test scores (``platform.tracking``)."""
     from platform.tracking import ValidationOnlyTensorBoard
 
-    return [_release_callback(resolved), ValidationOnlyTensorBoard()]
+    released = [] if resolved.plan.population else [_release_callback(resolved)]
+    return [*released, ValidationOnlyTensorBoard()]
 
 
 def _release_callback(resolved: ResolvedSearch):
@@ -204,7 +275,9 @@ def run_search(resolved: ResolvedSearch, resume: bool, clock: PhaseClock | None 
             baseline = score_baselines(resolved)
         baseline_file.write_text(json.dumps(baseline, indent=2))
     print(f"doctune: {resolved.spec.search.samples} trial(s), {resolved.resources.describe()}", flush=True)
-    if resolved.spec.search.space:
+    if resolved.spec.search.scheduler.pbt is not None:
+        print(f"doctune: scheduler: {describe_population(resolved)}", flush=True)
+    elif resolved.spec.search.space:
         plan = sampler_plan(resolved)
         print(f"doctune: sampler: {plan.describe()}", flush=True)
         if warning := plan.warning():
@@ -214,13 +287,33 @@ def run_search(resolved: ResolvedSearch, resume: bool, clock: PhaseClock | None 
     if not finished(results, resolved.spec.search.samples):
         raise KeyboardInterrupt  # Ctrl-C: Tune saved the experiment; the caller says how to continue it
     _release_ended(results, resolved)
-    if resolved.spec.search.space and (zombies := fail_unfinished_study_trials(resolved.run_dir, resolved.spec.name)):
+    optuna_steered = resolved.spec.search.space and resolved.spec.search.scheduler.pbt is None
+    if optuna_steered and (zombies := fail_unfinished_study_trials(resolved.run_dir, resolved.spec.name)):
         print(
             f"doctune: note: {zombies} Optuna trial(s) a killed search left RUNNING were never reported; "
             "marked failed in the study",
             flush=True,
         )
     return baseline, results
+
+
+def describe_population(resolved: ResolvedSearch) -> str:
+    """PBT's plan in one line, with a warning where no trial can ever exploit."""
+    from trainers.config import PERTURBABLE
+
+    pbt = resolved.spec.search.scheduler.pbt
+    perturbed = [name for name in resolved.spec.search.space if name in PERTURBABLE]
+    line = (
+        f"{pbt.method.upper()} (synchronous) over {resolved.spec.search.samples} trial(s) drawn at random: every "
+        f"{pbt.perturbation_interval} round(s) the bottom {pbt.quantile_fraction:.0%} continue from a top "
+        f"{pbt.quantile_fraction:.0%} trial's checkpoint with {', '.join(perturbed)} perturbed"
+    )
+    if resolved.plan.eval_rounds <= pbt.perturbation_interval:
+        line += (
+            f"; note: trials have {resolved.plan.eval_rounds} round(s), so none goes on after a perturbation "
+            "round and PBT is random search here"
+        )
+    return line
 
 
 def finished(results, trials: int) -> bool:

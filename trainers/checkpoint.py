@@ -22,9 +22,11 @@ node read them, and a restarted worker group or a resumed search finds the lates
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 import torch
@@ -105,6 +107,17 @@ def save_checkpoint(
     (training / "state.json").write_text(json.dumps(state, indent=2))
     os.replace(partial, target)
     return target
+
+
+def weights_digest(tensors: Mapping[str, torch.Tensor]) -> str:
+    """SHA-256 over named tensors (in name order: each name, dtype, shape and bytes): two modules
+    or files with equal digests hold equal weights."""
+    digest = hashlib.sha256()
+    for name in sorted(tensors):
+        tensor = tensors[name].detach().cpu().contiguous()
+        digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
 
 
 def load_training_state(source: Path, full_model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict:

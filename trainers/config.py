@@ -48,6 +48,11 @@ class Scorer(Protocol):
         ...
 
 
+# What a trial may change when it continues from another trial's checkpoint (PBT): how the loss
+# terms are weighed and the step size. Everything else decides the model's parts or its pairs.
+PERTURBABLE = ("lr", "temperature", "mlm_weight", "bregman_weight")
+
+
 @dataclass(frozen=True)
 class Hyperparameters:
     """Everything a search may vary per trial. A recipe reads the fields it needs; defaults are the
@@ -269,6 +274,9 @@ class TrainPlan:
     # GradCache chunk (sequences per forward); "auto": measured per worker; None: the whole batch at once
     chunk_size: int | str | None = None
     overlap_scoring: bool = True  # train on while the pool scores a round (trainers.reporting)
+    # Population Based Training: every round's checkpoint keeps its training state (another trial may
+    # continue from it) and reports go to Tune with a checkpoint (trainers.population)
+    population: bool = False
 
     @property
     def eval_rounds(self) -> int:

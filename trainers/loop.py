@@ -20,7 +20,6 @@ import torch.nn as nn
 from core.data import DocumentStream, PreparedCorpus, StreamPosition
 from core.encoder import bf16_autocast, embed_in_length_groups, load_encoder, tokenize
 from trainers.checkpoint import (
-    latest_checkpoint,
     load_training_state,
     record_divergence,
     save_checkpoint,
@@ -33,6 +32,7 @@ from trainers.grad_cache import all_reduce_gradients, cached_step
 from trainers.losses import mask_tokens, masked_lm_loss
 from trainers.memory import MIB
 from trainers.pairs import STATISTICS_DOCUMENTS, PairContext, build_pairs
+from trainers.population import record_loaded_weights, resume_point
 from trainers.reporting import RoundReporter
 from trainers.schedule import lr_factor
 from trainers.training_loss import LossHeads, training_loss
@@ -210,18 +210,24 @@ def train_loop_per_worker(config: dict) -> None:
 
     start_step, eval_round, stream_start = 0, 0, StreamPosition()
     reporter = RoundReporter(plan, hp, trial_id, rank, device)
-    resume_from = latest_checkpoint(plan.run_dir, trial_id)
+    resume_from, from_donor = resume_point(plan.run_dir, trial_id)  # a donor's: PBT (trainers.population)
     if resume_from is not None:
         state = load_training_state(resume_from, module, optimizer)
         start_step, eval_round = state["step"], state["eval_round"]
         positions = state.get("stream_positions")  # absent from checkpoints of before the streamed corpus
         stream_start = StreamPosition(*positions[rank]) if positions else StreamPosition()
-        if rank == 0:
-            print(f"[{trial_id}] resumed from {resume_from.name} (step {start_step}, documents from {stream_start})")
-        # the rounds reported before the kill may not have reached the search (trainers.reporting)
-        reporter.report_again([c for c in step_dirs(resume_from.parent) if c.name < resume_from.name])
-        reporter.submit(resume_from, state["train_metrics"], start_step)
-        reporter.wait(start_step)
+        if from_donor:  # the donor reported that round; this trial goes on from it with its own settings
+            if rank == 0:
+                record_loaded_weights(plan.run_dir, trial_id, module.encoder, resume_from)
+                print(f"[{trial_id}] continues from {resume_from} (PBT exploit; step {start_step})")
+        else:
+            if rank == 0:
+                where = f"step {start_step}, documents from {stream_start}"
+                print(f"[{trial_id}] resumed from {resume_from.name} ({where})")
+            # the rounds reported before the kill may not have reached the search (trainers.reporting)
+            reporter.report_again([c for c in step_dirs(resume_from.parent) if c.name < resume_from.name])
+            reporter.submit(resume_from, state["train_metrics"], start_step)
+            reporter.wait(start_step)
 
     stream = PairStream(
         documents.read(stream_start),

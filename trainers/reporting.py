@@ -98,7 +98,7 @@ class RoundReporter:
                 scores_file.write_text(json.dumps(scores, indent=2))
             (pending.checkpoint / REPORT_FILE).write_text(json.dumps(metrics, indent=2))
         ray.train.report(self._from_rank_0(metrics))
-        if self._pool is not None:
+        if self._pool is not None and not self.plan.population:  # under PBT another trial may go on from it
             drop_superseded_training_state(pending.checkpoint)
 
     def report_again(self, checkpoints: list[Path]) -> None:

@@ -1,7 +1,8 @@
 """One Tune trial: build and fit a Ray Train ``TorchTrainer`` for one configuration.
 
 This is Ray 2.60's Train-in-Tune pattern: a Tune function trainable whose ``TorchTrainer`` reports
-back to Tune through ``TuneReportCallback``. The Train run is named after the Tune trial and
+back to Tune through ``TuneReportCallback`` (under PBT, through ``trainers.population``, with a
+checkpoint). The Train run is named after the Tune trial and
 stored under the run directory, so a resumed search finds it again.
 """
 
@@ -36,20 +37,32 @@ def run_trial(config: dict, plan: TrainPlan, fixed: dict) -> None:
     known = {f.name for f in dataclasses.fields(Hyperparameters)}
     hp = Hyperparameters(**{**fixed, **{k: v for k, v in config.items() if k in known}})
     resources = {"CPU": plan.cpus_per_worker} | ({"GPU": plan.gpus_per_worker} if plan.use_gpu else {})
-    trainer = TorchTrainer(
-        train_loop_per_worker,
-        train_loop_config={"plan": plan, "hp": hp, "trial_id": trial_id},
-        scaling_config=ray.train.ScalingConfig(
-            num_workers=plan.workers, use_gpu=plan.use_gpu, resources_per_worker=resources
-        ),
-        torch_config=TorchConfig(backend=collective_backend(plan.use_gpu)),
-        run_config=ray.train.RunConfig(
-            name=trial_id,
-            storage_path=f"{plan.run_dir}/train",
-            callbacks=[TuneReportCallback()],
-            failure_config=ray.train.FailureConfig(max_failures=plan.max_worker_failures, controller_failure_limit=3),
-        ),
-    )
-    trainer.fit()
+
+    def trainer(callbacks: list) -> TorchTrainer:
+        return TorchTrainer(
+            train_loop_per_worker,
+            train_loop_config={"plan": plan, "hp": hp, "trial_id": trial_id},
+            scaling_config=ray.train.ScalingConfig(
+                num_workers=plan.workers, use_gpu=plan.use_gpu, resources_per_worker=resources
+            ),
+            torch_config=TorchConfig(backend=collective_backend(plan.use_gpu)),
+            run_config=ray.train.RunConfig(
+                name=trial_id,
+                storage_path=f"{plan.run_dir}/train",
+                callbacks=callbacks,
+                failure_config=ray.train.FailureConfig(
+                    max_failures=plan.max_worker_failures, controller_failure_limit=3
+                ),
+            ),
+        )
+
+    if plan.population:  # PBT exploits through Tune checkpoints, which Train-in-Tune does not report
+        from trainers.population import continue_from_donor, fit_reporting_to_tune
+
+        if record := continue_from_donor(plan.run_dir, trial_id, config):
+            print(f"[{trial_id}] PBT: continues from {record['donor']} at step {record['step']} with {config}")
+        fit_reporting_to_tune(trial_id, trainer)
+    else:
+        trainer([TuneReportCallback()]).fit()
     if reason := divergence(plan.run_dir, trial_id):
         raise TrialDiverged(f"trial {trial_id}: {reason}")

@@ -11,7 +11,14 @@ from html import escape
 
 from evaluators.noise import Gain
 from evaluators.scores import part
-from platform.leaderboard import coverage_lines, describe_confirmation, is_baseline, score_with_error, winner
+from platform.leaderboard import (
+    coverage_lines,
+    describe_confirmation,
+    describe_lineage,
+    is_baseline,
+    score_with_error,
+    winner,
+)
 from platform.ranking import RankingNoise, verdict
 from platform.report.run import PLOTS_DIR, Plot, Run
 
@@ -251,6 +258,7 @@ def _leaderboard(run: Run) -> str:
     multi = len(run.objectives) > 1
     objective_names = list(run.objectives) if multi else ["objective"]
     best = winner(run.rows)
+    population = any(row.lineage for row in run.rows)
     header = [
         "rank",
         "trial",
@@ -259,6 +267,7 @@ def _leaderboard(run: Run) -> str:
         *(f"{t} (test)" for t in run.tasks),
         "status",
         *(["Pareto"] if multi else []),
+        *(["PBT lineage"] if population else []),
         *run.searched,
     ]
     lines = ["<thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in header) + "</tr></thead><tbody>"]
@@ -275,6 +284,7 @@ def _leaderboard(run: Run) -> str:
             *(f'<td class="num">{score_with_error(part(row.scores, t, "test"))}</td>' for t in run.tasks),
             f'<td class="status">{escape(row.status)}</td>',
             *([f'<td title="on the Pareto front">{"◆" if row.pareto else ""}</td>'] if multi else []),
+            *([f"<td>{escape(describe_lineage(row.lineage)) or '–'}</td>"] if population else []),
             *(
                 f'<td class="num">{_hyperparameter(row.hyperparameters[n]) if n in row.hyperparameters else "–"}</td>'
                 for n in run.searched
@@ -288,6 +298,12 @@ def _leaderboard(run: Run) -> str:
         '<span class="badge">base model</span> rows the base encoder as given and, where the spec converts it, '
         "after the conversion, untrained, on the same tasks"
         + (", ◆ marks the Pareto front of the trials" if multi else "")
+        + (
+            "; a PBT trial's lineage names each round at which it went on from another trial's checkpoint, and "
+            "its hyperparameters are those it ended with"
+            if population
+            else ""
+        )
         + ".</p>"
     )
     return note + '<div class="table"><table>' + "".join(lines) + "</tbody></table></div>"

@@ -98,8 +98,45 @@ class AshaSpec:
 
 
 @dataclass(frozen=True)
+class PbtSpec:
+    method: Literal["pbt", "pb2"] = field(
+        default="pbt",
+        metadata=constraint(
+            "pbt: new values by random perturbation (Jaderberg et al. 2017); pb2: by a GP bandit over the "
+            "numeric perturbed dimensions, within their ranges (Parker-Holder et al. 2020; choices stay the donor's)"
+        ),
+    )
+    perturbation_interval: int = field(
+        default=1, metadata=constraint("evaluation rounds between two exploits (every trial reaches each first)", 1)
+    )
+    quantile_fraction: float = field(
+        default=0.25,
+        metadata=constraint(
+            "the bottom share of trials that copy a checkpoint from the top share", 0.0, 0.5, low_open=True
+        ),
+    )
+    resample_probability: float = field(
+        default=0.25,
+        metadata=constraint(
+            "pbt: chance that an exploiting trial draws a value anew from the space instead of perturbing the "
+            "donor's (x0.8 or x1.2, a neighbouring choice)",
+            0.0,
+            1.0,
+        ),
+    )
+
+
+@dataclass(frozen=True)
 class SchedulerSpec:
     asha: AshaSpec | None = field(default_factory=AshaSpec, metadata=constraint("null to run every trial to the end"))
+    pbt: PbtSpec | None = field(
+        default=None,
+        metadata=constraint(
+            "Population Based Training instead of Optuna and ASHA: the population is drawn at random from the "
+            "space (warm starts first); every perturbation_interval rounds the bottom quantile continues from a "
+            "top trial's checkpoint with its searched lr, temperature, mlm_weight, bregman_weight perturbed"
+        ),
+    )
 
 
 @dataclass(frozen=True)

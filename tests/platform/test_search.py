@@ -63,13 +63,13 @@ def test_the_driver_starts_its_own_ray_beside_a_stale_record():
 
 @pytest.mark.slow  # starts Ray
 def test_a_resumed_search_lets_restored_trials_wait_for_workers():
-    """Tune restarts every unfinished trial of a restored experiment at once; the driver gives their
-    Ray Train worker groups time to wait for the trials ahead instead of erroring after 60 s. Read
-    off a real Ray's workers, resumed and not."""
+    """Tune restarts every unfinished trial of a restored experiment at once (and PBT every trial it
+    paused); the driver gives their Ray Train worker groups time to wait for the trials ahead
+    instead of erroring after 60 s. Read off a real Ray's workers, resumed and not."""
     probe = (
         "import os, sys, ray\n"
         "from platform.common import ray_init\n"
-        "ray_init(None, resume=sys.argv[1] == 'resume')\n"
+        "ray_init(None, trials_may_wait=sys.argv[1] == 'resume')\n"
         "name = 'RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S'\n"
         "print(ray.get(ray.remote(lambda: os.environ.get(name, 'unset')).remote()))\n"
         "ray.shutdown()\n"

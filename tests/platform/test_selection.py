@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pandas as pd
@@ -21,7 +22,10 @@ PLAN = EvalPlan(
     batch_size=8,
     threads=1,
 )
-RESOLVED = SimpleNamespace(evaluation=PLAN, plan=SimpleNamespace(eval_rounds=2), fixed=Hyperparameters())
+# a run directory holding no trial records (no PBT lineage): the rows come from the Tune results alone
+RESOLVED = SimpleNamespace(
+    evaluation=PLAN, plan=SimpleNamespace(eval_rounds=2), fixed=Hyperparameters(), run_dir=Path("no-run-dir")
+)
 
 
 def _scores(val: float, test: float) -> dict:

@@ -109,6 +109,42 @@ BAD = [
         _with("profiles", {"smoke": {"base": {"steps": 0}}}),
         "base.steps: 0 is out of range; it must be >= 1 (in the overrides of profile 'smoke')",
     ),
+    (_with("search.scheduler", {"pbt": {"quantile_fraction": 0.6}}), "quantile_fraction: 0.6 is out of range"),
+    (
+        _with(
+            "search", {**GOOD["search"], "space": {"pooling": {"choice": ["cls", "mean"]}}, "scheduler": {"pbt": {}}}
+        ),
+        "search.scheduler.pbt: search.space has nothing PBT can perturb mid-trial",
+    ),
+    (
+        _with("search", {**GOOD["search"], "space": {"mlm_weight": {"choice": [0.0, 0.1]}}, "scheduler": {"pbt": {}}}),
+        "search.space.mlm_weight: under PBT every value must be above 0",
+    ),
+    (
+        _with(
+            "search",
+            {
+                **GOOD["search"],
+                "space": {
+                    "pooling": {"choice": ["cls", "mean"]},
+                    "lr": {"loguniform": [1e-5, 1e-4], "when": {"pooling": "cls"}},
+                },
+                "scheduler": {"pbt": {}},
+            },
+        ),
+        "search.space.lr.when: PBT draws every dimension at random",
+    ),
+    (
+        _with(
+            "search",
+            {
+                **GOOD["search"],
+                "objective": {"objectives": {"a": {"news-title-retrieval": 1.0}, "b": {"r8-fewshot": 1.0}}},
+                "scheduler": {"pbt": {}},
+            },
+        ),
+        "search.scheduler.pbt: PBT follows one objective",
+    ),
 ]
 
 

@@ -204,3 +204,36 @@ def test_an_interrupted_tune_run_is_not_taken_for_a_finished_one(tmp_path):
     seen = {line.split()[0]: line.split()[1:] for line in done.stdout.splitlines() if line.endswith(("True", "False"))}
     assert seen["completed"] == ["True", "False", "True"]
     assert seen["interrupted"] == ["False", "False", "True"]  # in memory, every trial looks ended
+
+
+@pytest.mark.parametrize("method", ["pbt", "pb2"])
+def test_pbt_perturbs_only_what_a_trial_may_change_and_pb2_only_ranges(method):
+    from ray.tune.schedulers import PopulationBasedTraining
+    from ray.tune.schedulers.pb2 import PB2
+    from ray.tune.search import BasicVariantGenerator
+
+    from platform.tuner import population_search
+
+    raw = {
+        "name": "t",
+        "search": {
+            "objective": {"tasks": {"news-title-retrieval": 1.0}},
+            "scheduler": {"pbt": {"method": method, "perturbation_interval": 2}},
+            "space": {
+                "lr": {"loguniform": [1.0e-5, 1.0e-4]},
+                "mlm_weight": {"choice": [0.05, 0.1]},
+                "pooling": {"choice": ["cls", "mean"]},
+            },
+            "warm_start": [{"lr": 5.0e-5, "mlm_weight": 0.1, "pooling": "mean"}],
+        },
+        "train": {"steps": 10, "eval_every": 5, "batch_size": 4, "workers": 2},
+    }
+    search = parse_spec(raw, "local").search
+    generator, space, scheduler = population_search(search)
+    assert isinstance(generator, BasicVariantGenerator) and set(space) == {"lr", "mlm_weight", "pooling"}
+    assert scheduler._synch and scheduler._perturbation_interval == 2 and scheduler._time_attr == "eval_round"
+    if method == "pb2":
+        assert isinstance(scheduler, PB2) and scheduler._hyperparam_bounds == {"lr": [1.0e-5, 1.0e-4]}
+    else:
+        assert type(scheduler) is PopulationBasedTraining
+        assert set(scheduler._hyperparam_mutations) == {"lr", "mlm_weight"}  # pooling decides the model: kept

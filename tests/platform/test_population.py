@@ -1,0 +1,71 @@
+"""Population Based Training (``search.scheduler.pbt``) on a real search: four trials of two
+rounds, one perturbation round between them. The bottom trial goes on from a top trial's
+checkpoint, reached through the Tune checkpoints the trials report (``trainers.population``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from safetensors.torch import load_file
+
+from tests.conftest import FEW_ITEMS, ROOT, spec_variant
+from trainers.checkpoint import weights_digest
+
+pytestmark = pytest.mark.slow  # runs a search
+
+
+def _digest(checkpoint) -> str:
+    """The digest of a checkpoint's saved encoder (kept for every round: train.keep_checkpoints: all)."""
+    return weights_digest(load_file(str(checkpoint / "model.safetensors")))
+
+
+def test_pbt_exploits_a_top_trials_checkpoint_and_the_leaderboard_shows_the_lineage(tmp_path):
+    changes = {
+        "search.samples": 4,
+        "search.scheduler": {"asha": None, "pbt": {"perturbation_interval": 1}},
+        "search.space": {"temperature": {"loguniform": [0.02, 0.2]}, "lr": {"loguniform": [1.0e-5, 1.0e-2]}},
+        "search.warm_start": [],
+        "train.workers": 1,
+        "train.keep_checkpoints": "all",
+        "evaluation.limits": FEW_ITEMS,
+    }
+    spec = spec_variant("smoke", tmp_path, **changes)
+    run_dir = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, "-m", "platform.search", spec, "--profile", "smoke", "--run-dir", str(run_dir)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "doctune: scheduler: PBT (synchronous) over 4 trial(s)" in done.stdout
+    rows = {r["trial"]: r for r in json.loads((run_dir / "leaderboard.json").read_text())["rows"]}
+    trials = {name: row for name, row in rows.items() if name != "baseline"}
+    assert len(trials) == 4 and all(row["status"] == "completed" for row in trials.values()), trials
+    exploited = {name: row["lineage"] for name, row in trials.items() if row["lineage"]}
+    assert exploited, "no trial went on from another's checkpoint"
+    for name, lineage in exploited.items():
+        (exploit,) = lineage  # one perturbation round: one exploit at most
+        donor = exploit["donor"]
+        assert donor in trials and donor != name and (exploit["round"], exploit["step"]) == (1, 2)
+        donor_checkpoint = run_dir / "trials" / donor / "checkpoints" / "step_000002"
+        assert exploit["donor_checkpoint"] == str(donor_checkpoint.resolve())
+        # the trial went on with the donor's weights, not its own of the same step
+        own = run_dir / "trials" / name / "checkpoints" / "step_000002"
+        assert exploit["weights_sha256"] == _digest(donor_checkpoint) != _digest(own)
+        # and with the donor's configuration perturbed (PBT's x0.8 / x1.2, or drawn anew)
+        for key in ("lr", "temperature"):
+            assert exploit["hyperparameters"][key] != trials[donor]["hyperparameters"][key]
+            assert trials[name]["hyperparameters"][key] == pytest.approx(exploit["hyperparameters"][key])
+        steps = sorted(p.name for p in (run_dir / "trials" / name / "checkpoints").glob("step_*"))
+        assert steps == ["step_000002", "step_000004"]  # its own round before the exploit, the donor's line after
+        assert f"round 1: from {donor} (step 2)" in (run_dir / "leaderboard.csv").read_text()
+    # the trials reported Tune checkpoints, each naming its round's checkpoint in the run directory
+    pointers = list((run_dir / "tune").glob("*/*/checkpoint_*/doctune_checkpoint.json"))
+    assert len(pointers) >= 8
+    report = (run_dir / "report.html").read_text()
+    assert "PBT lineage" in report and f"round 1: from {exploit['donor']}" in report
