@@ -129,7 +129,7 @@ def test_every_round_was_scored_and_an_ended_trial_keeps_only_its_rows_weights(s
         if (checkpoint.parent.parent.name, checkpoint.name) in kept:
             assert {"model.safetensors", "config.json", "doctune.json"} <= files
         else:  # train.keep_checkpoints: best
-            assert files == {"doctune.json", "scores.json"}
+            assert files == {"doctune.json", "scores.json", "report.json"}
     for row in trials:
         released = json.loads((run_dir / "trials" / row["trial"] / "released.json").read_text())
         assert released["policy"] == "best" and released["bytes"] > 0
