@@ -213,6 +213,11 @@ def _check_population(search: SearchSection) -> None:
         raise SpecError(f"{where}: PBT follows one objective; name one under search.objective.tasks or drop pbt")
     if search.sampler == "grid":
         raise SpecError(f"{where}: PBT draws its own population at random; drop sampler: grid or drop pbt")
+    if search.confirm_seeds:
+        raise SpecError(
+            "search.confirm_seeds: a PBT trial's settings change as it trains (and it may go on from another's "
+            "weights), so retraining its final settings would confirm a different run; set confirm_seeds: 0"
+        )
     if not any(name in PERTURBABLE for name in search.space):
         raise SpecError(
             f"{where}: search.space has nothing PBT can perturb mid-trial; search one of {', '.join(PERTURBABLE)}"

@@ -145,6 +145,10 @@ BAD = [
         ),
         "search.scheduler.pbt: PBT follows one objective",
     ),
+    (
+        _with("search", {**GOOD["search"], "confirm_seeds": 2, "scheduler": {"pbt": {}}}),
+        "search.confirm_seeds: a PBT trial's settings change as it trains",
+    ),
 ]
 
 
