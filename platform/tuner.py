@@ -16,7 +16,6 @@ from pathlib import Path
 from platform.resolution import ResolvedSearch
 from platform.samplers import SamplerPlan, make_sampler, plan_sampler
 from platform.spec import Distribution
-from platform.spec.schema import SearchSection
 from platform.timings import PhaseClock
 
 
@@ -67,6 +66,8 @@ def _tuner(resolved: ResolvedSearch, resume: bool, callbacks: Sequence = ()):
         )
     pbt = spec.search.scheduler.pbt
     if pbt is not None:
+        from platform.population import population_search
+
         search_alg, param_space, scheduler = population_search(spec.search)
     else:
         search_alg, param_space, scheduler = _optuna(resolved), None, _early_stopping(resolved)
@@ -133,58 +134,10 @@ def _early_stopping(resolved: ResolvedSearch):
     )
 
 
-def population_search(search: SearchSection):
-    """PBT's (or PB2's) search: the population drawn at random from the space (the warm starts first, seeded),
-    and the synchronous PBT scheduler perturbing the dimensions a trial may change mid-run
-    (``trainers.config.PERTURBABLE``; the trial's side is ``trainers.population``)."""
-    from ray.tune.schedulers import PopulationBasedTraining
-    from ray.tune.search import BasicVariantGenerator
-
-    from trainers.config import PERTURBABLE
-
-    pbt = search.scheduler.pbt
-    space = {name: tune_domain(dist) for name, dist in search.space.items()}
-    generator = BasicVariantGenerator(
-        points_to_evaluate=[dict(point) for point in search.warm_start[: search.samples]] or None,
-        random_state=search.seed,
-    )
-    common = {
-        "time_attr": "eval_round",
-        "metric": "objective",
-        "mode": "max",
-        "perturbation_interval": pbt.perturbation_interval,
-        "quantile_fraction": pbt.quantile_fraction,
-        "synch": True,  # donor and receiver at the same step (trainers.population)
-    }
-    perturbed = {name: dist for name, dist in search.space.items() if name in PERTURBABLE}
-    if pbt.method == "pb2":
-        from ray.tune.schedulers.pb2 import PB2
-
-        bounds = {name: list(dist.values) for name, dist in perturbed.items() if dist.kind != "choice"}
-        return generator, space, PB2(hyperparam_bounds=bounds, **common)
-    mutations = {name: space[name] for name in perturbed}
-    scheduler = PopulationBasedTraining(
-        hyperparam_mutations=mutations, resample_probability=pbt.resample_probability, **common
-    )
-    return generator, space, scheduler
-
-
 def _last_round_ends(resolved: ResolvedSearch) -> dict | None:
     """Under PBT, a trial's last round ends it before the scheduler sees it: Tune applies its stop
     condition first, so no trial is exploited (and restarted) at the end of its training."""
     return {"eval_round": resolved.plan.eval_rounds} if resolved.plan.population else None
-
-
-def tune_domain(dist: Distribution):
-    """One searched dimension as a Tune search-space domain."""
-    from ray import tune
-
-    if dist.kind == "choice":
-        return tune.choice(list(dist.values))
-    low, high = dist.values
-    if dist.kind == "int":
-        return tune.randint(low, high + 1)  # Tune's upper bound is exclusive
-    return tune.loguniform(low, high) if dist.kind == "loguniform" else tune.uniform(low, high)
 
 
 def _callbacks(resolved: ResolvedSearch) -> list:
@@ -276,6 +229,8 @@ def run_search(resolved: ResolvedSearch, resume: bool, clock: PhaseClock | None 
         baseline_file.write_text(json.dumps(baseline, indent=2))
     print(f"doctune: {resolved.spec.search.samples} trial(s), {resolved.resources.describe()}", flush=True)
     if resolved.spec.search.scheduler.pbt is not None:
+        from platform.population import describe_population
+
         print(f"doctune: scheduler: {describe_population(resolved)}", flush=True)
     elif resolved.spec.search.space:
         plan = sampler_plan(resolved)
@@ -295,25 +250,6 @@ def run_search(resolved: ResolvedSearch, resume: bool, clock: PhaseClock | None 
             flush=True,
         )
     return baseline, results
-
-
-def describe_population(resolved: ResolvedSearch) -> str:
-    """PBT's plan in one line, with a warning where no trial can ever exploit."""
-    from trainers.config import PERTURBABLE
-
-    pbt = resolved.spec.search.scheduler.pbt
-    perturbed = [name for name in resolved.spec.search.space if name in PERTURBABLE]
-    line = (
-        f"{pbt.method.upper()} (synchronous) over {resolved.spec.search.samples} trial(s) drawn at random: every "
-        f"{pbt.perturbation_interval} round(s) the bottom {pbt.quantile_fraction:.0%} continue from a top "
-        f"{pbt.quantile_fraction:.0%} trial's checkpoint with {', '.join(perturbed)} perturbed"
-    )
-    if resolved.plan.eval_rounds <= pbt.perturbation_interval:
-        line += (
-            f"; note: trials have {resolved.plan.eval_rounds} round(s), so none goes on after a perturbation "
-            "round and PBT is random search here"
-        )
-    return line
 
 
 def finished(results, trials: int) -> bool:

@@ -165,6 +165,7 @@ class PairStream:
 # Tests make a trial's loss NaN at this step (tests/test_faults.py); the driver passes every
 # DOCTUNE_* variable on to the workers. Not a spec key: a user's search never injects faults.
 FAULT_NAN_ENV = "DOCTUNE_FAULT_NAN_AT_STEP"
+FAULT_TRIAL_ENV = "DOCTUNE_FAULT_TRIAL_SUFFIX"  # the fault only in trials whose id ends so
 
 
 def train_loop_per_worker(config: dict) -> None:
@@ -176,6 +177,8 @@ def train_loop_per_worker(config: dict) -> None:
     hp: Hyperparameters = config["hp"]
     trial_id: str = config["trial_id"]
     fault_nan_at_step = int(os.environ[FAULT_NAN_ENV]) if FAULT_NAN_ENV in os.environ else None
+    if not trial_id.endswith(os.environ.get(FAULT_TRIAL_ENV, "")):
+        fault_nan_at_step = None
     torch.set_num_threads(plan.threads_per_worker)
     context = ray.train.get_context()
     rank = context.get_world_rank()

@@ -13,7 +13,7 @@ donor and its receiver stand at the same step. PBT restarts a bottom trial with 
 pointer (``tune.get_checkpoint()``) and the donor's configuration perturbed. The restarted trial
 records the exploit in ``trials/<id>/exploits.json`` (``continue_from_donor``: round, step, donor,
 donor checkpoint, the configuration it goes on with), removes its own checkpoints past the donor's
-step (never reported: PBT stopped it at that round) and continues from the donor's checkpoint:
+step (PBT paused it at that round: the search goes on from the donor's line) and continues from the donor's checkpoint:
 weights, MLM and Bregman heads, AdamW moments and stream position (``resume_point``), recording
 the digest of the weights it loaded. Its own rounds up to the exploit stay its history. A trial
 restarted with its own pointer (a pause, a retry) resumes from its own latest checkpoint, as any

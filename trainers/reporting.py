@@ -21,7 +21,8 @@ one on its way when the whole search was killed is lost with the driver, while t
 checkpoint may already be saved. So a trial that resumes reports every earlier round again from
 its ``report.json``, and its latest round scored now or read from its file: every round reaches
 the search, in order, and one reported twice is harmless (ASHA counts ``eval_round``, the
-trackers skip a step they logged, the leaderboard takes the earliest of equal rounds).
+trackers skip a step they logged, the leaderboard takes the earliest of equal rounds; PBT's
+case: docs/decisions.md, "PBT").
 """
 
 from __future__ import annotations

@@ -119,7 +119,7 @@ class PbtSpec:
         default=0.25,
         metadata=constraint(
             "pbt: chance that an exploiting trial draws a value anew from the space instead of perturbing the "
-            "donor's (x0.8 or x1.2, a neighbouring choice)",
+            "donor's (x0.8 or x1.2 within the searched range, or a neighbouring choice)",
             0.0,
             1.0,
         ),

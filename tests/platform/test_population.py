@@ -5,6 +5,7 @@ checkpoint, reached through the Tune checkpoints the trials report (``trainers.p
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -13,6 +14,7 @@ from safetensors.torch import load_file
 
 from tests.conftest import FEW_ITEMS, ROOT, spec_variant
 from trainers.checkpoint import weights_digest
+from trainers.loop import FAULT_NAN_ENV, FAULT_TRIAL_ENV
 
 pytestmark = pytest.mark.slow  # runs a search
 
@@ -34,18 +36,25 @@ def test_pbt_exploits_a_top_trials_checkpoint_and_the_leaderboard_shows_the_line
     }
     spec = spec_variant("smoke", tmp_path, **changes)
     run_dir = tmp_path / "run"
+    # the fourth trial's loss becomes NaN before its first round: it ends as errored, and synchronous
+    # PBT must not wait for it at the perturbation round (Tune keeps an errored trial among its live ones)
+    fault = {FAULT_NAN_ENV: "1", FAULT_TRIAL_ENV: "_00003"}
     done = subprocess.run(
         [sys.executable, "-m", "platform.search", spec, "--profile", "smoke", "--run-dir", str(run_dir)],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=1200,
+        env={**os.environ, **fault},
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "doctune: scheduler: PBT (synchronous) over 4 trial(s)" in done.stdout
     rows = {r["trial"]: r for r in json.loads((run_dir / "leaderboard.json").read_text())["rows"]}
-    trials = {name: row for name, row in rows.items() if name != "baseline"}
-    assert len(trials) == 4 and all(row["status"] == "completed" for row in trials.values()), trials
+    errored = {name: row for name, row in rows.items() if row["status"].startswith("error")}
+    ((name, row),) = errored.items()
+    assert "_00003" in name and "loss became nan at step 1" in row["status"], errored
+    trials = {name: row for name, row in rows.items() if name != "baseline" and name not in errored}
+    assert len(trials) == 3 and all(row["status"] == "completed" for row in trials.values()), trials
     exploited = {name: row["lineage"] for name, row in trials.items() if row["lineage"]}
     assert exploited, "no trial went on from another's checkpoint"
     for name, lineage in exploited.items():

@@ -212,7 +212,7 @@ def test_pbt_perturbs_only_what_a_trial_may_change_and_pb2_only_ranges(method):
     from ray.tune.schedulers.pb2 import PB2
     from ray.tune.search import BasicVariantGenerator
 
-    from platform.tuner import population_search
+    from platform.population import population_search
 
     raw = {
         "name": "t",
@@ -235,5 +235,11 @@ def test_pbt_perturbs_only_what_a_trial_may_change_and_pb2_only_ranges(method):
     if method == "pb2":
         assert isinstance(scheduler, PB2) and scheduler._hyperparam_bounds == {"lr": [1.0e-5, 1.0e-4]}
     else:
-        assert type(scheduler) is PopulationBasedTraining
-        assert set(scheduler._hyperparam_mutations) == {"lr", "mlm_weight"}  # pooling decides the model: kept
+        assert isinstance(scheduler, PopulationBasedTraining) and not isinstance(scheduler, PB2)
+        mutations = scheduler._hyperparam_mutations
+        assert set(mutations) == {"lr", "mlm_weight"}  # pooling decides the model: kept
+        assert mutations["mlm_weight"] == [0.05, 0.1]  # a choice moves to a neighbouring value
+        # a perturbed range stays inside the spec's range (PBT multiplies by 0.8 or 1.2)
+        explore = scheduler._custom_explore_fn
+        assert explore({"lr": 1.2e-4, "mlm_weight": 0.1}) == {"lr": 1.0e-4, "mlm_weight": 0.1}
+        assert explore({"lr": 0.8e-5})["lr"] == 1.0e-5
