@@ -32,6 +32,7 @@ from pathlib import Path
 
 import torch
 
+from core.data.atomic import atomic_file
 from trainers.checkpoint import latest_checkpoint, step_dirs, trial_checkpoint_dir, weights_digest
 
 POINTER_FILE = "doctune_checkpoint.json"  # inside a reported Tune checkpoint: which round it stands for
@@ -45,11 +46,8 @@ def exploits(run_dir: str | Path, trial_id: str) -> list[dict]:
 
 
 def _write_exploits(run_dir: str, trial_id: str, records: list[dict]) -> None:
-    path = Path(run_dir) / "trials" / trial_id / EXPLOITS_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(records, indent=2))
-    partial.replace(path)
+    with atomic_file(Path(run_dir) / "trials" / trial_id / EXPLOITS_FILE, "w", encoding="utf-8") as handle:
+        json.dump(records, handle, indent=2)
 
 
 def _step_of(checkpoint: Path) -> int:

@@ -37,6 +37,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from core.data.atomic import atomic_file
 from trainers.checkpoint import REPORT_FILE, SCORES_FILE, drop_superseded_training_state
 from trainers.config import Hyperparameters, TrainPlan
 
@@ -95,9 +96,12 @@ class RoundReporter:
             metrics |= self._scored_metrics(scores, pending.checkpoint, metrics)
             # written just before the report: a checkpoint with scores has (all but) been reported
             scores_file = pending.checkpoint / SCORES_FILE
+            # each whole or absent: a resume reads them back on every restart
             if not scores_file.exists():
-                scores_file.write_text(json.dumps(scores, indent=2))
-            (pending.checkpoint / REPORT_FILE).write_text(json.dumps(metrics, indent=2))
+                with atomic_file(scores_file, "w", encoding="utf-8") as handle:
+                    json.dump(scores, handle, indent=2)
+            with atomic_file(pending.checkpoint / REPORT_FILE, "w", encoding="utf-8") as handle:
+                json.dump(metrics, handle, indent=2)
         ray.train.report(self._from_rank_0(metrics))
         if self._pool is not None and not self.plan.population:  # under PBT another trial may go on from it
             drop_superseded_training_state(pending.checkpoint)
