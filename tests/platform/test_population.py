@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from safetensors.torch import load_file
@@ -74,7 +75,9 @@ def test_pbt_exploits_a_top_trials_checkpoint_and_the_leaderboard_shows_the_line
         assert steps == ["step_000002", "step_000004"]  # its own round before the exploit, the donor's line after
         assert f"round 1: from {donor} (step 2)" in (run_dir / "leaderboard.csv").read_text()
     # the trials reported Tune checkpoints, each naming its round's checkpoint in the run directory
-    pointers = list((run_dir / "tune").glob("*/*/checkpoint_*/doctune_checkpoint.json"))
-    assert len(pointers) >= 8
+    pointers = [json.loads(p.read_text()) for p in (run_dir / "tune").glob("*/*/checkpoint_*/doctune_checkpoint.json")]
+    for name in trials:  # each completed trial reported both rounds with one
+        assert {p["eval_round"] for p in pointers if p["trial"] == name} == {1, 2}, name
+    assert all(Path(p["checkpoint"]).parent.parent.name == p["trial"] for p in pointers)
     report = (run_dir / "report.html").read_text()
     assert "PBT lineage" in report and f"round 1: from {exploit['donor']}" in report
