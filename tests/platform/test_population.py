@@ -77,7 +77,11 @@ def test_pbt_exploits_a_top_trials_checkpoint_and_the_leaderboard_shows_the_line
     # the trials reported Tune checkpoints, each naming its round's checkpoint in the run directory
     pointers = [json.loads(p.read_text()) for p in (run_dir / "tune").glob("*/*/checkpoint_*/doctune_checkpoint.json")]
     for name in trials:  # each completed trial reported both rounds with one
-        assert {p["eval_round"] for p in pointers if p["trial"] == name} == {1, 2}, name
+        rounds = {p["eval_round"] for p in pointers if p["trial"] == name}
+        # except a receiver exploited as its round-1 report arrived (the last to reach the round): Ray
+        # pauses it without saving, so its round-2 pointer takes the round-1 one's place (its doctune
+        # checkpoint of round 1 stays, checked above)
+        assert rounds == {1, 2} or (name in exploited and rounds == {2}), (name, rounds)
     assert all(Path(p["checkpoint"]).parent.parent.name == p["trial"] for p in pointers)
     report = (run_dir / "report.html").read_text()
     assert "PBT lineage" in report and f"round 1: from {exploit['donor']}" in report
