@@ -1,5 +1,5 @@
-"""Population Based Training (``search.scheduler.pbt``) on a real search: four trials of two
-rounds, one perturbation round between them. The bottom trial goes on from a top trial's
+"""Population Based Training (``search.scheduler.pbt``) on a real search: three trials of two
+rounds, one perturbation round between them. The bottom trial goes on from the top trial's
 checkpoint, reached through the Tune checkpoints the trials report (``trainers.population``)."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def _digest(checkpoint) -> str:
 
 def test_pbt_exploits_a_top_trials_checkpoint_and_the_leaderboard_shows_the_lineage(tmp_path):
     changes = {
-        "search.samples": 4,
+        "search.samples": 3,
         "search.scheduler": {"asha": None, "pbt": {"perturbation_interval": 1}},
         "search.space": {"temperature": {"loguniform": [0.02, 0.2]}, "lr": {"loguniform": [1.0e-5, 1.0e-2]}},
         "search.warm_start": [],
@@ -37,9 +37,9 @@ def test_pbt_exploits_a_top_trials_checkpoint_and_the_leaderboard_shows_the_line
     }
     spec = spec_variant("smoke", tmp_path, **changes)
     run_dir = tmp_path / "run"
-    # the fourth trial's loss becomes NaN before its first round: it ends as errored, and synchronous
+    # the third trial's loss becomes NaN before its first round: it ends as errored, and synchronous
     # PBT must not wait for it at the perturbation round (Tune keeps an errored trial among its live ones)
-    fault = {FAULT_NAN_ENV: "1", FAULT_TRIAL_ENV: "_00003"}
+    fault = {FAULT_NAN_ENV: "1", FAULT_TRIAL_ENV: "_00002"}
     done = subprocess.run(
         [sys.executable, "-m", "platform.search", spec, "--profile", "smoke", "--run-dir", str(run_dir)],
         cwd=ROOT,
@@ -49,13 +49,13 @@ def test_pbt_exploits_a_top_trials_checkpoint_and_the_leaderboard_shows_the_line
         env={**os.environ, **fault},
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "doctune: scheduler: PBT (synchronous) over 4 trial(s)" in done.stdout
+    assert "doctune: scheduler: PBT (synchronous) over 3 trial(s)" in done.stdout
     rows = {r["trial"]: r for r in json.loads((run_dir / "leaderboard.json").read_text())["rows"]}
     errored = {name: row for name, row in rows.items() if row["status"].startswith("error")}
     ((name, row),) = errored.items()
-    assert "_00003" in name and "loss became nan at step 1" in row["status"], errored
+    assert "_00002" in name and "loss became nan at step 1" in row["status"], errored
     trials = {name: row for name, row in rows.items() if name != "baseline" and name not in errored}
-    assert len(trials) == 3 and all(row["status"] == "completed" for row in trials.values()), trials
+    assert len(trials) == 2 and all(row["status"] == "completed" for row in trials.values()), trials
     exploited = {name: row["lineage"] for name, row in trials.items() if row["lineage"]}
     assert exploited, "no trial went on from another's checkpoint"
     for name, lineage in exploited.items():
