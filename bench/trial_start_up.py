@@ -1,0 +1,87 @@
+"""A short trial's start-up with Ray Train's preemption watcher (an actor Ray Train starts with
+every worker group) on, as Ray ships it, and off: is it worth switching off on a one-machine Ray?
+
+    python bench/trial_start_up.py [--repeats 3] [--keep DIR]
+
+Each repeat runs the smoke spec's search with one trial (4 steps, one scoring round, few scoring
+items) twice, the watcher off then on (``RAY_TRAIN_ENABLE_PREEMPTION_WATCHER`` in the driver's
+environment, which the Ray it starts passes to its processes), so both arms of a pair see the same
+load. Reads each search's ``timings.json``: the trial's start-up, checkpoints and reports (its wall
+time less training and scoring) and the search's wall time. Prints a Markdown block for
+bench/RESULTS.md: machine, versions, each run, the medians and the median of the paired ratios
+(on / off) with their range.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))  # the project's platform package, which keeps the stdlib's names
+
+from search_wall_time import load_average  # noqa: E402  (bench/, beside this script)
+
+import platform  # noqa: E402
+
+ARMS = {"off": "0", "on": "1"}
+
+
+def one_trial_spec(directory: Path) -> str:
+    """The smoke spec, one trial of one scoring round on few items (as the suite's short searches)."""
+    from tests.conftest import FEW_ITEMS, spec_variant
+
+    changes = {"search.samples": 1, "search.warm_start": [], "train.eval_every": 4, "evaluation.limits": FEW_ITEMS}
+    return spec_variant("smoke", directory, **changes)
+
+
+def run(spec: str, run_dir: Path, watcher: str) -> dict:
+    env = {**os.environ, "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER": watcher}
+    command = [sys.executable, "-m", "platform.search", spec, "--profile", "smoke", "--run-dir", str(run_dir)]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        raise SystemExit(f"the search failed (watcher {watcher}):\n{done.stderr[-3000:]}")
+    timings = json.loads((run_dir / "timings.json").read_text())
+    return {"start_up": timings["trials"]["start_up_checkpoints_and_reports_seconds"], "wall": timings["wall_seconds"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--keep", type=Path, help="keep the run directories here")
+    args = parser.parse_args()
+    import ray
+    import torch
+
+    base = args.keep or Path(tempfile.mkdtemp(prefix="doctune-start-up-"))
+    base.mkdir(parents=True, exist_ok=True)
+    spec = one_trial_spec(base)
+    runs: dict[str, list[dict]] = {arm: [] for arm in ARMS}
+    for repeat in range(args.repeats):
+        for arm, value in ARMS.items():
+            runs[arm].append(run(spec, base / f"{arm}-{repeat}", value))
+            print(f"repeat {repeat}, watcher {arm}: {runs[arm][-1]}", file=sys.stderr, flush=True)
+    print(f"Machine: {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}; load {load_average()}")
+    print(f"Python {platform.python_version()}, torch {torch.__version__}, ray {ray.__version__}\n")
+    print("| preemption watcher | trial start-up, checkpoints and reports (s) | search wall (s) |")
+    print("|---|---|---|")
+    for arm in ARMS:
+        start_ups = ", ".join(f"{r['start_up']:.1f}" for r in runs[arm])
+        walls = ", ".join(f"{r['wall']:.1f}" for r in runs[arm])
+        print(f"| {arm} | {start_ups} (median {statistics.median(r['start_up'] for r in runs[arm]):.1f}) "
+              f"| {walls} (median {statistics.median(r['wall'] for r in runs[arm]):.1f}) |")  # fmt: skip
+    for key in ("start_up", "wall"):
+        ratios = [on[key] / off[key] for on, off in zip(runs["on"], runs["off"], strict=True)]
+        spread = f"range {min(ratios):.2f} to {max(ratios):.2f}"
+        print(f"\n{key}: on / off, paired: median {statistics.median(ratios):.2f} ({spread})")
+
+
+if __name__ == "__main__":
+    main()
