@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -79,3 +81,16 @@ def spec_variant(name: str, directory: Path, **changes) -> str:
     spec = directory / f"{name}.yaml"
     spec.write_text(yaml.safe_dump(raw, sort_keys=False))  # search.space order carries meaning (when:)
     return str(spec)
+
+
+def smoke_search_command(spec: str | Path, run_dir: Path) -> list[str]:
+    """The CLI's command for ``spec``'s search at the smoke profile, run in ``run_dir``."""
+    return [sys.executable, "-m", "platform.search", str(spec), "--profile", "smoke", "--run-dir", str(run_dir)]
+
+
+def run_smoke_search(
+    spec: str | Path, run_dir: Path, *args: str, env: dict | None = None, cwd: Path = ROOT, timeout: int = 900
+) -> subprocess.CompletedProcess:
+    """``smoke_search_command`` (and ``args``) run to its end, its output captured as text."""
+    command = [*smoke_search_command(spec, run_dir), *args]
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)

@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import FEW_ITEMS, ROOT, spec_variant
+from tests.conftest import FEW_ITEMS, ROOT, smoke_search_command, spec_variant
 from trainers.loop import FAULT_NAN_ENV
 
 
@@ -64,7 +64,7 @@ def test_killed_workers_resume_from_their_checkpoints_and_a_later_divergence_end
     run_dir = tmp_path / "run"
     log = (tmp_path / "search.log").open("w")
     search = subprocess.Popen(
-        [sys.executable, "-m", "platform.search", spec, "--profile", "smoke", "--run-dir", str(run_dir)],
+        smoke_search_command(spec, run_dir),
         cwd=ROOT,
         stdout=log,
         stderr=subprocess.STDOUT,

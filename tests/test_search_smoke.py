@@ -10,32 +10,37 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FEW_ITEMS, ROOT, closed_port, spec_variant
+from tests.conftest import FEW_ITEMS, ROOT, closed_port, run_smoke_search, spec_variant
+from tests.mlflow_server import mlflow_server
 from tests.wandb_records import offline_runs
 
 pytestmark = pytest.mark.slow  # starts Ray and runs searches
 
 
-def _tracked(directory: Path) -> dict:
-    """The spec change that records a search in a local MLflow store in ``directory`` and in offline
-    W&B run files (in the run directory)."""
-    store = {"tracking_uri": f"sqlite:///{directory}/mlflow.db", "artifact_location": str(directory / "mlartifacts")}
-    return {"tracking.mlflow": store, "tracking.wandb": {"project": "doctune-smoke", "mode": "offline"}}
+def _tracked(mlflow_url: str) -> dict:
+    """The spec change that records a search at the MLflow tracking server ``mlflow_url`` and in
+    offline W&B run files (in the run directory)."""
+    return {
+        "tracking.mlflow": {"tracking_uri": mlflow_url},
+        "tracking.wandb": {"project": "doctune-smoke", "mode": "offline"},
+    }
 
 
 @pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory):
+def tracking_server(tmp_path_factory):
+    """A real MLflow tracking server, up for the module's tests (the SIGKILL-and-resume test tracks
+    into a SQLite store, tests/platform/test_resume.py)."""
+    with mlflow_server(tmp_path_factory.mktemp("mlflow")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory, tracking_server):
     """The smoke spec's search, tracked in MLflow and W&B (the spec beside the run directory, ``smoke.yaml``)."""
     directory = tmp_path_factory.mktemp("search")
     run_dir = directory / "smoke"
-    spec = spec_variant("smoke", directory, **_tracked(directory))
-    done = subprocess.run(
-        [sys.executable, "-m", "platform.search", spec, "--profile", "smoke", "--run-dir", str(run_dir)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    spec = spec_variant("smoke", directory, **_tracked(tracking_server))
+    done = run_smoke_search(spec, run_dir)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return run_dir, done.stdout
 
@@ -206,48 +211,40 @@ def test_training_goes_on_while_a_round_is_scored_and_every_round_is_reported_in
         assert trial[0]["eval_seconds"] < trial[0]["scoring_seconds"]
 
 
-def test_resume_of_a_finished_search_reruns_nothing(smoke_run):
+def test_resume_of_a_finished_search_reruns_nothing(smoke_run, tracking_server):
     run_dir, _ = smoke_run
     before = {p: p.stat().st_mtime_ns for p in run_dir.glob("trials/*/checkpoints/step_*/model.safetensors")}
-    done = subprocess.run(
-        [*_search(run_dir.parent / "smoke.yaml", run_dir), "--resume"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    done = run_smoke_search(run_dir.parent / "smoke.yaml", run_dir, "--resume", timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     after = {p: p.stat().st_mtime_ns for p in run_dir.glob("trials/*/checkpoints/step_*/model.safetensors")}
     assert after == before
     assert len(json.loads((run_dir / "leaderboard.json").read_text())["rows"]) == 3
-    assert len(_mlflow_runs(run_dir)) == 4  # the search and its three rows, none again
+    assert len(_mlflow_runs(tracking_server)) == 4  # the search and its three rows, none again
 
 
-def _search(spec: Path, run_dir: Path) -> list[str]:
-    return [sys.executable, "-m", "platform.search", str(spec), "--profile", "smoke", "--run-dir", str(run_dir)]
-
-
-def _mlflow_runs(run_dir: Path) -> dict:
-    """The MLflow runs of a search tracked by ``_tracked(run_dir.parent)``, by run name."""
+def _mlflow_runs(mlflow_url: str) -> dict:
+    """The MLflow runs of the smoke search tracked at ``mlflow_url``, by run name."""
     from mlflow import MlflowClient
 
-    client = MlflowClient(tracking_uri=f"sqlite:///{run_dir.parent}/mlflow.db")
+    client = MlflowClient(tracking_uri=mlflow_url)
     experiment = client.get_experiment_by_name("smoke").experiment_id
     return {run.info.run_name: run for run in client.search_runs([experiment])}
 
 
-def test_mlflow_has_the_search_each_trial_every_round_and_the_winner_as_a_model(smoke_run, monkeypatch):
+def test_mlflow_has_the_search_each_trial_every_round_and_the_winner_as_a_model(
+    smoke_run, tracking_server, monkeypatch
+):
     import mlflow
     from mlflow import MlflowClient
     from sentence_transformers import SentenceTransformer
 
     run_dir, _ = smoke_run
     rows = json.loads((run_dir / "leaderboard.json").read_text())["rows"]
-    runs = _mlflow_runs(run_dir)
+    runs = _mlflow_runs(tracking_server)
     search = runs.pop(f"smoke ({run_dir.name})")
     assert set(runs) == {row["trial"] for row in rows}
     assert all(run.data.tags["mlflow.parentRunId"] == search.info.run_id for run in runs.values())
-    client = MlflowClient(tracking_uri=f"sqlite:///{run_dir.parent}/mlflow.db")
+    client = MlflowClient(tracking_uri=tracking_server)
     for row in rows:
         run = runs[row["trial"]]
         objective = client.get_metric_history(run.info.run_id, "objective")
@@ -263,7 +260,7 @@ def test_mlflow_has_the_search_each_trial_every_round_and_the_winner_as_a_model(
             assert [m.step for m in client.get_metric_history(run.info.run_id, key)] == [row["step"]], key
     names = [a.path for a in client.list_artifacts(search.info.run_id)]
     assert {"leaderboard.json", "report.html", "search.json", "plots"} <= set(names)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{run_dir.parent}/mlflow.db")  # where models:/ is looked up
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking_server)  # where models:/ is looked up, its files fetched
     model = mlflow.pyfunc.load_model("models:/smoke/1")  # the winner, registered under the experiment's name
     texts = ["a document about elections", "markets fell sharply on Monday " * 40]  # the second is truncated
     expected = SentenceTransformer(str(run_dir / "best")).encode(texts)
@@ -343,13 +340,7 @@ def test_each_recipes_gpu_sized_spec_runs_real_trials_under_the_smoke_profile(tm
     changes = {"search.samples": 1, "train.eval_every": 4, "evaluation.limits": FEW_ITEMS, **confirm, **tracked}
     variant = spec_variant(spec, tmp_path, **changes)
     run_dir = tmp_path / "run"
-    done = subprocess.run(
-        [sys.executable, "-m", "platform.search", variant, "--profile", "smoke", "--run-dir", str(run_dir)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    done = run_smoke_search(variant, run_dir)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     search = json.loads((run_dir / "search.json").read_text())
     assert search["profile"] == "smoke" and search["trial_plan"]["steps"] == 4
@@ -394,13 +385,7 @@ def test_two_objectives_give_a_pareto_front_from_warm_started_trials(tmp_path):
     # one worker per trial: the two trials fit the machine at once (each trial's start-up overlaps the other's)
     changes = {"train.overlap_scoring": False, "train.workers": 1, "evaluation.limits": FEW_ITEMS}
     variant = spec_variant("quality_vs_length", tmp_path, **changes)
-    done = subprocess.run(
-        [sys.executable, "-m", "platform.search", variant, "--profile", "smoke", "--run-dir", str(run_dir)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    done = run_smoke_search(variant, run_dir)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     rows = json.loads((run_dir / "leaderboard.json").read_text())["rows"]
     trials = [r for r in rows if r["trial"] != "baseline"]

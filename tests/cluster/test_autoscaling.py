@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from core.data import cache_dir
-from tests.conftest import FEW_ITEMS, ROOT, spec_variant
+from tests.conftest import FEW_ITEMS, ROOT, run_smoke_search, spec_variant
 from tests.local_nodes import LocalNodes
 
 pytestmark = [pytest.mark.autoscaling, pytest.mark.slow]
@@ -112,10 +112,7 @@ def test_a_search_started_with_no_gpu_node_plans_for_the_autoscalers_gpus_and_ge
         )
         run_dir = tmp_path / "run"
         started = time.monotonic()
-        searched = subprocess.run(
-            [sys.executable, "-m", "platform.search", spec, "--profile", "smoke", "--run-dir", str(run_dir)],
-            cwd=tmp_path, env=driver_env, capture_output=True, text=True, timeout=900,
-        )  # fmt: skip
+        searched = run_smoke_search(spec, run_dir, env=driver_env, cwd=tmp_path)
         after_run = nodes.nodes()
     finally:
         nodes.stop()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, spec_variant
+from tests.conftest import ROOT, run_smoke_search, spec_variant
 from tests.local_nodes import LocalNodes
 
 pytestmark = pytest.mark.slow  # starts a three-node Ray and a search
@@ -97,14 +97,7 @@ def test_a_cache_some_node_cannot_see_is_refused_naming_the_node(nodes, tmp_path
         "".join(json.dumps({"text": f"Document {i} opens here. A second sentence follows."}) + "\n" for i in range(60))
     )
     spec = spec_variant("smoke", tmp_path, **{"corpus": {"source": str(source)}})
-    done = subprocess.run(
-        [sys.executable, "-m", "platform.search", spec, "--profile", "smoke", "--run-dir", str(tmp_path / "run")],
-        cwd=ROOT,
-        env={**nodes.env, "RAY_ADDRESS": nodes.address},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_smoke_search(spec, tmp_path / "run", env={**nodes.env, "RAY_ADDRESS": nodes.address}, timeout=300)
     assert done.returncode == 2, done.stderr[-3000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("doctune: error:")]
     assert len(errors) == 1 and "is not seen from node" in errors[0], done.stderr[-3000:]

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import optuna
@@ -14,7 +12,7 @@ from core.encoder import has_mlm_head, resolve_model
 from platform.common import needs_mlm_head
 from platform.spec import PROFILES, SPACES_DIR, parse_spec, read_raw
 from platform.tuner import ConditionalSpace
-from tests.conftest import ROOT, spec_variant
+from tests.conftest import run_smoke_search, spec_variant
 from trainers.config import Hyperparameters
 
 DRAWS = 64  # random configurations per spec; every shipped MLM choice has at most 4 values
@@ -93,13 +91,7 @@ def test_a_longformer_backbone_is_converted_from_the_base_with_its_trained_head(
 def test_the_cli_refuses_a_head_no_better_than_unigram_with_one_message_and_exit_2(tmp_path):
     variant = spec_variant("smoke", tmp_path, **{"mlm_head.lr": 1.0})  # a step of about 1 on every weight
     run_dir = tmp_path / "run"
-    done = subprocess.run(
-        [sys.executable, "-m", "platform.search", variant, "--profile", "smoke", "--run-dir", str(run_dir)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    done = run_smoke_search(variant, run_dir)
     assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
     assert done.stderr.count("doctune: error:") == 1 and "Traceback" not in done.stderr
     assert "no better than predicting the corpus's unigram token distribution" in done.stderr

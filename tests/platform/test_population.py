@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from safetensors.torch import load_file
 
-from tests.conftest import FEW_ITEMS, ROOT, spec_variant
+from tests.conftest import FEW_ITEMS, run_smoke_search, spec_variant
 from trainers.checkpoint import weights_digest
 from trainers.loop import FAULT_NAN_ENV, FAULT_TRIAL_ENV
 
@@ -40,14 +38,7 @@ def test_pbt_exploits_a_top_trials_checkpoint_and_the_leaderboard_shows_the_line
     # the third trial's loss becomes NaN before its first round: it ends as errored, and synchronous
     # PBT must not wait for it at the perturbation round (Tune keeps an errored trial among its live ones)
     fault = {FAULT_NAN_ENV: "1", FAULT_TRIAL_ENV: "_00002"}
-    done = subprocess.run(
-        [sys.executable, "-m", "platform.search", spec, "--profile", "smoke", "--run-dir", str(run_dir)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-        env={**os.environ, **fault},
-    )
+    done = run_smoke_search(spec, run_dir, env={**os.environ, **fault}, timeout=1200)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "doctune: scheduler: PBT (synchronous) over 3 trial(s)" in done.stdout
     rows = {r["trial"]: r for r in json.loads((run_dir / "leaderboard.json").read_text())["rows"]}

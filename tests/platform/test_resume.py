@@ -7,13 +7,12 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 
 import psutil
 import pytest
 
-from tests.conftest import FEW_ITEMS, ROOT, spec_variant
+from tests.conftest import FEW_ITEMS, ROOT, smoke_search_command, spec_variant
 
 pytestmark = pytest.mark.slow  # starts Ray and runs searches
 
@@ -44,7 +43,7 @@ def test_sigkill_then_resume_loses_and_reruns_nothing(tmp_path):
     run_dir = tmp_path / "run"
     store = {"tracking_uri": f"sqlite:///{tmp_path}/mlflow.db", "artifact_location": str(tmp_path / "mlartifacts")}
     spec = spec_variant("smoke", tmp_path, **{"evaluation.limits": FEW_ITEMS, "tracking.mlflow": store})
-    command = [sys.executable, "-m", "platform.search", spec, "--profile", "smoke", "--run-dir", str(run_dir)]
+    command = smoke_search_command(spec, run_dir)
     driver = subprocess.Popen(
         command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
