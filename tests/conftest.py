@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import os
+import site
 import subprocess
 import sys
+import venv
 from pathlib import Path
 
 import pytest
@@ -93,4 +95,31 @@ def run_smoke_search(
 ) -> subprocess.CompletedProcess:
     """``smoke_search_command`` (and ``args``) run to its end, its output captured as text."""
     command = [*smoke_search_command(spec, run_dir), *args]
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def installed_doctune(tmp_path_factory) -> Path:
+    """A fresh virtual environment with a wheel of the checkout installed into it, not editable; its
+    bin directory. Its dependencies (torch, Ray, ...) are this environment's, reached through a
+    ``.pth`` line, so the checkout's doctune itself is installed, not gigabytes again; the ``.pth``
+    adds the directory only, so this environment's editable doctune is not active there."""
+    where = tmp_path_factory.mktemp("install")
+    wheels, env_dir = where / "wheels", where / "venv"
+    build = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels)]  # setuptools from the registry
+    subprocess.run([*build, str(ROOT)], check=True, capture_output=True, timeout=300)
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    python = env_dir / "bin" / "python"
+    purelib = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], capture_output=True, text=True
+    ).stdout.strip()
+    (env_dir / purelib / "dependencies.pth").write_text(site.getsitepackages()[0] + "\n")
+    (wheel,) = wheels.glob("doctune-*.whl")
+    subprocess.run([python, "-m", "pip", "install", "--no-deps", "-q", str(wheel)], check=True, timeout=300)
+    return env_dir / "bin"
+
+
+def outside_the_checkout(command: list, cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
+    """``command`` run in ``cwd`` as from a shell outside the checkout: no PYTHONPATH, no active venv."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)

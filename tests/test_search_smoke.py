@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FEW_ITEMS, ROOT, closed_port, run_smoke_search, spec_variant
+from tests.conftest import FEW_ITEMS, ROOT, closed_port, outside_the_checkout, run_smoke_search, spec_variant
 from tests.mlflow_server import mlflow_server
 from tests.wandb_records import offline_runs
 
@@ -325,7 +325,9 @@ def _last_results(run_dir) -> list[dict]:
         ("bregman_longformer", {"simcse"}),
     ],
 )
-def test_each_recipes_gpu_sized_spec_runs_real_trials_under_the_smoke_profile(tmp_path, spec, recipes):
+def test_each_recipes_gpu_sized_spec_runs_real_trials_under_the_smoke_profile(
+    tmp_path, spec, recipes, installed_doctune
+):
     # one trial each (the smoke spec's own tests cover a search of several): the spec trains for real.
     # docsplit_long's smoke search runs on an autoscaling cluster (tests/cluster/test_autoscaling.py);
     # simde_bert, all_recipes and laser_minilm add no recipe or backbone to these and the Pareto
@@ -340,7 +342,11 @@ def test_each_recipes_gpu_sized_spec_runs_real_trials_under_the_smoke_profile(tm
     changes = {"search.samples": 1, "train.eval_every": 4, "evaluation.limits": FEW_ITEMS, **confirm, **tracked}
     variant = spec_variant(spec, tmp_path, **changes)
     run_dir = tmp_path / "run"
-    done = run_smoke_search(variant, run_dir)
+    if spec == "bregman_longformer":  # the installed `doctune` command (tests/test_install.py), outside the checkout
+        command = [installed_doctune / "doctune", "search", variant, "--profile", "smoke", "--run-dir", str(run_dir)]
+        done = outside_the_checkout(command, tmp_path, timeout=900)
+    else:
+        done = run_smoke_search(variant, run_dir)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     search = json.loads((run_dir / "search.json").read_text())
     assert search["profile"] == "smoke" and search["trial_plan"]["steps"] == 4
