@@ -5,7 +5,9 @@ batch 0 is the comparison's own seeds and no two batches share a seed. A replay 
 ran (each trial's configuration and rounds, ``replay_decided`` rebuilds the rest), one JSON file per
 method and batch, in a cache directory named by a fingerprint of the table as loaded and of the code
 the outcome depends on: a changed table, method, ASHA, sampler or Optuna starts a fresh cache instead
-of mixing outcomes. A killed run loses at most the batch it was in.
+of mixing outcomes. A killed run loses at most the batch it was in. With ``jobs`` > 1 the batches
+the cache lacks are replayed in that many processes first, each writing its own files, and then
+read back like any cached batch (a replay is deterministic in its seed, so the figures are the same).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,6 +55,18 @@ class Batches:
     seconds: dict[str, float]
 
 
+def _replay_batch(table: Table, name: str, count: int, seeds: range, path: Path | None) -> tuple[list[Replay], float]:
+    """One method's replay of ``seeds``, written to ``path`` (when given) as it is kept; its seconds."""
+    began = time.perf_counter()
+    runs = [METHODS[name](table, seed, count) for seed in seeds]
+    seconds = time.perf_counter() - began
+    if path is not None:
+        with atomic_file(path, "w", encoding="utf-8") as handle:
+            kept = {"seconds": seconds, "configs": [r.configs for r in runs], "rounds": [r.rounds for r in runs]}
+            json.dump(kept, handle)
+    return runs, seconds
+
+
 def run_batches(
     table: Table,
     samples: dict[str, int],
@@ -59,28 +74,38 @@ def run_batches(
     size: int,
     cache: Path | None,
     progress: Callable[[str], None] = lambda line: None,
+    jobs: int = 1,
 ) -> Batches:
     """Every method of ``samples`` (name -> trials) over ``batches`` batches of ``size`` seeds, read
-    from ``cache`` where it holds them and written there as computed (None: no cache)."""
+    from ``cache`` where it holds them and written there as computed (None: no cache); ``jobs``
+    processes replay what the cache lacks (with a cache only)."""
+    cells = [
+        (batch, name, count, range(batch * size, (batch + 1) * size))
+        for batch in range(batches)
+        for name, count in samples.items()
+    ]
+
+    def path_of(name: str, count: int, seeds: range) -> Path | None:
+        return None if cache is None else cache / f"{name}-{count}-seeds-{seeds.start}-{seeds.stop - 1}.json"
+
+    if jobs > 1 and cache is not None:
+        missing = [cell for cell in cells if not path_of(*cell[1:]).exists()]
+        with ProcessPoolExecutor(jobs) as pool:
+            futures = {pool.submit(_replay_batch, table, *cell[1:], path_of(*cell[1:])): cell for cell in missing}
+            for future in as_completed(futures):
+                batch, name, _, _ = futures[future]
+                progress(f"batch {batch + 1}/{batches}: {name} replayed in {future.result()[1]:.1f} s")
     replays: dict[str, list[list[Replay]]] = {name: [] for name in samples}
     seconds = dict.fromkeys(samples, 0.0)
-    for batch in range(batches):
-        seeds = range(batch * size, (batch + 1) * size)
-        for name, count in samples.items():
-            path = None if cache is None else cache / f"{name}-{count}-seeds-{seeds.start}-{seeds.stop - 1}.json"
-            if path is not None and path.exists():
-                kept = json.loads(path.read_text())
-                runs = [replay_decided(table, c, r) for c, r in zip(kept["configs"], kept["rounds"], strict=True)]
-            else:
-                began = time.perf_counter()
-                runs = [METHODS[name](table, seed, count) for seed in seeds]
-                kept = {"seconds": time.perf_counter() - began}
-                if path is not None:
-                    with atomic_file(path, "w", encoding="utf-8") as handle:
-                        json.dump(
-                            {**kept, "configs": [r.configs for r in runs], "rounds": [r.rounds for r in runs]}, handle
-                        )
-                progress(f"batch {batch + 1}/{batches}: {name} replayed in {kept['seconds']:.1f} s")
-            replays[name].append(runs)
-            seconds[name] += kept["seconds"]
+    for batch, name, count, seeds in cells:
+        path = path_of(name, count, seeds)
+        if path is not None and path.exists():
+            kept = json.loads(path.read_text())
+            runs = [replay_decided(table, c, r) for c, r in zip(kept["configs"], kept["rounds"], strict=True)]
+            spent = kept["seconds"]
+        else:
+            runs, spent = _replay_batch(table, name, count, seeds, path)
+            progress(f"batch {batch + 1}/{batches}: {name} replayed in {spent:.1f} s")
+        replays[name].append(runs)
+        seconds[name] += spent
     return Batches(replays, seconds)

@@ -49,7 +49,7 @@ def _replay_command(args: argparse.Namespace) -> int:
     samples = dict(args.methods)
     cache = None if args.no_cache else cache_of(args.cache or DEFAULT_OUT / "cache", table)
     began = time.perf_counter()
-    result = compare(table, samples, args.batches, args.seeds, args.startup_seconds, cache, print)
+    result = compare(table, samples, args.batches, args.seeds, args.startup_seconds, cache, print, args.jobs)
     elapsed = time.perf_counter() - began
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{table.name}.json").write_text(json.dumps(json_safe(result), indent=1) + "\n")
@@ -96,6 +96,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--cache", type=Path, help="where batches are kept between runs (default: bench/out/search_efficiency/cache)"
     )
     replay_parser.add_argument("--no-cache", action="store_true", help="replay every batch, keep none")
+    replay_parser.add_argument(
+        "--jobs", type=_positive, default=1, help="processes replaying the batches the cache lacks (with a cache)"
+    )
     replay_parser.set_defaults(handler=_replay_command)
     build_parser = commands.add_parser(
         "build", help="train every configuration of a grid spec (or resume), then write its table"

@@ -48,12 +48,13 @@ def compare(
     startup_seconds: float = STARTUP_SECONDS,
     cache: Path | None = None,
     progress: Callable[[str], None] = lambda line: None,
+    jobs: int = 1,
 ) -> dict:
     """Every method of ``samples`` (name -> trials) over ``batches`` batches of ``seeds`` seeds: the
     curves and end points of the first batch (``aggregate``), each method's replay time per seed, the
     start-up charged, the figures' spread across batches (``intervals``; with random search among the
-    methods), ``diagnostics`` and ``stored_seeds``."""
-    runs = run_batches(table, samples, batches, seeds, cache, progress)
+    methods), ``diagnostics`` and ``stored_seeds``. ``jobs``: processes replaying uncached batches."""
+    runs = run_batches(table, samples, batches, seeds, cache, progress, jobs)
     result = aggregate(table, {name: [run.events for run in runs.replays[name][0]] for name in samples}, samples)
     for name, entry in result["methods"].items():
         entry["seconds_per_seed"] = runs.seconds[name] / (batches * seeds)

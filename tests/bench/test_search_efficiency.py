@@ -302,6 +302,11 @@ def test_replay_command_writes_json_and_png_and_resumes_from_its_cache(smooth_ta
     assert "replayed in" not in capsys.readouterr().out.split("\nsmooth:")[0]
     again = json.loads((tmp_path / "again" / "smooth.json").read_text())
     assert _without_timings(again) == _without_timings(written)
+    # two processes filling a fresh cache replay the same seeds to the same figures
+    parallel = ["--out", str(tmp_path / "parallel"), "--cache", str(tmp_path / "cache2"), "--jobs", "2"]
+    assert main([*command, *parallel]) == 0
+    in_parallel = json.loads((tmp_path / "parallel" / "smooth.json").read_text())
+    assert _without_timings(in_parallel) == _without_timings(written)
 
 
 def _without_timings(result: dict) -> dict:
