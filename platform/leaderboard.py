@@ -15,7 +15,7 @@ from pathlib import Path
 
 from evaluators.scores import coverage, main_scores, part, sizes, unflatten
 from evaluators.tasks.base import SPLITS
-from trainers.checkpoint import SCORES_FILE, step_dirs
+from trainers.checkpoint import SCORES_FILE, checkpoint_in_run, step_dirs
 from trainers.config import Hyperparameters
 from trainers.population import exploits
 
@@ -99,6 +99,8 @@ def rows_from_results(results, resolved) -> list[Row]:
         chosen = frame["eval_round"].idxmax() if evaluation.multi_objective else frame["objective"].idxmax()
         best = frame.loc[chosen].to_dict()
         rounds = int(frame["eval_round"].max())
+        recorded = best.get("checkpoint")
+        checkpoint = str(checkpoint_in_run(recorded, resolved.run_dir, trial_id)) if recorded else None
         if result.error:
             status = f"error after round {rounds}: {str(result.error).strip().splitlines()[-1][:200]}"
         elif rounds < resolved.plan.eval_rounds:
@@ -111,7 +113,7 @@ def rows_from_results(results, resolved) -> list[Row]:
                 status,
                 float(best["objective"]),
                 int(best["step"]),
-                best.get("checkpoint"),
+                checkpoint,
                 hp,
                 unflatten(best, evaluation.tasks),
                 {n: float(best[m]) for n, m in zip(evaluation.objectives, evaluation.objective_metrics)},

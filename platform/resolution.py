@@ -37,6 +37,7 @@ from platform.resources import LARGEST_NODE_GPUS, ResourcePlan, auto_workers, pl
 from platform.spec import Replacement, SearchSpec, find_spec_file, parse_spec, profile_replacements, read_raw
 from platform.spec.checks import check_semantics, losses_of, values_of
 from platform.spec.convert import plugin_registries
+from platform.storage import RunStorage
 from trainers.config import Hyperparameters, TrainPlan
 
 ACTOR_PREFIX = "evaluator"
@@ -58,16 +59,29 @@ class SearchRequest:
     run_dir: Path
     asked_profile: str | None
     recorded: dict | None  # search.json of the run being resumed
+    storage: RunStorage | None = None  # where the run is copied (``--storage``, or as the resumed run was)
 
     @classmethod
-    def from_command_line(cls, spec: str, profile: str | None, run_dir: Path | None, resume: bool) -> SearchRequest:
+    def from_command_line(
+        cls, spec: str, profile: str | None, run_dir: Path | None, resume: bool, storage_uri: str | None = None
+    ) -> SearchRequest:
         spec_path = find_spec_file(spec)
         raw = read_raw(spec_path)
         name = parse_spec(raw, profile or "local").name  # validates the spec itself and every profile's overrides
         run_dir = run_dir or Path.cwd() / "runs" / name
+        storage = RunStorage.open(storage_uri) if storage_uri else None
+        if storage and resume and not (run_dir / SEARCH_RECORD).exists():
+            fetch_run(storage, run_dir)
+        elif storage and not resume and storage.holds_run():
+            raise UsageError(
+                f"--storage {storage_uri} already holds a search (its search.json): continue it with --resume, "
+                "or choose another URI"
+            )
         check_run_dir(run_dir, resume)
         recorded = json.loads((run_dir / SEARCH_RECORD).read_text()) if resume else None
-        return cls(spec_path, raw, run_dir, profile, recorded)
+        if recorded and recorded.get("storage") and storage is None:  # resumed, it is copied where it was
+            storage = RunStorage.open(recorded["storage"])
+        return cls(spec_path, raw, run_dir, profile, recorded, storage)
 
     @property
     def resume(self) -> bool:
@@ -93,6 +107,19 @@ class SearchRequest:
         if self.recorded is not None:
             spec = check_matches_recording(spec, self.recorded, self.run_dir)
         return spec
+
+
+def fetch_run(storage: RunStorage, run_dir: Path) -> None:
+    """For ``--resume --storage URI`` on a machine without the run: its copy into ``run_dir``."""
+    if not storage.holds_run():
+        raise UsageError(
+            f"--resume: neither {run_dir} nor {storage.uri} holds a search (no search.json); "
+            "check both, or drop --resume to start one"
+        )
+    if run_dir.exists() and any(run_dir.iterdir()):
+        raise UsageError(f"--resume: {run_dir} is not a run directory, and not empty: name another --run-dir")
+    files = storage.pull(run_dir)
+    print(f"doctune: fetched the run from {storage.uri} into {run_dir} ({files} files)", flush=True)
 
 
 def check_matches_recording(spec: SearchSpec, recorded: dict, run_dir: Path) -> SearchSpec:
@@ -172,6 +199,7 @@ class ResolvedSearch:
     replaced: tuple[Replacement, ...] = ()  # what the profile's built-in overrides changed in the spec
     fit: str | None = None  # how train.workers: auto was fitted to the cluster
     growth: str | None = None  # what an autoscaler may add that the plan counted (platform.autoscaling)
+    storage: str | None = None  # the URI the run is copied to (``--storage``, platform/storage.py)
 
     def with_base(self, model_dir: str, source_model: str) -> ResolvedSearch:
         """The same search once a base it trains (``base:``) exists: only the model paths change."""
@@ -184,6 +212,7 @@ class ResolvedSearch:
             "spec": str(self.spec_path),
             "profile": self.profile,
             "run_dir": str(self.run_dir),
+            "storage": self.storage,
             "resolved_spec": dataclasses.asdict(self.spec),
             "profile_replaced": [dataclasses.asdict(r) for r in self.replaced],
             "fit": self.fit,

@@ -1,4 +1,4 @@
-"""``python -m platform.search SPEC [--profile full|local|smoke] [--run-dir DIR] [--resume] [--dry-run]``
+"""``python -m platform.search SPEC [--profile PROFILE] [--run-dir DIR] [--storage URI] [--resume] [--dry-run]``
 
 Runs one hyperparameter search. Exit codes: 0 success, 2 bad input (one message naming what
 is wrong and how to fix it; nothing started), 1 any other failure.
@@ -7,6 +7,7 @@ is wrong and how to fix it; nothing started), 1 any other failure.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import sys
@@ -28,6 +29,7 @@ from platform.resolution import (
 )
 from platform.resources import InfeasibleResources
 from platform.spec import PROFILES, Replacement, SearchSpec, SpecError
+from platform.storage import RunMirror
 from platform.timings import PhaseClock
 
 
@@ -41,6 +43,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "default: full when the cluster has GPUs, else local",
     )
     parser.add_argument("--run-dir", type=Path, help="default: runs/<spec name> in the current directory")
+    parser.add_argument(
+        "--storage",
+        metavar="URI",
+        help="keep a copy of the run there as it runs (s3://bucket/prefix, gs://..., a path; platform/storage.py); "
+        "with --resume and no run dir yet, the run is fetched from it first",
+    )
     parser.add_argument("--resume", action="store_true", help="continue the search in an existing run dir")
     parser.add_argument("--dry-run", action="store_true", help="validate, plan and print; start no trial")
     return parser.parse_args(argv)
@@ -50,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     clock = PhaseClock()
     args = parse_args(argv)
     try:
-        request = SearchRequest.from_command_line(args.spec, args.profile, args.run_dir, args.resume)
+        request = SearchRequest.from_command_line(args.spec, args.profile, args.run_dir, args.resume, args.storage)
         return _run(request, args.dry_run, clock)
     except (SpecError, UsageError, InfeasibleResources) as err:
         print(f"doctune: error: {err}", file=sys.stderr)
@@ -85,7 +93,6 @@ def _settle(
 def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> int:
     from core.data import DataUnavailable
     from core.encoder import ModelUnavailable
-    from platform import tuner
     from trainers.base_stage import BaseStageFailed
 
     provisional = request.provisional_spec()
@@ -115,6 +122,8 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> int:
         resolved = resolve(
             spec, request.spec_path, profile, run_dir, model_dir, corpus, cluster, source_model, replaced, fit, growth
         )
+        if request.storage:
+            resolved = dataclasses.replace(resolved, storage=request.storage.uri)
         summary = resolved.summary()
         if dry_run:
             if spec.base is not None:
@@ -125,25 +134,10 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> int:
         if not request.resume:
             run_dir.mkdir(parents=True)
             common.write_atomic(run_dir / SEARCH_RECORD, json.dumps(summary, indent=2, default=str))
-        if spec.base is not None:  # trained (or taken from the cache) now that Ray runs and the run is recorded
-            with clock.phase("base stage"):
-                model_dir, _, source_model = common.prepare_inputs(spec, build_base_in=run_dir)
-            resolved = resolved.with_base(model_dir, source_model)
-        recipes = ", ".join(spec.recipes())
-        print(f"doctune: search {spec.name!r}, profile {profile!r}, recipe {recipes}, run dir {run_dir}")
-        stats = resolved.corpus_stats
-        print(
-            f"doctune: corpus {spec.corpus.source!r}: {stats.documents} documents, {stats.sentences} sentences "
-            f"({stats.single_sentence_documents} single-sentence, {stats.dropped_empty} empty dropped, "
-            f"{stats.truncated} truncated, {stats.replaced_invalid_utf8} with invalid UTF-8 replaced)"
-        )
-        pool = tuner.evaluator_pool(resolved)
-        with clock.phase("evaluators start"):
-            pool.start()
-        for warning in small_parts(pool.part_items()):
-            print(f"doctune: warning: {warning}", file=sys.stderr, flush=True)
-        with pool:
-            return _search_and_report(resolved, request.resume, clock)
+        mirror = RunMirror(request.storage, run_dir) if request.storage else None
+        with mirror.periodically() if mirror else contextlib.nullcontext():  # the copy follows, whatever ends it
+            code = _prepare_and_search(resolved, request.resume, clock)
+        return EXIT_FAILURE if mirror and mirror.behind and code == EXIT_OK else code
     except (ModelUnavailable, DataUnavailable) as err:  # found while preparing the corpus
         print(f"doctune: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -152,6 +146,33 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> int:
         return EXIT_FAILURE
     finally:
         ray.shutdown()
+
+
+def _prepare_and_search(resolved, resume: bool, clock: PhaseClock) -> int:
+    """In a run directory that exists: the base stage (when the spec has one), the evaluator pool,
+    then the search and its report."""
+    from platform import tuner
+
+    spec, run_dir, profile = resolved.spec, resolved.run_dir, resolved.profile
+    if spec.base is not None:  # trained (or taken from the cache) now that Ray runs and the run is recorded
+        with clock.phase("base stage"):
+            model_dir, _, source_model = common.prepare_inputs(spec, build_base_in=run_dir)
+        resolved = resolved.with_base(model_dir, source_model)
+    recipes = ", ".join(spec.recipes())
+    print(f"doctune: search {spec.name!r}, profile {profile!r}, recipe {recipes}, run dir {run_dir}")
+    stats = resolved.corpus_stats
+    print(
+        f"doctune: corpus {spec.corpus.source!r}: {stats.documents} documents, {stats.sentences} sentences "
+        f"({stats.single_sentence_documents} single-sentence, {stats.dropped_empty} empty dropped, "
+        f"{stats.truncated} truncated, {stats.replaced_invalid_utf8} with invalid UTF-8 replaced)"
+    )
+    pool = tuner.evaluator_pool(resolved)
+    with clock.phase("evaluators start"):
+        pool.start()
+    for warning in small_parts(pool.part_items()):
+        print(f"doctune: warning: {warning}", file=sys.stderr, flush=True)
+    with pool:
+        return _search_and_report(resolved, resume, clock)
 
 
 def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> int:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FEW_ITEMS, ROOT, closed_port, outside_the_checkout, run_smoke_search, spec_variant
-from tests.mlflow_server import mlflow_server
+from tests.servers import mlflow_server, s3_server
 from tests.wandb_records import offline_runs
 
 pytestmark = pytest.mark.slow  # starts Ray and runs searches
@@ -35,12 +35,22 @@ def tracking_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory, tracking_server):
-    """The smoke spec's search, tracked in MLflow and W&B (the spec beside the run directory, ``smoke.yaml``)."""
+def bucket(tmp_path_factory):
+    """The ``--storage`` URI the smoke search is copied to, in a bucket of a real S3-compatible server
+    (moto) up for the module's tests."""
+    with s3_server(tmp_path_factory.mktemp("s3")) as server:
+        server.create_bucket("runs")
+        yield server.uri("runs", "smoke")
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory, tracking_server, bucket):
+    """The smoke spec's search, tracked in MLflow and W&B and copied to ``bucket`` (the spec beside the
+    run directory, ``smoke.yaml``)."""
     directory = tmp_path_factory.mktemp("search")
     run_dir = directory / "smoke"
     spec = spec_variant("smoke", directory, **_tracked(tracking_server))
-    done = run_smoke_search(spec, run_dir)
+    done = run_smoke_search(spec, run_dir, "--storage", bucket)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return run_dir, done.stdout
 
@@ -211,14 +221,50 @@ def test_training_goes_on_while_a_round_is_scored_and_every_round_is_reported_in
         assert trial[0]["eval_seconds"] < trial[0]["scoring_seconds"]
 
 
-def test_resume_of_a_finished_search_reruns_nothing(smoke_run, tracking_server):
-    run_dir, _ = smoke_run
-    before = {p: p.stat().st_mtime_ns for p in run_dir.glob("trials/*/checkpoints/step_*/model.safetensors")}
-    done = run_smoke_search(run_dir.parent / "smoke.yaml", run_dir, "--resume", timeout=600)
+def test_the_bucket_alone_holds_the_run_and_exports_its_winner(smoke_run, bucket, tmp_path):
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from platform.storage import RunStorage
+
+    run_dir, stdout = smoke_run
+    assert f"doctune: run copied to {bucket}" in stdout
+    copy = RunStorage.open(bucket, writable=False).listing()
+    local = {p.relative_to(run_dir).as_posix() for p in run_dir.rglob("*") if p.is_file()}
+    # everything but the embedding cache, byte for byte in size (Tune's and Train's state included)
+    kept = {f for f in local if not f.startswith("embeddings/") and not f.endswith(".lock")}
+    assert set(copy) == kept
+    assert [f for f in kept if copy[f] != (run_dir / f).stat().st_size] == []
+    assert {"search.json", "leaderboard.json", "report.html", "optuna.journal", "best/model.safetensors"} <= kept
+    assert any(f.startswith("tune/") for f in kept) and any(f.endswith("/scores.json") for f in kept)
+    exported = tmp_path / "exported"
+    export = [sys.executable, "-m", "platform.export", bucket, "--to", str(exported)]
+    done = subprocess.run(export, cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
-    after = {p: p.stat().st_mtime_ns for p in run_dir.glob("trials/*/checkpoints/step_*/model.safetensors")}
-    assert after == before
-    assert len(json.loads((run_dir / "leaderboard.json").read_text())["rows"]) == 3
+    embeddings = []
+    for model_dir in (run_dir / "best", exported):
+        model, tokenizer = AutoModel.from_pretrained(model_dir), AutoTokenizer.from_pretrained(model_dir)
+        with torch.no_grad():
+            embeddings.append(model(**tokenizer(["a document about elections"], return_tensors="pt")).last_hidden_state)
+    assert torch.equal(*embeddings)
+
+
+def test_a_fresh_machine_resumes_the_finished_search_from_its_bucket_and_reruns_nothing(
+    smoke_run, tracking_server, bucket, tmp_path
+):
+    run_dir, _ = smoke_run
+    fresh = tmp_path / "smoke"  # the same name: the trackers find the search's runs by it
+    done = run_smoke_search(run_dir.parent / "smoke.yaml", fresh, "--resume", "--storage", bucket, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"doctune: fetched the run from {bucket} into {fresh}" in done.stdout
+    assert "] step " not in done.stdout + done.stderr  # no trial trained a round again
+    rows = json.loads((fresh / "leaderboard.json").read_text())["rows"]
+    before = json.loads((run_dir / "leaderboard.json").read_text())["rows"]
+    assert [(r["trial"], r["objective"], r["step"]) for r in rows] == [
+        (r["trial"], r["objective"], r["step"]) for r in before
+    ]
+    for row in rows:  # the checkpoints the board names are the fetched ones
+        assert row["trial"] == "baseline" or Path(row["checkpoint"]).is_relative_to(fresh)
     assert len(_mlflow_runs(tracking_server)) == 4  # the search and its three rows, none again
 
 

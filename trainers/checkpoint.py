@@ -42,6 +42,15 @@ def trial_checkpoint_dir(run_dir: str, trial_id: str) -> Path:
     return Path(run_dir) / "trials" / trial_id / "checkpoints"
 
 
+def checkpoint_in_run(recorded: str, run_dir: str | Path, trial_id: str) -> Path:
+    """The checkpoint a report or record names, as ``run_dir`` holds it: reports name checkpoints by
+    absolute path, in the run directory they were written in, which a moved run, or one fetched from
+    its storage copy (``--storage``), no longer is. The recorded path when ``run_dir`` lacks it."""
+    path = Path(recorded)
+    here = trial_checkpoint_dir(str(run_dir), trial_id) / path.name
+    return here if here.exists() else path
+
+
 DIVERGED_FILE = "diverged.json"
 
 

@@ -33,7 +33,13 @@ from pathlib import Path
 import torch
 
 from core.data.atomic import atomic_file
-from trainers.checkpoint import latest_checkpoint, step_dirs, trial_checkpoint_dir, weights_digest
+from trainers.checkpoint import (
+    checkpoint_in_run,
+    latest_checkpoint,
+    step_dirs,
+    trial_checkpoint_dir,
+    weights_digest,
+)
 
 POINTER_FILE = "doctune_checkpoint.json"  # inside a reported Tune checkpoint: which round it stands for
 EXPLOITS_FILE = "exploits.json"  # per trial: each time it continued from another trial's checkpoint
@@ -90,7 +96,7 @@ def resume_point(run_dir: str, trial_id: str) -> tuple[Path | None, bool]:
     own = latest_checkpoint(run_dir, trial_id)
     records = exploits(run_dir, trial_id)
     if records and (own is None or _step_of(own) <= records[-1]["step"]):
-        return Path(records[-1]["donor_checkpoint"]), True
+        return checkpoint_in_run(records[-1]["donor_checkpoint"], run_dir, records[-1]["donor"]), True
     return own, False
 
 

@@ -117,7 +117,9 @@ class RoundReporter:
             for checkpoint in checkpoints:
                 if (checkpoint / REPORT_FILE).is_file():
                     metrics = json.loads((checkpoint / REPORT_FILE).read_text())
-                    again.append(metrics | {key: 0.0 for key in ROUND_SECONDS if key in metrics})
+                    metrics |= {key: 0.0 for key in ROUND_SECONDS if key in metrics}
+                    # where it is now: the run directory may have moved, or been fetched from its copy
+                    again.append(metrics | {"checkpoint": str(checkpoint.resolve())})
         for metrics in self._from_rank_0(again):
             ray.train.report(metrics)
 

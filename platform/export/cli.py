@@ -1,8 +1,10 @@
-"""``python -m platform.export RUN_DIR [--trial ID] --to DIR``
+"""``python -m platform.export RUN_DIR|URI [--trial ID] --to DIR``
 
 Exports one trial of a finished search: its encoder as an ordinary transformers model directory
 that sentence-transformers also loads with the trial's pooling and L2 normalisation, plus
-``doctune.json`` (what it is) and ``README.md`` (a model card). Exit codes: 0 success, 2 bad input
+``doctune.json`` (what it is) and ``README.md`` (a model card). A storage URI (the search's
+``--storage``, platform/storage.py) in place of the run directory exports from the run's copy
+there, fetching only the records and the trial's checkpoint. Exit codes: 0 success, 2 bad input
 (one message naming what is wrong and how to fix it; nothing written), 1 any other failure.
 """
 
@@ -12,17 +14,23 @@ import argparse
 import os
 import shlex
 import sys
+import tempfile
 from pathlib import Path
 
-from platform.common import EXIT_BAD_INPUT, EXIT_OK
+from platform.common import EXIT_BAD_INPUT, EXIT_OK, UsageError
 from platform.export import export_trial
 from platform.export.record import ExportError, SearchRecord
 from platform.leaderboard import Row, is_baseline, read_leaderboard, winner
+from platform.storage import RunStorage
+from trainers.checkpoint import checkpoint_in_run, trial_checkpoint_dir
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m platform.export", description=__doc__.split("\n\n")[1])
-    parser.add_argument("run_dir", type=Path, help="a finished search's run directory (runs/<spec name> by default)")
+    parser.add_argument(
+        "run_dir",
+        help="a finished search's run directory (runs/<spec name> by default), or the storage URI it was copied to",
+    )
     parser.add_argument("--trial", help="trial id from the leaderboard; default: the best trial")
     parser.add_argument("--to", type=Path, required=True, help="directory to write (new, or empty)")
     return parser.parse_args(argv)
@@ -30,6 +38,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def check_inputs(run_dir: Path, trial: str | None, to: Path) -> tuple[Row, SearchRecord, Path, Path]:
     """(row, search, checkpoint, target) for an export, or ExportError saying what is wrong."""
+    row, search = choose_row(run_dir, trial)
+    checkpoint = _locate_checkpoint(row, run_dir)
+    target = to.resolve()
+    if target.is_file() or (target.is_dir() and any(target.iterdir())):
+        raise ExportError(f"--to {to} exists and is not an empty directory; name a new directory, or empty that one")
+    parent = next(p for p in [target, *target.parents] if p.exists())
+    if not os.access(parent, os.W_OK):
+        raise ExportError(f"--to {to}: {parent} is not writable; name a directory elsewhere")
+    return row, search, checkpoint, target
+
+
+def choose_row(run_dir: Path, trial: str | None) -> tuple[Row, SearchRecord]:
+    """The leaderboard row to export (``trial``, else the winner) and the search's record."""
     if not run_dir.is_dir():
         raise ExportError(
             f"run directory {run_dir} does not exist; name the directory a search wrote (runs/<spec name>)"
@@ -67,39 +88,47 @@ def check_inputs(run_dir: Path, trial: str | None, to: Path) -> tuple[Row, Searc
             )
         if row.checkpoint is None:
             raise ExportError(f"trial {trial!r} has no checkpoint ({row.status}); choose another: {', '.join(trials)}")
-    checkpoint = _locate_checkpoint(row, run_dir)
-    target = to.resolve()
-    if target.is_file() or (target.is_dir() and any(target.iterdir())):
-        raise ExportError(f"--to {to} exists and is not an empty directory; name a new directory, or empty that one")
-    parent = next(p for p in [target, *target.parents] if p.exists())
-    if not os.access(parent, os.W_OK):
-        raise ExportError(f"--to {to}: {parent} is not writable; name a directory elsewhere")
-    return row, search, checkpoint, target
+    return row, search
+
+
+def _fetch(uri: str, trial: str | None, into: Path) -> Path:
+    """From a run's storage copy into ``into``: its records, then the chosen row's checkpoint only."""
+    try:
+        storage = RunStorage.open(uri, writable=False)
+    except UsageError as err:
+        raise ExportError(str(err)) from None
+    if not storage.holds_run():
+        raise ExportError(f"{uri} holds no search.json: not the storage copy of a doctune run")
+    storage.pull(into, under=("search.json", "leaderboard.json"))
+    row, _ = choose_row(into, trial)
+    name = Path(row.checkpoint).name
+    storage.pull(into, under=(f"{trial_checkpoint_dir('', row.trial).as_posix()}/{name}/",))
+    return into
 
 
 def _locate_checkpoint(row: Row, run_dir: Path) -> Path:
-    """The row's checkpoint, or the same checkpoint inside ``run_dir`` when the run directory was moved
-    or copied (the leaderboard records absolute paths)."""
-    recorded = Path(row.checkpoint)
-    candidates = [recorded, run_dir / "trials" / row.trial / "checkpoints" / recorded.name]
+    """The row's checkpoint, in ``run_dir`` when the run directory was moved or copied."""
+    found = checkpoint_in_run(row.checkpoint, run_dir, row.trial)
     # a round whose weights train.keep_checkpoints released keeps only its record and scores
-    found = next((c for c in candidates if (c / "doctune.json").is_file() and (c / "config.json").is_file()), None)
-    if found is None:
+    if not ((found / "doctune.json").is_file() and (found / "config.json").is_file()):
         raise ExportError(
-            f"trial {row.trial!r}: its checkpoint {recorded} no longer exists (nor in {candidates[1].parent}); "
-            "export another trial with --trial, or restore the run directory's trials/"
+            f"trial {row.trial!r}: its checkpoint {row.checkpoint} no longer exists (nor in "
+            f"{trial_checkpoint_dir(str(run_dir), row.trial)}); export another trial with --trial, "
+            "or restore the run directory's trials/"
         )
     return found
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        row, search, checkpoint, target = check_inputs(args.run_dir, args.trial, args.to)
-        exported = export_trial(row, search, target, checkpoint)  # refuses a foreign DIR.partial first
-    except ExportError as err:
-        print(f"doctune: error: {err}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    with tempfile.TemporaryDirectory(prefix="doctune-export-") as fetched:
+        try:
+            run_dir = _fetch(args.run_dir, args.trial, Path(fetched)) if "://" in args.run_dir else Path(args.run_dir)
+            row, search, checkpoint, target = check_inputs(run_dir, args.trial, args.to)
+            exported = export_trial(row, search, target, checkpoint)  # refuses a foreign DIR.partial first
+        except ExportError as err:
+            print(f"doctune: error: {err}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     print(f"doctune: trial {row.trial} (objective {row.objective:.4f}) exported to {exported.path}")
     if exported.sentence_transformers_gap:
         print(f"doctune: no sentence-transformers files: {exported.sentence_transformers_gap}")

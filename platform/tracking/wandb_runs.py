@@ -102,6 +102,9 @@ class WandbRuns:
             search.log_artifact(model, aliases=["best", "latest"])
         self._close(search, failed=False)
         self.state.save(state | {"finished": True})
+        # W&B's service otherwise writes the last of its run files as this process exits, after the
+        # search's copy at --storage was taken (platform/storage.py)
+        wandb.teardown()
 
     def _trial_run(self, state: dict, trial: str, hyperparameters: dict):
         if trial not in state["trial_runs"]:

@@ -1,0 +1,106 @@
+"""The run's copy at a storage URI (platform/storage.py), on a real S3-compatible server (moto)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from platform.common import UsageError
+from platform.storage import RunMirror, RunStorage
+from tests.servers import s3_server
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    with s3_server(tmp_path_factory.mktemp("s3")) as server:
+        server.create_bucket("runs")
+        yield server
+
+
+def _run_dir(root):
+    """A run directory's kinds of file: a checkpoint, a rewritten record, the embedding cache, a
+    half-written checkpoint and a lock."""
+    step = root / "trials" / "t1" / "checkpoints" / "step_000002"
+    step.mkdir(parents=True)
+    (step / "model.safetensors").write_bytes(b"w" * 1000)
+    (step / "scores.json").write_text("{}")
+    (root / "search.json").write_text('{"spec": "smoke"}')
+    (root / "embeddings").mkdir()
+    (root / "embeddings" / "abc.npz").write_bytes(b"cache")
+    (root / "trials" / "t1" / "checkpoints" / "step_000004.partial").mkdir()
+    (root / "trials" / "t1" / "checkpoints" / "step_000004.partial" / "model.safetensors").write_bytes(b"half")
+    (root / "optuna.journal.lock").write_text("")
+    return root
+
+
+def test_the_copy_follows_the_run_dir_and_a_fresh_directory_gets_it_back(s3, tmp_path):
+    storage = RunStorage.open(s3.uri("runs", "copy-1"))
+    assert not storage.holds_run()
+    run_dir = _run_dir(tmp_path / "run")
+    mirror = RunMirror(storage, run_dir)
+    assert mirror.sync() == (3, 0)
+    assert storage.holds_run()
+    assert storage.listing() == {
+        "search.json": 17,
+        "trials/t1/checkpoints/step_000002/model.safetensors": 1000,
+        "trials/t1/checkpoints/step_000002/scores.json": 2,
+    }
+    assert mirror.sync() == (0, 0)  # nothing changed, nothing sent
+    (run_dir / "search.json").write_text('{"spec": "smoke", "more": 1}')
+    os.utime(run_dir / "search.json", ns=(1, 1))  # a rewrite, whatever the clock's resolution
+    (run_dir / "trials" / "t1" / "checkpoints" / "step_000002" / "scores.json").unlink()  # freed by retention
+    assert mirror.sync() == (1, 1)
+    fresh = tmp_path / "fresh"
+    assert storage.pull(fresh) == 2
+    assert (fresh / "search.json").read_text() == '{"spec": "smoke", "more": 1}'
+    assert (fresh / "trials/t1/checkpoints/step_000002/model.safetensors").read_bytes() == b"w" * 1000
+    assert not (fresh / "embeddings").exists()
+
+
+def test_a_mirror_of_a_fetched_run_sends_only_what_changed(s3, tmp_path):
+    storage = RunStorage.open(s3.uri("runs", "copy-2"))
+    RunMirror(storage, _run_dir(tmp_path / "run")).sync()
+    fresh = tmp_path / "fresh"
+    storage.pull(fresh)
+    # a resumed search's first sync: the checkpoint's files are whole in the copy; the records go again
+    assert RunMirror(storage, fresh).sync() == (1, 0)
+
+
+def test_a_bad_storage_uri_is_one_message(s3):
+    with pytest.raises(UsageError, match=r"--storage nope://x: .*give a bucket or directory URI"):
+        RunStorage.open("nope://x")
+    with pytest.raises(UsageError, match=r"cannot write there .*check that the bucket exists"):
+        RunStorage.open(s3.uri("no-such-bucket", "run"))
+
+
+def test_a_new_search_refuses_a_copy_of_another_and_a_resume_fetches_it(s3, tmp_path):
+    from platform.resolution import SearchRequest
+
+    uri = s3.uri("runs", "copy-3")
+    RunMirror(RunStorage.open(uri), _run_dir(tmp_path / "run")).sync()
+    with pytest.raises(UsageError, match=r"already holds a search .*continue it with --resume"):
+        SearchRequest.from_command_line("smoke", "smoke", tmp_path / "new", False, uri)
+    assert not (tmp_path / "new").exists()
+    fresh = tmp_path / "fresh"
+    request = SearchRequest.from_command_line("smoke", "smoke", fresh, True, uri)
+    assert request.recorded == {"spec": "smoke"} and request.storage.uri == uri
+    assert (fresh / "trials/t1/checkpoints/step_000002/model.safetensors").stat().st_size == 1000
+    with pytest.raises(UsageError, match=r"neither .* holds a search"):
+        SearchRequest.from_command_line("smoke", "smoke", tmp_path / "other", True, s3.uri("runs", "empty"))
+
+
+def test_the_search_command_refuses_a_bad_storage_uri_before_anything_starts(tmp_path):
+    import subprocess
+
+    from tests.conftest import ROOT, smoke_search_command
+
+    command = [*smoke_search_command("smoke", tmp_path / "run"), "--storage", "nope://bucket/run"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "doctune: error: --storage nope://bucket/run: Unrecognized filesystem type in URI: nope://bucket/run; give "
+        "a bucket or directory URI pyarrow opens: s3://bucket/prefix (an S3-compatible server: "
+        "s3://bucket/prefix?endpoint_override=HOST:PORT&scheme=http), gs://bucket/prefix, or a path"
+    ]
+    assert not (tmp_path / "run").exists()
