@@ -1,5 +1,5 @@
 """Search-efficiency tables written by hand for the tests, in the format ``bench.efficiency.table``
-reads."""
+reads, and the checked-in tables whose replay is stored (``REPLAYED``)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,15 @@ import itertools
 import json
 from collections.abc import Callable
 from pathlib import Path
+
+from tests.conftest import ROOT
+
+# every checked-in table whose replay is in bench/results/ (a table is replayed once it is whole)
+REPLAYED = sorted(
+    table
+    for table in (ROOT / "bench" / "data").glob("efficiency_*.csv")
+    if (ROOT / "bench" / "results" / f"{table.stem}.json").is_file()
+)
 
 
 def write_table(

@@ -1,7 +1,7 @@
-"""The checked-in search-efficiency results against the code: the seeds kept whole in
-``bench/results/efficiency_docsplit.json`` replay on the checked-in table to exactly what is stored,
-and bench/RESULTS.md quotes the stored figures, so the results, the code and the text cannot drift
-apart unnoticed."""
+"""The checked-in search-efficiency results against the code: for each checked-in table with a
+stored replay (``bench/results/efficiency_*.json``), the seeds kept whole there replay on the table
+to exactly what is stored, and bench/RESULTS.md quotes the stored figures, so the results, the code
+and the text cannot drift apart unnoticed."""
 
 from __future__ import annotations
 
@@ -11,20 +11,23 @@ import pytest
 
 from bench.efficiency import METHODS, load_table
 from bench.efficiency.report import markdown
+from tests.bench.tables import REPLAYED
 from tests.conftest import ROOT
 
-TABLE = ROOT / "bench" / "data" / "efficiency_docsplit.csv"
-STORED = ROOT / "bench" / "results" / "efficiency_docsplit.json"
+
+@pytest.fixture(scope="module", params=REPLAYED, ids=lambda path: path.stem)
+def table_path(request):
+    return request.param
 
 
 @pytest.fixture(scope="module")
-def stored() -> dict:
-    return json.loads(STORED.read_text())
+def stored(table_path) -> dict:
+    return json.loads((ROOT / "bench" / "results" / f"{table_path.stem}.json").read_text())
 
 
 @pytest.mark.parametrize("method", list(METHODS))
-def test_the_stored_seeds_replay_to_the_stored_results(stored, method):
-    table = load_table(TABLE)
+def test_the_stored_seeds_replay_to_the_stored_results(table_path, stored, method):
+    table = load_table(table_path)
     samples = stored["methods"][method]["samples"]
     kept = stored["stored_seeds"][method]
     assert [entry["seed"] for entry in kept] == [0, 1, 2]
