@@ -24,6 +24,8 @@ import dataclasses
 import json
 import math
 import os
+import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,16 +73,19 @@ class SearchRequest:
         run_dir = run_dir or Path.cwd() / "runs" / name
         storage = RunStorage.open(storage_uri) if storage_uri else None
         if storage and resume and not (run_dir / SEARCH_RECORD).exists():
-            fetch_run(storage, run_dir)
-        elif storage and not resume and storage.holds_run():
-            raise UsageError(
-                f"--storage {storage_uri} already holds a search (its search.json): continue it with --resume, "
-                "or choose another URI"
-            )
+            # the spec is checked against the copy's record before the rest of the run is fetched
+            fetch_run(storage, run_dir, lambda found: cls(spec_path, raw, run_dir, profile, found).provisional_spec())
         check_run_dir(run_dir, resume)
         recorded = json.loads((run_dir / SEARCH_RECORD).read_text()) if resume else None
         if recorded and recorded.get("storage") and storage is None:  # resumed, it is copied where it was
-            storage = RunStorage.open(recorded["storage"])
+            try:
+                storage = RunStorage.open(recorded["storage"])
+            except UsageError as err:
+                raise UsageError(
+                    f"{err} (the copy {run_dir}/{SEARCH_RECORD} records; --storage with another URI copies it there)"
+                ) from None
+        if storage:
+            storage.check_holds(run_dir, resume)
         return cls(spec_path, raw, run_dir, profile, recorded, storage)
 
     @property
@@ -109,8 +114,10 @@ class SearchRequest:
         return spec
 
 
-def fetch_run(storage: RunStorage, run_dir: Path) -> None:
-    """For ``--resume --storage URI`` on a machine without the run: its copy into ``run_dir``."""
+def fetch_run(storage: RunStorage, run_dir: Path, check: Callable[[dict], object]) -> None:
+    """For ``--resume --storage URI`` on a machine without the run: its copy into ``run_dir``, once
+    ``check`` accepted the copy's ``search.json`` (it raises otherwise). Fetched beside ``run_dir``
+    and renamed when whole, so an interrupted fetch leaves no run directory behind."""
     if not storage.holds_run():
         raise UsageError(
             f"--resume: neither {run_dir} nor {storage.uri} holds a search (no search.json); "
@@ -118,7 +125,20 @@ def fetch_run(storage: RunStorage, run_dir: Path) -> None:
         )
     if run_dir.exists() and any(run_dir.iterdir()):
         raise UsageError(f"--resume: {run_dir} is not a run directory, and not empty: name another --run-dir")
-    files = storage.pull(run_dir)
+    check(json.loads(storage.read(SEARCH_RECORD)))
+    fetching = run_dir.with_name(f".{run_dir.name}.fetching")
+    shutil.rmtree(fetching, ignore_errors=True)
+    try:
+        files = storage.pull(fetching)
+    except OSError as err:
+        shutil.rmtree(fetching, ignore_errors=True)
+        raise UsageError(
+            f"--resume: fetching the run from {storage.uri} failed ({str(err).splitlines()[0]}); nothing was "
+            "kept: run the command again"
+        ) from None
+    if run_dir.exists():
+        run_dir.rmdir()
+    fetching.rename(run_dir)
     print(f"doctune: fetched the run from {storage.uri} into {run_dir} ({files} files)", flush=True)
 
 

@@ -18,6 +18,7 @@ them. docs/decisions.md, "Run storage", says why a mirror and what it does not d
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import threading
@@ -62,14 +63,21 @@ class RunStorage:
     @classmethod
     def open(cls, uri: str, writable: bool = True) -> RunStorage:
         """The URI's file system, checked by a real write, or a read where only reading is needed
-        (``UsageError`` naming what is wrong)."""
+        (``UsageError`` naming what is wrong). A plain path is made absolute, as it is recorded."""
         import pyarrow
         import pyarrow.fs
 
-        try:  # a plain path is a directory on this machine
-            filesystem, root = pyarrow.fs.FileSystem.from_uri(uri if "://" in uri else str(Path(uri).resolve()))
-        except (pyarrow.ArrowInvalid, ValueError) as err:
-            raise UsageError(f"--storage {uri}: {err}; give {URI_HELP}") from None
+        if "://" not in uri:
+            uri = str(Path(uri).resolve())
+        elif "@" in uri.split("://", 1)[1].split("/", 1)[0]:
+            raise UsageError(
+                "--storage: credentials in the URI would be recorded in search.json and printed; give them "
+                "through the environment (e.g. AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY) and the URI without them"
+            )
+        try:
+            filesystem, root = pyarrow.fs.FileSystem.from_uri(uri)
+        except (pyarrow.ArrowInvalid, ValueError, OSError) as err:  # OSError: e.g. hdfs:// without a JVM
+            raise UsageError(f"--storage {uri}: {str(err).splitlines()[0]}; give {URI_HELP}") from None
         storage = cls(uri, filesystem, root.rstrip("/"))
         try:  # a missing bucket, bad credentials or an unreachable server show here, once
             if writable:
@@ -81,15 +89,49 @@ class RunStorage:
             else:
                 storage.holds_run()
         except OSError as err:
-            access = "write" if writable else "read"
+            access = "writing" if writable else "reading"
             raise UsageError(
-                f"--storage {uri}: cannot {access} there ({str(err).splitlines()[0]}); check that the bucket "
-                f"exists, the credentials in the environment allow {access}ing, and the server is reachable"
+                f"--storage {uri}: {access} failed ({str(err).splitlines()[0]}); check that the bucket exists, "
+                f"the credentials in the environment allow {access}, and the server is reachable"
             ) from None
         return storage
 
+    def check_holds(self, run_dir: Path, resume: bool) -> None:
+        """Refuse (``UsageError``) a copy the mirror must not write over, before anything is written:
+        a new search's URI must be empty, a resumed search's empty or this run's own copy (the same
+        ``search.json``); and on this machine's disk, neither may lie inside the other."""
+        import pyarrow.fs
+
+        if isinstance(self.filesystem, pyarrow.fs.LocalFileSystem):
+            here, there = run_dir.resolve(), Path(self.root)
+            if here == there or there in here.parents or here in there.parents:
+                raise UsageError(
+                    f"--storage {self.uri} and the run directory {run_dir} overlap: the copy must lie outside "
+                    "the run directory and hold nothing else; choose another --storage or --run-dir"
+                )
+        found = self.listing()
+        if not found:
+            return
+        if not resume:
+            what = "a search (its search.json)" if "search.json" in found else f"{len(found)} file(s)"
+            raise UsageError(
+                f"--storage {self.uri} already holds {what}: a new search's copy goes to an empty place "
+                "(the copy is kept equal to the run directory, deleting what the run does not hold); "
+                "continue that search with --resume, or choose another URI"
+            )
+        recorded = (run_dir / "search.json").read_bytes()
+        if "search.json" not in found or self.read("search.json") != recorded:
+            raise UsageError(
+                f"--storage {self.uri} holds something other than the copy of {run_dir} (its search.json differs "
+                "or is missing); choose the URI this run was copied to, or an empty one"
+            )
+
     def _path(self, relative: str) -> str:
         return f"{self.root}/{relative}"
+
+    def read(self, relative: str) -> bytes:
+        with self.filesystem.open_input_stream(self._path(relative)) as source:
+            return source.read()
 
     def holds_run(self) -> bool:
         """Whether a search was started here (its ``search.json`` is in the copy)."""
@@ -109,8 +151,17 @@ class RunStorage:
         return files
 
     def upload(self, local: Path, relative: str) -> None:
-        with local.open("rb") as source, self.filesystem.open_output_stream(self._path(relative)) as out:
+        """One file into the copy, whole or not at all (an object store writes an object at once; a
+        file system gets a temporary name first)."""
+        import pyarrow.fs
+
+        target = self._path(relative)
+        atomic = not isinstance(self.filesystem, (pyarrow.fs.LocalFileSystem, pyarrow.fs.SubTreeFileSystem))
+        written = target if atomic else f"{target}.upload"
+        with local.open("rb") as source, self.filesystem.open_output_stream(written) as out:
             shutil.copyfileobj(source, out, _CHUNK)
+        if written != target:
+            self.filesystem.move(written, target)
 
     def download(self, relative: str, local: Path) -> None:
         """One file of the copy to ``local``, whole or not at all."""
@@ -145,19 +196,22 @@ class RunMirror:
         self._sent: dict[str, tuple[int, int] | None] | None = None  # what the copy holds: local stamp, if known
         self._lock = threading.Lock()
 
-    def _local_files(self) -> dict[str, tuple[int, int]]:
-        files = {}
-        for path in self.run_dir.rglob("*"):
-            relative = path.relative_to(self.run_dir).as_posix()
-            if _stays_local(relative):
-                continue
-            try:
-                if path.is_file():
+    def _local_files(self) -> tuple[dict[str, tuple[int, int]], bool]:
+        """The run directory's files to copy, with their stamps, and whether the walk saw all of it (a
+        directory freed or renamed while walked is not seen; what was not seen is not deleted)."""
+        files, errors = {}, []
+        for directory, _, names in os.walk(self.run_dir, onerror=errors.append):
+            for name in names:
+                path = Path(directory) / name
+                relative = path.relative_to(self.run_dir).as_posix()
+                if _stays_local(relative):
+                    continue
+                try:
                     stat = path.stat()
-                    files[relative] = (stat.st_size, stat.st_mtime_ns)
-            except FileNotFoundError:  # freed while we looked
-                continue
-        return files
+                except FileNotFoundError:  # freed while we looked
+                    continue
+                files[relative] = (stat.st_size, stat.st_mtime_ns)
+        return files, not errors
 
     def sync(self) -> tuple[int, int]:
         """Bring the copy up to date now; (files uploaded, files deleted)."""
@@ -167,7 +221,7 @@ class RunMirror:
                 self._sent, sizes = dict.fromkeys(found), found
             else:
                 sizes = {}
-            local = self._local_files()
+            local, whole = self._local_files()
             uploaded = 0
             for relative, stamp in local.items():
                 if relative in self._sent and self._sent[relative] == stamp:
@@ -182,7 +236,7 @@ class RunMirror:
                     continue
                 self._sent[relative] = stamp
                 uploaded += 1
-            gone = [relative for relative in self._sent if relative not in local]
+            gone = [relative for relative in self._sent if relative not in local] if whole else []
             for relative in gone:
                 self.storage.delete(relative)
                 del self._sent[relative]
@@ -199,7 +253,7 @@ class RunMirror:
             while not stop.wait(every):
                 try:
                     self.sync()
-                except OSError as err:
+                except Exception as err:  # said; the next sync tries again, and the last one decides
                     print(f"doctune: warning: copying the run to {self.storage.uri}: {err}", file=sys.stderr)
 
         thread = threading.Thread(target=loop, name="run-mirror", daemon=True)
@@ -212,7 +266,7 @@ class RunMirror:
             began = time.perf_counter()
             try:
                 uploaded, deleted = self.sync()
-            except OSError as err:  # said, never raised over what ended the block
+            except Exception as err:  # said, never raised over what ended the block
                 self.behind = True
                 print(
                     f"doctune: error: the run could not be copied to {self.storage.uri} ({err}); {self.run_dir} "

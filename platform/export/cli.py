@@ -40,13 +40,18 @@ def check_inputs(run_dir: Path, trial: str | None, to: Path) -> tuple[Row, Searc
     """(row, search, checkpoint, target) for an export, or ExportError saying what is wrong."""
     row, search = choose_row(run_dir, trial)
     checkpoint = _locate_checkpoint(row, run_dir)
+    return row, search, checkpoint, check_target(to)
+
+
+def check_target(to: Path) -> Path:
+    """``--to`` resolved, if an export may write there (ExportError otherwise)."""
     target = to.resolve()
     if target.is_file() or (target.is_dir() and any(target.iterdir())):
         raise ExportError(f"--to {to} exists and is not an empty directory; name a new directory, or empty that one")
     parent = next(p for p in [target, *target.parents] if p.exists())
     if not os.access(parent, os.W_OK):
         raise ExportError(f"--to {to}: {parent} is not writable; name a directory elsewhere")
-    return row, search, checkpoint, target
+    return target
 
 
 def choose_row(run_dir: Path, trial: str | None) -> tuple[Row, SearchRecord]:
@@ -99,10 +104,18 @@ def _fetch(uri: str, trial: str | None, into: Path) -> Path:
         raise ExportError(str(err)) from None
     if not storage.holds_run():
         raise ExportError(f"{uri} holds no search.json: not the storage copy of a doctune run")
-    storage.pull(into, under=("search.json", "leaderboard.json"))
-    row, _ = choose_row(into, trial)
-    name = Path(row.checkpoint).name
-    storage.pull(into, under=(f"{trial_checkpoint_dir('', row.trial).as_posix()}/{name}/",))
+    try:
+        storage.pull(into, under=("search.json", "leaderboard.json"))
+        if not (into / "leaderboard.json").is_file():
+            raise ExportError(
+                f"{uri} holds no leaderboard.json: its search has not finished; finish it with its search command "
+                f"and --resume --storage {uri}"
+            )
+        row, _ = choose_row(into, trial)
+        name = Path(row.checkpoint).name
+        storage.pull(into, under=(f"{trial_checkpoint_dir('', row.trial).as_posix()}/{name}/",))
+    except OSError as err:
+        raise ExportError(f"fetching from {uri} failed ({str(err).splitlines()[0]}); run the command again") from None
     return into
 
 
@@ -123,11 +136,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="doctune-export-") as fetched:
         try:
-            run_dir = _fetch(args.run_dir, args.trial, Path(fetched)) if "://" in args.run_dir else Path(args.run_dir)
+            if "://" in args.run_dir:  # the --to check first: nothing is fetched for an export refused anyway
+                check_target(args.to)
+                run_dir = _fetch(args.run_dir, args.trial, Path(fetched))
+            else:
+                run_dir = Path(args.run_dir)
             row, search, checkpoint, target = check_inputs(run_dir, args.trial, args.to)
             exported = export_trial(row, search, target, checkpoint)  # refuses a foreign DIR.partial first
-        except ExportError as err:
-            print(f"doctune: error: {err}", file=sys.stderr)
+        except ExportError as err:  # said of the URI, not of the temporary directory it was fetched into
+            print(f"doctune: error: {str(err).replace(fetched, args.run_dir)}", file=sys.stderr)
             return EXIT_BAD_INPUT
     print(f"doctune: trial {row.trial} (objective {row.objective:.4f}) exported to {exported.path}")
     if exported.sentence_transformers_gap:

@@ -70,24 +70,61 @@ def test_a_mirror_of_a_fetched_run_sends_only_what_changed(s3, tmp_path):
 def test_a_bad_storage_uri_is_one_message(s3):
     with pytest.raises(UsageError, match=r"--storage nope://x: .*give a bucket or directory URI"):
         RunStorage.open("nope://x")
-    with pytest.raises(UsageError, match=r"cannot write there .*check that the bucket exists"):
+    with pytest.raises(UsageError, match=r"writing failed .*check that the bucket exists"):
         RunStorage.open(s3.uri("no-such-bucket", "run"))
 
 
-def test_a_new_search_refuses_a_copy_of_another_and_a_resume_fetches_it(s3, tmp_path):
+def _recorded(run_dir, profile: str = "smoke"):
+    """``run_dir``'s search.json as a search of the shipped smoke spec at ``profile`` records it."""
+    import dataclasses
+    import json
+
+    from platform.spec import find_spec_file, parse_spec, read_raw
+
+    spec = parse_spec(read_raw(find_spec_file("smoke")), profile)
+    record = {"spec": "smoke", "profile": profile, "resolved_spec": dataclasses.asdict(spec)}
+    (run_dir / "search.json").write_text(json.dumps(record, default=str))
+    return run_dir
+
+
+def test_a_resume_fetches_the_copy_once_the_spec_matches_it(s3, tmp_path):
     from platform.resolution import SearchRequest
 
     uri = s3.uri("runs", "copy-3")
-    RunMirror(RunStorage.open(uri), _run_dir(tmp_path / "run")).sync()
-    with pytest.raises(UsageError, match=r"already holds a search .*continue it with --resume"):
-        SearchRequest.from_command_line("smoke", "smoke", tmp_path / "new", False, uri)
-    assert not (tmp_path / "new").exists()
+    RunMirror(RunStorage.open(uri), _recorded(_run_dir(tmp_path / "run"))).sync()
+    # another profile than the run's: refused from the copy's search.json alone, nothing fetched
+    with pytest.raises(UsageError, match="the spec or profile differs"):
+        SearchRequest.from_command_line("smoke", "local", tmp_path / "fresh", True, uri)
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]
     fresh = tmp_path / "fresh"
     request = SearchRequest.from_command_line("smoke", "smoke", fresh, True, uri)
-    assert request.recorded == {"spec": "smoke"} and request.storage.uri == uri
+    assert request.recorded["profile"] == "smoke" and request.storage.uri == uri
     assert (fresh / "trials/t1/checkpoints/step_000002/model.safetensors").stat().st_size == 1000
     with pytest.raises(UsageError, match=r"neither .* holds a search"):
         SearchRequest.from_command_line("smoke", "smoke", tmp_path / "other", True, s3.uri("runs", "empty"))
+
+
+def test_the_copy_never_writes_over_what_is_not_this_runs(s3, tmp_path):
+    from platform.resolution import SearchRequest
+
+    uri = s3.uri("runs", "copy-4")
+    RunMirror(RunStorage.open(uri), _recorded(_run_dir(tmp_path / "run"))).sync()
+    with pytest.raises(UsageError, match=r"already holds a search .*continue that search with --resume"):
+        SearchRequest.from_command_line("smoke", "smoke", tmp_path / "new", False, uri)
+    other = s3.uri("runs", "not-a-run")
+    RunStorage.open(other).upload(tmp_path / "run" / "search.json", "notes/keep.json")
+    with pytest.raises(UsageError, match=r"already holds 1 file\(s\)"):
+        SearchRequest.from_command_line("smoke", "smoke", tmp_path / "new", False, other)
+    assert not (tmp_path / "new").exists()
+    # a resumed run against a copy of another run (another search.json)
+    _recorded(_run_dir(tmp_path / "second"), profile="local")
+    with pytest.raises(UsageError, match="holds something other than the copy of"):
+        SearchRequest.from_command_line("smoke", "local", tmp_path / "second", True, uri)
+    # on one disk, the copy and the run directory may not contain each other
+    with pytest.raises(UsageError, match="overlap"):
+        SearchRequest.from_command_line("smoke", "smoke", tmp_path / "copies" / "run", False, str(tmp_path / "copies"))
+    with pytest.raises(UsageError, match="credentials in the URI"):
+        RunStorage.open("s3://key:secret@runs/run")
 
 
 def test_the_search_command_refuses_a_bad_storage_uri_before_anything_starts(tmp_path):
@@ -104,3 +141,23 @@ def test_the_search_command_refuses_a_bad_storage_uri_before_anything_starts(tmp
         "s3://bucket/prefix?endpoint_override=HOST:PORT&scheme=http), gs://bucket/prefix, or a path"
     ]
     assert not (tmp_path / "run").exists()
+
+
+def test_an_export_from_a_uri_refuses_bad_input_in_terms_of_the_uri(s3, tmp_path, capsys):
+    from platform.export.cli import main as export_main
+
+    uri = s3.uri("runs", "copy-5")
+    RunMirror(RunStorage.open(uri), _recorded(_run_dir(tmp_path / "run"))).sync()
+    assert export_main([uri, "--to", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"doctune: error: {uri} holds no leaderboard.json: its search has not finished; finish it with its search "
+        f"command and --resume --storage {uri}\n"
+    )
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "mine.txt").write_text("mine")
+    assert export_main([uri, "--to", str(tmp_path / "taken")]) == 2
+    assert "exists and is not an empty directory" in capsys.readouterr().err
+    assert export_main([s3.uri("runs", "empty"), "--to", str(tmp_path / "out")]) == 2
+    assert "holds no search.json: not the storage copy of a doctune run" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
