@@ -1,15 +1,19 @@
-"""A short trial's start-up with Ray Train's preemption watcher (an actor Ray Train starts with
-every worker group) on, as Ray ships it, and off: is it worth switching off on a one-machine Ray?
+"""A short trial's start-up with one setting of the Ray it runs on switched off and on, paired:
+is it worth changing from what Ray ships?
 
-    python bench/trial_start_up.py [--repeats 3] [--keep DIR]
+    python bench/trial_start_up.py [--setting preemption-watcher|preload] [--repeats 3] [--keep DIR]
 
-Each repeat runs the smoke spec's search with one trial (4 steps, one scoring round, few scoring
-items) twice, the watcher off then on (``RAY_TRAIN_ENABLE_PREEMPTION_WATCHER`` in the driver's
-environment, which the Ray it starts passes to its processes), so both arms of a pair see the same
-load. Reads each search's ``timings.json``: the trial's start-up, checkpoints and reports (its wall
-time less training and scoring) and the search's wall time. Prints a Markdown block for
-bench/RESULTS.md: machine, versions, each run, the medians and the median of the paired ratios
-(on / off) with their range.
+The settings (``SETTINGS``): ``preemption-watcher``, Ray Train's preemption watcher (an actor Ray
+Train starts with every worker group), off and on as Ray ships it; ``preload``, Ray's worker
+processes importing torch and transformers as they start (``RAY_preload_python_modules``; workers
+Ray starts ahead of the tasks then have them imported when a trial's actors take them), off as Ray
+ships it and on. Each repeat runs the smoke spec's search with one trial (4 steps, one scoring
+round, few scoring items) twice, the setting off then on (an environment variable of the driver,
+which the Ray it starts passes to its processes), so both arms of a pair see the same load. Reads
+each search's ``timings.json``: the trial's start-up, checkpoints and reports (its wall time less
+training and scoring) and the search's wall time. Prints a Markdown block for bench/RESULTS.md:
+machine, versions, each run, the medians and the median of the paired ratios (on / off) with their
+range.
 """
 
 from __future__ import annotations
@@ -31,7 +35,11 @@ from search_wall_time import load_average  # noqa: E402  (bench/, beside this sc
 
 import platform  # noqa: E402
 
-ARMS = {"off": "0", "on": "1"}
+# setting -> (environment variable, its value per arm; None: unset, as Ray ships it)
+SETTINGS = {
+    "preemption-watcher": ("RAY_TRAIN_ENABLE_PREEMPTION_WATCHER", {"off": "0", "on": "1"}),
+    "preload": ("RAY_preload_python_modules", {"off": None, "on": "torch,transformers"}),
+}
 
 
 def one_trial_spec(directory: Path) -> str:
@@ -42,18 +50,21 @@ def one_trial_spec(directory: Path) -> str:
     return spec_variant("smoke", directory, **changes)
 
 
-def run(spec: str, run_dir: Path, watcher: str) -> dict:
-    env = {**os.environ, "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER": watcher}
+def run(spec: str, run_dir: Path, variable: str, value: str | None) -> dict:
+    env = {key: item for key, item in os.environ.items() if key != variable}
+    if value is not None:
+        env[variable] = value
     command = [sys.executable, "-m", "platform.search", spec, "--profile", "smoke", "--run-dir", str(run_dir)]
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
-        raise SystemExit(f"the search failed (watcher {watcher}):\n{done.stderr[-3000:]}")
+        raise SystemExit(f"the search failed ({variable}={value}):\n{done.stderr[-3000:]}")
     timings = json.loads((run_dir / "timings.json").read_text())
     return {"start_up": timings["trials"]["start_up_checkpoints_and_reports_seconds"], "wall": timings["wall_seconds"]}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--setting", choices=SETTINGS, default="preemption-watcher")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--keep", type=Path, help="keep the run directories here")
     args = parser.parse_args()
@@ -63,16 +74,17 @@ def main() -> None:
     base = args.keep or Path(tempfile.mkdtemp(prefix="doctune-start-up-"))
     base.mkdir(parents=True, exist_ok=True)
     spec = one_trial_spec(base)
-    runs: dict[str, list[dict]] = {arm: [] for arm in ARMS}
+    variable, arms = SETTINGS[args.setting]
+    runs: dict[str, list[dict]] = {arm: [] for arm in arms}
     for repeat in range(args.repeats):
-        for arm, value in ARMS.items():
-            runs[arm].append(run(spec, base / f"{arm}-{repeat}", value))
-            print(f"repeat {repeat}, watcher {arm}: {runs[arm][-1]}", file=sys.stderr, flush=True)
+        for arm, value in arms.items():
+            runs[arm].append(run(spec, base / f"{arm}-{repeat}", variable, value))
+            print(f"repeat {repeat}, {args.setting} {arm}: {runs[arm][-1]}", file=sys.stderr, flush=True)
     print(f"Machine: {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}; load {load_average()}")
     print(f"Python {platform.python_version()}, torch {torch.__version__}, ray {ray.__version__}\n")
-    print("| preemption watcher | trial start-up, checkpoints and reports (s) | search wall (s) |")
+    print(f"| {args.setting} (`{variable}`) | trial start-up, checkpoints and reports (s) | search wall (s) |")
     print("|---|---|---|")
-    for arm in ARMS:
+    for arm in arms:
         start_ups = ", ".join(f"{r['start_up']:.1f}" for r in runs[arm])
         walls = ", ".join(f"{r['wall']:.1f}" for r in runs[arm])
         print(f"| {arm} | {start_ups} (median {statistics.median(r['start_up'] for r in runs[arm]):.1f}) "
