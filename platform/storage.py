@@ -6,7 +6,9 @@ mirrors it to the URI while the search runs and once more when it ends: checkpoi
 Ray Tune's experiment and Ray Train's run state, the Optuna journal, ``baseline.json``, the
 leaderboard, the report, ``best/`` and the timings. What the run directory frees (superseded training
 state, ``train.keep_checkpoints``) is freed in the copy too. Only the embedding cache, half-written
-``*.partial`` directories and lock files stay local: they are rebuilt or never read back.
+``*.partial`` directories and lock files stay local: they are rebuilt or never read back. Symbolic
+links are not followed: W&B links its service's shared log into each offline run, a file of the
+machine that keeps growing after the run ends, not part of the run.
 
 From the URI alone a fresh machine continues the search (``--resume --storage URI`` with a run
 directory that does not exist yet: the copy is fetched first) or exports a trial
@@ -204,7 +206,7 @@ class RunMirror:
             for name in names:
                 path = Path(directory) / name
                 relative = path.relative_to(self.run_dir).as_posix()
-                if _stays_local(relative):
+                if _stays_local(relative) or path.is_symlink():
                     continue
                 try:
                     stat = path.stat()

@@ -20,7 +20,7 @@ def s3(tmp_path_factory):
 
 def _run_dir(root):
     """A run directory's kinds of file: a checkpoint, a rewritten record, the embedding cache, a
-    half-written checkpoint and a lock."""
+    half-written checkpoint, a lock, and a link to a log outside the run (as W&B's offline runs hold)."""
     step = root / "trials" / "t1" / "checkpoints" / "step_000002"
     step.mkdir(parents=True)
     (step / "model.safetensors").write_bytes(b"w" * 1000)
@@ -31,6 +31,11 @@ def _run_dir(root):
     (root / "trials" / "t1" / "checkpoints" / "step_000004.partial").mkdir()
     (root / "trials" / "t1" / "checkpoints" / "step_000004.partial" / "model.safetensors").write_bytes(b"half")
     (root / "optuna.journal.lock").write_text("")
+    service_log = root.parent / ".service" / "core-debug.log"
+    service_log.parent.mkdir(exist_ok=True)
+    service_log.write_text("a machine-wide log")
+    (root / "wandb" / "logs").mkdir(parents=True)
+    (root / "wandb" / "logs" / "debug-core.log").symlink_to(service_log)
     return root
 
 
@@ -95,7 +100,7 @@ def test_a_resume_fetches_the_copy_once_the_spec_matches_it(s3, tmp_path):
     # another profile than the run's: refused from the copy's search.json alone, nothing fetched
     with pytest.raises(UsageError, match="the spec or profile differs"):
         SearchRequest.from_command_line("smoke", "local", tmp_path / "fresh", True, uri)
-    assert [p.name for p in tmp_path.iterdir()] == ["run"]
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == ["run"]
     fresh = tmp_path / "fresh"
     request = SearchRequest.from_command_line("smoke", "smoke", fresh, True, uri)
     assert request.recorded["profile"] == "smoke" and request.storage.uri == uri
