@@ -140,8 +140,35 @@ def baseline_of_run(layout: Layout, run_dir: Path) -> dict[str, float] | None:
     return {"val_objective": layout.objective(scores, "val"), "test_objective": layout.objective(scores, "test")}
 
 
+def noise_of_run(layout: Layout, run_dir: Path) -> dict | None:
+    """The scoring noise at the table's parts, from a finished search's ranking check
+    (``leaderboard.json``'s ``noise``: each objective task's validation standard error, the median
+    over the run's trials) and the objective's standard error it gives: the objective is the
+    weighted mean of tasks scored on independent items, so its variance is the sum of the tasks'
+    variances times their squared shares of the weight. None before the run has finished."""
+    path = run_dir / "leaderboard.json"
+    if not path.exists():
+        return None
+    tasks = (json.loads(path.read_text()).get("noise") or {}).get("tasks") or {}
+    if set(tasks) != set(layout.weights):
+        return None
+    total = sum(layout.weights.values())
+    variance = sum((weight / total * tasks[task]["main_se"]) ** 2 for task, weight in layout.weights.items())
+    return {
+        "part": "val",
+        "tasks": {task: {key: tasks[task][key] for key in ("main_se", "n") if key in tasks[task]} for task in tasks},
+        "objective_se": variance**0.5,
+        "measured_on": "the trials of the build run that recorded it (the median over them, per task)",
+    }
+
+
 def write_table(
-    layout: Layout, cells: Cells, csv_path: Path, made_by: list[dict], baseline: dict[str, float] | None
+    layout: Layout,
+    cells: Cells,
+    csv_path: Path,
+    made_by: list[dict],
+    baseline: dict[str, float] | None,
+    noise: dict | None = None,
 ) -> Path:
     """The table's CSV and JSON: configurations with every round scored only, so one whose run was
     cut short counts as missing and the next build trains it again."""
@@ -171,6 +198,7 @@ def write_table(
         "configurations_trained": len(cells),
         "configurations": len(layout.points()),
         **({"baseline": baseline} if baseline is not None else {}),
+        **({"noise": noise} if noise is not None else {}),
         "made_by": {"runs": made_by},
     }
     csv_path.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")
@@ -220,10 +248,11 @@ def build(spec_path: Path, run_dir: Path, csv_path: Path, profile: str, train: b
     cells = cells_of_table(layout, csv_path)
     in_table = set(cells)
     meta = json.loads(csv_path.with_suffix(".json").read_text()) if cells else {}
-    previous, baseline = meta.get("made_by", {}).get("runs", []), meta.get("baseline")
+    previous, baseline, noise = meta.get("made_by", {}).get("runs", []), meta.get("baseline"), meta.get("noise")
     if (run_dir / "leaderboard.json").exists():  # a finished earlier run: its results in, the rest elsewhere
         cells |= cells_of_run(layout, run_dir)
         baseline = baseline_of_run(layout, run_dir) or baseline
+        noise = noise_of_run(layout, run_dir) or noise
         run_dir = next(
             run_dir.with_name(f"{run_dir.name}-{k}")
             for k in itertools.count(2)
@@ -235,7 +264,7 @@ def build(spec_path: Path, run_dir: Path, csv_path: Path, profile: str, train: b
         searched = Path(json.loads((run_dir / "search.json").read_text())["spec"])
     elif not missing:
         print(f"{csv_path}: every configuration is trained")
-        return write_table(layout, cells, csv_path, previous, baseline)
+        return write_table(layout, cells, csv_path, previous, baseline, noise)
     elif cells:
         searched = run_dir.with_name(f"{run_dir.name}.fill.yaml")
         searched.parent.mkdir(parents=True, exist_ok=True)
@@ -271,4 +300,5 @@ def build(spec_path: Path, run_dir: Path, csv_path: Path, profile: str, train: b
         "wall_seconds": round(time.monotonic() - began) if train else None,
     }
     baseline = (baseline_of_run(layout, run_dir) if run_dir.exists() else None) or baseline
-    return write_table(layout, {**cells, **new}, csv_path, [*previous, run], baseline)
+    noise = (noise_of_run(layout, run_dir) if run_dir.exists() else None) or noise
+    return write_table(layout, {**cells, **new}, csv_path, [*previous, run], baseline, noise)

@@ -10,6 +10,11 @@ objectives there, over the *sensible* ones (none diverged: every round finite; a
 records the untouched base's validation objective, at or above it -- a configuration that makes the
 encoder worse than no training says nothing about which good one is better) and over the sensible
 ones at or above their median validation objective.
+
+Where the table records its scoring noise (the build's ranking check: the validation objective's
+standard error at the table's parts), that standard error is set against the configurations'
+spread (the standard deviation of their last-round validation objectives): at most a third of it,
+and a search on these parts ranks configurations by what they are rather than by their noise.
 """
 
 from __future__ import annotations
@@ -88,6 +93,8 @@ def diagnostics(table: Table) -> dict:
         "best_test": float(test.max()),
         "median_test": float(np.median(test)),
         "baseline_val": table.baseline_val,
+        "objective_se": table.objective_se,
+        "se_over_spread": None if table.objective_se is None else table.objective_se / float(val.std(ddof=1)),
         "sensible": (
             "finite objectives in every round, validation at or above the untouched base's"
             if table.baseline_val is not None

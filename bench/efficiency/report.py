@@ -90,8 +90,14 @@ def markdown(result: dict) -> str:
             "",
             f"Last round over {d['configurations']} configurations: validation objective range {d['val_range']:.4f} "
             f"(std {d['val_std']:.4f}); test objective of the best-validation configuration "
-            f"{d['test_of_best_val']:.4f}, best test {d['best_test']:.4f}, median test {d['median_test']:.4f}. "
-            f"Spearman(validation, test), 90% bootstrap interval and configurations; sensible: {d['sensible']}:",
+            f"{d['test_of_best_val']:.4f}, best test {d['best_test']:.4f}, median test {d['median_test']:.4f}"
+            + (
+                f"; the objective's standard error at the table's parts {d['objective_se']:.4f}, "
+                f"{d['se_over_spread']:.2f} of that std. "
+                if d.get("objective_se") is not None
+                else ". "
+            )
+            + f"Spearman(validation, test), 90% bootstrap interval and configurations; sensible: {d['sensible']}:",
             "",
             "| configurations at | all finite | sensible | sensible, top half by validation |",
             "|---|---|---|---|",

@@ -83,6 +83,7 @@ class Table:
     test: np.ndarray
     made_by: dict
     baseline_val: float | None  # the untouched base encoder's validation objective; None: not recorded
+    objective_se: float | None  # the validation objective's scoring noise at the table's parts; None: not recorded
     seconds_per_configuration: float | None  # wall time of the build's runs per configuration they trained
 
     def startup_steps(self, startup_seconds: float) -> float | None:
@@ -191,6 +192,7 @@ def load_table(csv_path: str | Path) -> Table:
         test=np.array([[results[c][r][1] for r in range(1, rounds + 1)] for c in configs]),
         made_by=meta.get("made_by", {}),
         baseline_val=meta["baseline"]["val_objective"] if "baseline" in meta else None,
+        objective_se=meta["noise"]["objective_se"] if "noise" in meta else None,
         seconds_per_configuration=_seconds_per_configuration(meta.get("made_by", {}).get("runs", [])),
     )
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from bench.efficiency import load_table
+from bench.efficiency.diagnostics import diagnostics
 from bench.efficiency_table import Layout, accounted, build, cells_of_table, fill_spec
 from platform.spec import load_spec, parse_spec, read_raw
 from tests.conftest import ROOT
@@ -59,13 +61,24 @@ def test_a_run_is_merged_into_the_table_and_a_partial_table_is_refused_by_the_re
     other = tmp_path / "other"
     for i, point in enumerate(points):
         if point not in cells:
-            _trial(other, f"t{i}", layout.values_at(point), {r: (0.1 * r, 0.2) for r in (1, 2, 3)})
+            _trial(other, f"t{i}", layout.values_at(point), {r: (0.1 * r + 0.001 * i, 0.2) for r in (1, 2, 3)})
     build(SPEC, other, table, "local", train=False)
     complete = load_table(table)
     assert len(complete.configs) == 54 and complete.val[0].tolist() == [0.5, 0.7, 0.6]
     meta = json.loads(table.with_suffix(".json").read_text())
     assert [run["merged"] for run in meta["made_by"]["runs"]] == [1, 0, 53]
     assert meta["baseline"] == {"val_objective": 0.45, "test_objective": 0.55}  # kept from the first run
+    assert "noise" not in meta and diagnostics(complete)["se_over_spread"] is None  # no run recorded its noise
+    # a finished run's ranking check (each task's validation standard error, the median over its
+    # trials) is recorded with the table, and its objective's standard error set against the spread
+    noise = {"news-title-retrieval": {"main_se": 0.02, "n": 185}, "r8-fewshot": {"main_se": 0.03, "n": 401}}
+    (other / "leaderboard.json").write_text(json.dumps({"rows": [], "noise": {"part": "val", "tasks": noise}}))
+    build(SPEC, other, table, "local", train=False)
+    meta, complete = json.loads(table.with_suffix(".json").read_text()), load_table(table)
+    # the objective, the mean of two tasks scored on independent items: se sqrt(0.02^2 + 0.03^2) / 2
+    assert meta["noise"]["tasks"] == noise and complete.objective_se == pytest.approx(0.0180278, abs=1e-6)
+    spread = np.std(complete.val[:, -1], ddof=1)
+    assert diagnostics(complete)["se_over_spread"] == pytest.approx(complete.objective_se / spread)
 
 
 def test_a_resumed_build_counts_only_what_it_trained():
