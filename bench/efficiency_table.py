@@ -140,6 +140,16 @@ def baseline_of_run(layout: Layout, run_dir: Path) -> dict[str, float] | None:
     return {"val_objective": layout.objective(scores, "val"), "test_objective": layout.objective(scores, "test")}
 
 
+def base_stage_seconds(run_dir: Path, since: float) -> int:
+    """The time the search that ran in ``run_dir`` after ``since`` (a ``time.time()``) spent training
+    its base (its ``timings.json``; 0 where it wrote none): a one-time preparation on a new machine,
+    not part of any configuration's cost."""
+    path = run_dir / "timings.json"
+    if not path.exists() or path.stat().st_mtime < since:
+        return 0
+    return round(json.loads(path.read_text())["phases"].get("base stage", 0.0))
+
+
 def noise_of_run(layout: Layout, run_dir: Path) -> dict | None:
     """The scoring noise at the table's parts, from a finished search's ranking check
     (``leaderboard.json``'s ``noise``: each objective task's validation standard error, the median
@@ -271,7 +281,7 @@ def build(spec_path: Path, run_dir: Path, csv_path: Path, profile: str, train: b
         searched.write_text(yaml.safe_dump(fill_spec(read_raw(spec_path), missing), sort_keys=False))
         print(f"{csv_path}: {len(cells)} configurations trained; training the {len(missing)} missing ({searched})")
     run_before = cells_of_run(layout, run_dir) if run_dir.exists() else {}
-    began = time.monotonic()
+    began, started = time.monotonic(), time.time()
     if train:
         command = [
             sys.executable,
@@ -298,6 +308,7 @@ def build(spec_path: Path, run_dir: Path, csv_path: Path, profile: str, train: b
         "machine": _machine(),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
         "wall_seconds": round(time.monotonic() - began) if train else None,
+        **({"base_stage_seconds": base_stage_seconds(run_dir, started)} if train else {}),
     }
     baseline = (baseline_of_run(layout, run_dir) if run_dir.exists() else None) or baseline
     noise = (noise_of_run(layout, run_dir) if run_dir.exists() else None) or noise

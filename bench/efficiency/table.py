@@ -198,8 +198,10 @@ def load_table(csv_path: str | Path) -> Table:
 
 
 def _seconds_per_configuration(runs: list[dict]) -> float | None:
-    """Total wall time over total configurations of the runs that timed what they trained."""
+    """Total wall time over total configurations of the runs that timed what they trained, less the
+    one-time preparation a run on a new machine did first (``base_stage_seconds``: training the base)."""
     timed = [run for run in runs if run.get("wall_seconds") and run.get("configurations")]
     if not timed:
         return None
-    return sum(run["wall_seconds"] for run in timed) / sum(run["configurations"] for run in timed)
+    spent = sum(run["wall_seconds"] - run.get("base_stage_seconds", 0) for run in timed)
+    return spent / sum(run["configurations"] for run in timed)
