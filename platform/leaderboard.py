@@ -78,12 +78,19 @@ def describe_lineage(lineage: list[dict]) -> str:
     return "; ".join(f"round {e['round']}: from {e['donor']} (step {e['step']})" for e in lineage)
 
 
+def _trial_id_of_dir(name: str) -> str:
+    """The trial's ID from its Tune directory's name (``run_trial_<id>_<index>_<params>_<date>``,
+    Tune's default naming), for a trial that failed before its first report named itself."""
+    prefix = "run_trial_"  # the trainable's name, trainers.trial.run_trial
+    return name.removeprefix(prefix).split("_", 1)[0] if name.startswith(prefix) else name
+
+
 def rows_from_results(results, resolved) -> list[Row]:
     """One row per trial: its best evaluation round, or its error."""
     rows = []
     fixed = asdict(resolved.fixed)
     for result in results:
-        trial_id = Path(result.path).name if result.path else "?"
+        trial_id = _trial_id_of_dir(Path(result.path).name) if result.path else "?"
         frame = result.metrics_dataframe
         if frame is not None and "trial_id" in frame.columns and len(frame):
             trial_id = str(frame["trial_id"].iloc[-1])

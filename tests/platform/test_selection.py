@@ -67,6 +67,14 @@ def test_the_winner_and_its_checkpoint_are_chosen_on_validation_and_reported_on_
     assert "objective (val)" in table and "a (test)" in table and "0.6000±0.0100" in table
 
 
+def test_a_trial_that_failed_before_its_first_report_is_named_by_its_id():
+    """Its reports name a trial; one with none is named from its Tune directory, not by it."""
+    directory = "/tune/search/run_trial_5e89619d_2_bregman_k=10,lr=0.0003_2026-11-26_21-05-38"
+    failed = SimpleNamespace(path=directory, metrics_dataframe=None, config={"lr": 3e-4}, error=RuntimeError("oom"))
+    (row,) = rows_from_results([failed], RESOLVED)
+    assert (row.trial, row.status) == ("5e89619d", "error: oom")
+
+
 @pytest.mark.parametrize("rounds", [[(0.5, 0.1)], [(0.4, 0.9), (0.5, 0.1)]])
 def test_a_test_score_never_changes_what_is_chosen(rounds):
     """Change only the test scores: the choice is the same."""
