@@ -178,7 +178,7 @@ def write_table(
     csv_path: Path,
     made_by: list[dict],
     baseline: dict[str, float] | None,
-    noise: dict | None = None,
+    noise: dict | None,
 ) -> Path:
     """The table's CSV and JSON: configurations with every round scored only, so one whose run was
     cut short counts as missing and the next build trains it again."""

@@ -47,6 +47,14 @@ def test_start_up_is_charged_in_the_tables_step_equivalents(hand, tmp_path):
     assert untimed.seconds_per_configuration is None and untimed.startup_steps(20.0) is None
 
 
+def test_a_new_machines_base_stage_is_not_charged_to_the_configurations(tmp_path):
+    # 890 s for two configurations, of which 600 s trained the base first: 145 s each
+    runs = [{"configurations": 2, "wall_seconds": 890, "base_stage_seconds": 600}]
+    recorded = {"made_by": {"runs": runs}}
+    path = write_table(tmp_path, "new", {"a": {"choice": ["x", "y"]}}, 1, 1, lambda p, r: (0.1, 0.1), recorded=recorded)
+    assert load_table(path).seconds_per_configuration == 145
+
+
 def test_each_batch_and_the_spread_across_batches(hand):
     """Two batches of one seed. Random search: batch 0 runs x then y (target 0.9, found with the last
     round: 20 steps, 22 with two start-ups of 1 step), batch 1 runs z then x (target 0.7, found at once:
