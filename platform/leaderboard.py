@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -78,11 +79,16 @@ def describe_lineage(lineage: list[dict]) -> str:
     return "; ".join(f"round {e['round']}: from {e['donor']} (step {e['step']})" for e in lineage)
 
 
+# Tune names a trial's directory ``<trainable>_<trial id>_<index>_<params>_<date>``; the trial ID is a
+# searcher's hex ID (``5e89619d``) or, from Tune's own variant generator (PBT), ``<hex>_<5-digit index>``.
+_TRIAL_DIR = re.compile(r"^run_trial_(?P<id>[0-9a-f]+(?:_\d{5})?)_\d+_")  # trainable: trainers.trial.run_trial
+
+
 def _trial_id_of_dir(name: str) -> str:
-    """The trial's ID from its Tune directory's name (``run_trial_<id>_<index>_<params>_<date>``,
-    Tune's default naming), for a trial that failed before its first report named itself."""
-    prefix = "run_trial_"  # the trainable's name, trainers.trial.run_trial
-    return name.removeprefix(prefix).split("_", 1)[0] if name.startswith(prefix) else name
+    """The trial's ID from its Tune directory's name, for a trial that failed before its first report
+    named itself; the name itself when it is not Tune's."""
+    match = _TRIAL_DIR.match(name)
+    return match["id"] if match else name
 
 
 def rows_from_results(results, resolved) -> list[Row]:

@@ -67,12 +67,22 @@ def test_the_winner_and_its_checkpoint_are_chosen_on_validation_and_reported_on_
     assert "objective (val)" in table and "a (test)" in table and "0.6000±0.0100" in table
 
 
-def test_a_trial_that_failed_before_its_first_report_is_named_by_its_id():
+@pytest.mark.parametrize(
+    ("directory", "trial_id"),
+    [
+        ("run_trial_5e89619d_2_bregman_k=10,lr=0.0003_2026-11-26_21-05-38", "5e89619d"),  # a searcher's ID
+        ("run_trial_3d6d1_00002_2_lr=0.0040,temperature=0.0310_2026-11-26_23-10-02", "3d6d1_00002"),  # Tune's own
+        ("run_trial_3d6d1_10000_10000_2026-11-26_23-10-02", "3d6d1_10000"),  # no parameters in the name
+        ("run_trial_5e89619d_10000_2026-11-26_23-10-02", "5e89619d"),
+    ],
+)
+def test_a_trial_that_failed_before_its_first_report_is_named_by_its_id(directory, trial_id):
     """Its reports name a trial; one with none is named from its Tune directory, not by it."""
-    directory = "/tune/search/run_trial_5e89619d_2_bregman_k=10,lr=0.0003_2026-11-26_21-05-38"
-    failed = SimpleNamespace(path=directory, metrics_dataframe=None, config={"lr": 3e-4}, error=RuntimeError("oom"))
+    failed = SimpleNamespace(
+        path=f"/tune/search/{directory}", metrics_dataframe=None, config={"lr": 3e-4}, error=RuntimeError("oom")
+    )
     (row,) = rows_from_results([failed], RESOLVED)
-    assert (row.trial, row.status) == ("5e89619d", "error: oom")
+    assert (row.trial, row.status) == (trial_id, "error: oom")
 
 
 @pytest.mark.parametrize("rounds", [[(0.5, 0.1)], [(0.4, 0.9), (0.5, 0.1)]])
