@@ -8,15 +8,16 @@ SPEC is a search spec with a ``study:`` section (``search_spaces/seed_study.yaml
 get a tuned version, and the table's columns (task -> metrics). ``--task`` adds tasks to the table
 (e.g. ``beir:DIR`` collections that only exist on the machine at hand).
 
-Every row and seed is one trial of a search with nothing searched (same steps, batch and base for
-all), run in one Ray session with one evaluator pool; each trial's last checkpoint is scored on
-every table task. Rows are ranked by the spec's objective (mean over seeds); the best
-``tune_best`` rows are then searched over ``search.space`` with their own values as the starting
-point, and the winner's configuration is retrained with the remaining seeds. The base model
-itself (untouched) is the first row. The study directory holds one finished run per row and seed
-(``runs/ROW/seedN/result.json``): an interrupted study started again redoes only what had not
-finished. It ends with ``study.md`` (the table, mean ± std over seeds), ``study.csv``,
-``study.json``, ``study.png`` and ``timings.json`` (this call's wall time per row). Exit codes as the
+Every row is one Tune run with nothing searched and one trial per seed (same steps, batch and base
+for all; the seeds at once where the cluster has room), all in one Ray session with one evaluator
+pool; each trial's last checkpoint is scored on every table task. Rows are ranked by the spec's
+objective (mean over seeds); the best ``tune_best`` rows are then searched over ``search.space``
+with their own values as the starting point, and the winner's configuration is retrained with the
+remaining seeds. The base model itself (untouched) is the first row. The study directory holds each
+row's run and one result per seed (``runs/ROW/seedN/result.json``): an interrupted study started
+again continues the row it stood in and redoes nothing finished. It ends with ``study.md`` (the
+table, mean ± std over seeds), ``study.csv``, ``study.json``, ``study.png`` and ``timings.json``
+(this call's wall time per row). Exit codes as the
 search's: 0 done, 2 bad input, 1 other failure.
 """
 
@@ -132,17 +133,18 @@ def _with_tasks(spec: SearchSpec, tasks: list[str]) -> SearchSpec:
     return dataclasses.replace(spec, evaluation=dataclasses.replace(spec.evaluation, report_tasks=report))
 
 
-def fixed_run(spec: SearchSpec, row: dict, seed: int) -> SearchSpec:
-    """One trial of ``row``'s configuration with ``seed``: nothing searched."""
+def fixed_runs(spec: SearchSpec, row: dict, seeds: list[int]) -> SearchSpec:
+    """``row``'s configuration, one trial per seed in ``seeds``: nothing searched."""
     values = dict(row)
     recipe = values.pop("recipe", spec.recipe)
     return dataclasses.replace(
         spec,
         recipe=recipe,
         hyperparameters={**spec.hyperparameters, **values},
-        search=dataclasses.replace(spec.search, space={}, samples=1, warm_start=()),
+        # as many trials as seeds, so the resource plan runs them at once where the cluster allows
+        search=dataclasses.replace(spec.search, space={}, samples=len(seeds), warm_start=()),
         # only the last checkpoint is scored: nothing is chosen or stopped early
-        train=dataclasses.replace(spec.train, seed=seed, eval_every=spec.train.steps),
+        train=dataclasses.replace(spec.train, seed=seeds[0], eval_every=spec.train.steps),
     )
 
 
@@ -200,19 +202,21 @@ class Study:
         base["scores"] = json.loads((self.run_dir / BASE_FILE).read_text())
         common.write_atomic(directory / "baseline.json", json.dumps({BASELINE_ID: base}, indent=2))
         _, results = tuner.run_search(resolved, resume=False)
-        rows = leaderboard.rows_from_results(results, resolved)
-        scored = [r for r in rows if r.objective is not None]
-        if not scored:
-            result = {"failed": "; ".join(r.status for r in rows) or "no trial ran"}
-        else:
-            best = max(scored, key=lambda r: r.objective)
-            result = {
-                "hyperparameters": best.hyperparameters,
-                "objective": best.objective,
-                "scores": self.score(resolved, best.checkpoint, best.scores),
-            }
+        result = self.result(resolved, leaderboard.rows_from_results(results, resolved))
         common.write_atomic(done, json.dumps(result, indent=2))
         return result
+
+    def result(self, resolved: ResolvedSearch, rows: list) -> dict:
+        """The best of a run's ``rows``: its hyperparameters and table scores, or the run's failure."""
+        scored = [r for r in rows if r.objective is not None]
+        if not scored:
+            return {"failed": "; ".join(r.status for r in rows) or "no trial ran"}
+        best = max(scored, key=lambda r: r.objective)
+        return {
+            "hyperparameters": best.hyperparameters,
+            "objective": best.objective,
+            "scores": self.score(resolved, best.checkpoint, best.scores),
+        }
 
     def base_row(self, pool_plan: ResolvedSearch) -> RowResult:
         """The base model, untouched, on every table task (scored once)."""
@@ -228,11 +232,27 @@ class Study:
 
     def seeded(self, name: str, values: dict) -> RowResult:
         """``values`` trained once per seed."""
-        runs = {}
-        for seed in self.spec.study.seeds:
-            print(f"doctune: study: {name}, seed {seed}", flush=True)
-            runs[seed] = self.trial(fixed_run(self.spec, values, seed), self.run_dir / "runs" / name / f"seed{seed}")
-        return self.row(name, runs)
+        return self.row(name, self.trained_seeds(name, values, self.spec.study.seeds, self.run_dir / "runs" / name))
+
+    def trained_seeds(self, name: str, values: dict, seeds: list[int], directory: Path) -> dict[int, dict]:
+        """``values`` trained once per seed, the seeds as the trials of one Tune run in ``directory``
+        (at once where the cluster allows; a seed finished by an earlier call is read back); each
+        seed's hyperparameters and table scores, or its failure."""
+        from platform import leaderboard
+
+        done = {seed: directory / f"seed{seed}" / RESULT_FILE for seed in seeds}
+        if todo := [seed for seed, path in done.items() if not path.exists()]:
+            directory.mkdir(parents=True, exist_ok=True)
+            resolved = self.resolve(fixed_runs(self.spec, values, todo), directory)
+            at_once = resolved.resources.max_concurrent
+            print(f"doctune: study: {name}, seed(s) {', '.join(map(str, todo))} ({at_once} at once)", flush=True)
+            # an interrupted call's run continues; its name tells which seeds it trains
+            results = tuner.train_seeds(resolved, {}, todo, "seeds-" + "-".join(map(str, todo)))
+            for result, row in zip(results, leaderboard.rows_from_results(results, resolved)):
+                run = self.result(resolved, [row])
+                done[int(result.config["seed"])].parent.mkdir(parents=True, exist_ok=True)
+                common.write_atomic(done[int(result.config["seed"])], json.dumps(run, indent=2))
+        return {seed: json.loads(path.read_text()) for seed, path in done.items()}
 
     def tuned(self, name: str) -> RowResult:
         """Row ``name`` searched over ``search.space`` with the first seed; the winner's
@@ -243,12 +263,10 @@ class Study:
         print(f"doctune: study: tuning {name}", flush=True)
         directory = self.run_dir / "runs" / tuned_name
         runs = {first: self.trial(tuned_search(self.spec, row, first), directory / f"seed{first}")}
-        if "failed" not in runs[first]:
+        if "failed" not in runs[first] and others:
             won = runs[first]["hyperparameters"]
             chosen = row | {k: won[k] for k in self.spec.search.space if k in won}
-            for seed in others:
-                print(f"doctune: study: {tuned_name}, seed {seed}", flush=True)
-                runs[seed] = self.trial(fixed_run(self.spec, chosen, seed), directory / f"seed{seed}")
+            runs |= self.trained_seeds(tuned_name, chosen, others, directory)
         return self.row(tuned_name, runs)
 
     def row(self, name: str, runs: dict[int, dict]) -> RowResult:

@@ -2,7 +2,8 @@
 
 From a ``ResolvedSearch`` (``platform.resolution``): ``run_search`` scores the base model and
 runs Optuna + ASHA over Ray Train trials with the evaluator pool up (``evaluator_pool``);
-``confirm_winner`` retrains the winner's configuration with more seeds.
+``train_seeds`` trains one configuration with several seeds (``confirm_winner``: the winner's, with
+more seeds; the recipe study's rows).
 """
 
 from __future__ import annotations
@@ -284,43 +285,53 @@ def fail_unfinished_study_trials(run_dir: Path, name: str) -> int:
 CONFIRM_SUFFIX = "-confirm"
 
 
+def train_seeds(resolved: ResolvedSearch, config: dict, seeds: Sequence[int], name: str):
+    """``config`` (the searched hyperparameters; the rest are the plan's) trained once per seed in
+    ``seeds``: the trials of one Tune run, ``name`` in the run directory, as many at once as the
+    resource plan allows. An interrupted run continues where it stood when called again. Returns
+    Tune's results; raises KeyboardInterrupt when the run was interrupted."""
+    from ray import tune
+
+    from trainers.trial import run_trial
+
+    trainable = tune.with_resources(
+        tune.with_parameters(run_trial, plan=resolved.plan, fixed=dataclasses.asdict(resolved.fixed)), {"cpu": 0.01}
+    )
+    experiment = resolved.run_dir / "tune" / name
+    if (experiment / "tuner.pkl").exists():
+        tuner = tune.Tuner.restore(str(experiment.resolve()), trainable=trainable, resume_unfinished=True)
+    else:
+        tuner = tune.Tuner(
+            trainable,
+            param_space={**config, "seed": tune.grid_search(list(seeds))},
+            tune_config=tune.TuneConfig(max_concurrent_trials=resolved.resources.max_concurrent, reuse_actors=False),
+            run_config=tune.RunConfig(
+                name=name,
+                storage_path=str(experiment.parent.resolve()),
+                failure_config=tune.FailureConfig(max_failures=resolved.spec.train.max_trial_failures),
+                callbacks=_callbacks(resolved),
+            ),
+        )
+    results = tuner.fit()
+    if not finished(results, len(seeds)):
+        raise KeyboardInterrupt  # the caller's own handling: the same command continues the run
+    _release_ended(results, resolved)
+    return results
+
+
 def confirm_winner(resolved: ResolvedSearch, winner) -> dict:
     """``search.confirm_seeds``: the winner's configuration trained again with that many more
     training seeds (``train.seed`` + 1, + 2, ...), each run chosen and reported like a trial
     (best round by the validation objective, test scores reported). Returns the record the
     leaderboard keeps (``confirmation_record``): mean ± sample std over the new seeds only, the
     winner's own run apart. An interrupted confirmation continues on ``--resume``."""
-    from ray import tune
-
     from platform.leaderboard import confirmation_record, rows_from_results
-    from trainers.trial import run_trial
 
     spec = resolved.spec
     seeds = [resolved.plan.seed + i for i in range(1, spec.search.confirm_seeds + 1)]
     config = {name: winner.hyperparameters[name] for name in spec.search.space if name in winner.hyperparameters}
-    trainable = tune.with_resources(
-        tune.with_parameters(run_trial, plan=resolved.plan, fixed=dataclasses.asdict(resolved.fixed)), {"cpu": 0.01}
-    )
-    experiment = resolved.run_dir / "tune" / f"{spec.name}{CONFIRM_SUFFIX}"
-    if (experiment / "tuner.pkl").exists():
-        tuner = tune.Tuner.restore(str(experiment.resolve()), trainable=trainable, resume_unfinished=True)
-    else:
-        tuner = tune.Tuner(
-            trainable,
-            param_space={**config, "seed": tune.grid_search(seeds)},
-            tune_config=tune.TuneConfig(max_concurrent_trials=resolved.resources.max_concurrent, reuse_actors=False),
-            run_config=tune.RunConfig(
-                name=experiment.name,
-                storage_path=str(experiment.parent.resolve()),
-                failure_config=tune.FailureConfig(max_failures=spec.train.max_trial_failures),
-                callbacks=_callbacks(resolved),
-            ),
-        )
     print(f"doctune: confirming {winner.trial} with {len(seeds)} more training seed(s): {seeds}", flush=True)
-    results = tuner.fit()
-    if not finished(results, len(seeds)):
-        raise KeyboardInterrupt  # the search's own handling: continue with --resume
-    _release_ended(results, resolved)
+    results = train_seeds(resolved, config, seeds, f"{spec.name}{CONFIRM_SUFFIX}")
     runs = {}
     for result, row in zip(results, rows_from_results(results, resolved)):
         if row.test_objective is not None:
