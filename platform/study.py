@@ -17,7 +17,7 @@ remaining seeds. The base model itself (untouched) is the first row. The study d
 row's run and one result per seed (``runs/ROW/seedN/result.json``): an interrupted study started
 again continues the row it stood in and redoes nothing finished. It ends with ``study.md`` (the
 table, mean ± std over seeds), ``study.csv``, ``study.json``, ``study.png`` and ``timings.json``
-(this call's wall time per row). Exit codes as the
+(the wall time per row, summed over the calls that worked on it). Exit codes as the
 search's: 0 done, 2 bad input, 1 other failure.
 """
 
@@ -40,7 +40,7 @@ from platform.resolution import ResolvedSearch, fit_to_cluster, resolve
 from platform.resources import InfeasibleResources
 from platform.spec import SearchSpec, SpecError, load_spec
 from platform.study_table import RowResult, rank_rows, write_table
-from platform.timings import PhaseClock
+from platform.timings import TIMINGS_FILE, PhaseClock
 
 BASE_ROW = "base (MLM only)"
 RESULT_FILE = "result.json"
@@ -280,6 +280,18 @@ class Study:
         return result
 
 
+def summed_timings(path: Path, wall_seconds: float, rows: dict[str, float]) -> dict:
+    """The study's wall time, and each row's, summed over every call that worked on it: this call's
+    added to what ``path`` holds (a call that finds a row finished adds about nothing to it)."""
+    before = json.loads(path.read_text()) if path.exists() else {"wall_seconds": 0.0, "rows": {}, "calls": 0}
+    summed = {name: before["rows"].get(name, 0.0) + seconds for name, seconds in rows.items()}
+    return {
+        "wall_seconds": before["wall_seconds"] + wall_seconds,
+        "rows": before["rows"] | summed,
+        "calls": before["calls"] + 1,
+    }
+
+
 def _run(spec: SearchSpec, spec_path: Path, profile: str, columns, run_dir: Path, marker: str) -> int:
     import ray
 
@@ -328,9 +340,8 @@ def _run(spec: SearchSpec, spec_path: Path, profile: str, columns, run_dir: Path
                     tuned.append(study.tuned(name))
             rows += fixed + tuned
             write_table(rows, columns, run_dir, spec)
-            # this call's wall time per row (a row finished by an earlier call takes about no time here)
-            timings = {"wall_seconds": time.monotonic() - clock.began, "rows": clock.phases}
-            common.write_atomic(run_dir / "timings.json", json.dumps(timings, indent=2))
+            timings = summed_timings(run_dir / TIMINGS_FILE, time.monotonic() - clock.began, clock.phases)
+            common.write_atomic(run_dir / TIMINGS_FILE, json.dumps(timings, indent=2))
         print((run_dir / "study.md").read_text())
         print(f"doctune: study table in {run_dir}/study.md, chart in {run_dir}/study.png")
         return EXIT_OK if all(r.seeds for r in rows) else EXIT_FAILURE

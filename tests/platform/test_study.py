@@ -98,9 +98,15 @@ def test_a_second_call_redoes_nothing(finished, capsys):
     spec, run_dir, _ = finished
     results = sorted(run_dir.glob("runs/*/seed*/result.json"))
     before = {path: path.stat().st_mtime_ns for path in results}
+    timed = json.loads((run_dir / "timings.json").read_text())
     assert study.main([spec, "--profile", "smoke", "--run-dir", str(run_dir)]) == 0
     assert {path: path.stat().st_mtime_ns for path in results} == before
     assert "trial(s)" not in capsys.readouterr().out  # no search was started
+    # the call that trained the rows keeps its time: this one's is added to it
+    timings = json.loads((run_dir / "timings.json").read_text())
+    assert timings["calls"] == timed["calls"] + 1 and timings["wall_seconds"] > timed["wall_seconds"]
+    assert all(timings["rows"][row] >= seconds for row, seconds in timed["rows"].items())
+    assert timed["rows"]["docsplit"] > 10  # a row that trained, not a no-op's reading
 
 
 def test_another_spec_in_the_same_directory_is_refused(finished, capsys):
