@@ -25,7 +25,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
 from child import gpus  # bench/child.py, beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,17 +32,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def spec_with_overlap(spec: str, overlap: bool, directory: Path) -> Path:
     """The spec (a shipped name or a file) with ``train.overlap_scoring`` set, there and in each
-    of its profiles (so no profile undoes it)."""
+    profile (so no profile undoes it)."""
     sys.path.insert(0, str(ROOT))
-    from platform.spec import find_spec_file, read_raw
+    from platform.spec import write_variant
 
-    raw = read_raw(find_spec_file(spec))
-    for node in [raw, *raw.get("profiles", {}).values()]:
-        node.setdefault("train", {})["overlap_scoring"] = overlap
-    path = directory / f"overlap_{'on' if overlap else 'off'}" / Path(find_spec_file(spec)).name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(raw, sort_keys=False))  # search.space order carries meaning
-    return path
+    return write_variant(spec, directory / f"overlap_{'on' if overlap else 'off'}", {"train.overlap_scoring": overlap})
 
 
 def one_search(spec: Path, profile: str, run_dir: Path) -> dict:

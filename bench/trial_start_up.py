@@ -42,12 +42,16 @@ SETTINGS = {
 }
 
 
+# one short scoring round: start-up, not scoring, is measured
+FEW_ITEMS = {"max_documents": 30, "max_queries": 16, "max_test": 32, "fewshot_k": 4, "repeats": 2}
+
+
 def one_trial_spec(directory: Path) -> str:
     """The smoke spec, one trial of one scoring round on few items (as the suite's short searches)."""
-    from tests.conftest import FEW_ITEMS, spec_variant
+    from platform.spec import write_variant
 
     changes = {"search.samples": 1, "search.warm_start": [], "train.eval_every": 4, "evaluation.limits": FEW_ITEMS}
-    return spec_variant("smoke", directory, **changes)
+    return str(write_variant("smoke", directory, changes, profiles=("smoke",)))
 
 
 def run(spec: str, run_dir: Path, variable: str, value: str | None) -> dict:

@@ -66,23 +66,9 @@ def spec_variant(name: str, directory: Path, **changes) -> str:
     """The shipped spec ``name`` with ``changes`` ({"train.steps": 6, ...}) applied to it and to its
     own smoke-profile overrides (so the built-in smoke profile does not undo them), written to
     ``directory``; returns the file's path."""
-    import copy
+    from platform.spec import write_variant
 
-    import yaml
-
-    from platform.spec import find_spec_file, read_raw
-
-    raw = copy.deepcopy(read_raw(find_spec_file(name)))
-    smoke = raw.setdefault("profiles", {}).setdefault("smoke", {})
-    for path, value in changes.items():
-        *parents, last = path.split(".")
-        for node in (raw, smoke):
-            for key in parents:
-                node = node.setdefault(key, {})
-            node[last] = value
-    spec = directory / f"{name}.yaml"
-    spec.write_text(yaml.safe_dump(raw, sort_keys=False))  # search.space order carries meaning (when:)
-    return str(spec)
+    return str(write_variant(name, directory, changes, profiles=("smoke",)))
 
 
 def smoke_search_command(spec: str | Path, run_dir: Path) -> list[str]:

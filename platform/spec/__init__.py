@@ -45,6 +45,7 @@ __all__ = [
     "parse_spec",
     "profile_replacements",
     "read_raw",
+    "write_variant",
 ]
 
 
@@ -68,6 +69,26 @@ def find_spec_file(name_or_path: str) -> Path:
             return candidate
     known = ", ".join(sorted(p.stem for p in SPACES_DIR.glob("*.yaml")))
     raise SpecError(f"spec {name_or_path!r} not found: not a file, nor a spec in search_spaces/ ({known})")
+
+
+def write_variant(spec: str, directory: Path, changes: dict[str, object], profiles: tuple[str, ...] = PROFILES) -> Path:
+    """The spec ``spec`` (a file, or a shipped spec's name) with ``changes`` applied, written to
+    ``directory`` under the spec's file name; its path. ``changes`` maps dotted keys to values
+    (``{"train.steps": 6, "search.samples": 1}``) and is applied to the spec and to its own section for
+    each of ``profiles`` (so neither a built-in profile nor the spec's own undoes it), as a benchmark
+    or a test varies a shipped spec."""
+    raw = copy.deepcopy(read_raw(find_spec_file(spec)))
+    sections = [raw, *(raw.setdefault("profiles", {}).setdefault(name, {}) for name in profiles)]
+    for key, value in changes.items():
+        *parents, last = key.split(".")
+        for node in sections:
+            for parent in parents:
+                node = node.setdefault(parent, {})
+            node[last] = copy.deepcopy(value)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / find_spec_file(spec).name
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))  # search.space order carries meaning (when:)
+    return path
 
 
 def read_raw(path: Path) -> dict:

@@ -14,9 +14,11 @@ from platform.spec import (
     SPACES_DIR,
     SpecError,
     find_spec_file,
+    load_spec,
     parse_spec,
     profile_replacements,
     read_raw,
+    write_variant,
 )
 from tests.conftest import ROOT
 from trainers.config import BaseSettings
@@ -183,6 +185,22 @@ def test_profiles_shrink_and_the_specs_own_overrides_win():
     assert (smoke.train.steps, smoke.train.eval_every, smoke.train.max_length) == (3, 1, 64)
     assert smoke.evaluation.limits.max_queries == 30
     assert parse_spec(raw, "full").train.steps == 10
+
+
+def test_a_variant_of_a_shipped_spec_keeps_its_changes_under_every_profile(tmp_path):
+    """``write_variant``: dotted changes reach the spec and its own profile sections, so neither the
+    built-in profiles (smoke: 4 steps) nor the spec's own (docsplit_long's local: 64) undo them."""
+    space = {"lr": {"loguniform": [1e-5, 1e-4]}}
+    changes = {"train.steps": 6, "train.eval_every": 3, "search.space": space, "search.warm_start": []}
+    path = write_variant("docsplit_long", tmp_path / "variant", changes)
+    assert path == tmp_path / "variant" / "docsplit_long.yaml"
+    for profile in PROFILES:
+        spec, _ = load_spec(str(path), profile)
+        assert (spec.train.steps, spec.train.eval_every, list(spec.search.space)) == (6, 3, ["lr"]), profile
+    smoke_only = write_variant("docsplit_long", tmp_path / "smoke", changes, profiles=("smoke",))
+    assert load_spec(str(smoke_only), "smoke")[0].train.steps == 6
+    assert load_spec(str(smoke_only), "local")[0].train.steps == 64  # the spec's own local section, untouched
+    assert read_raw(find_spec_file("docsplit_long"))["train"]["steps"] == 2000  # the shipped file, untouched
 
 
 def test_a_profile_names_each_value_of_the_spec_it_replaces_and_the_specs_own_section_keeps_them():
