@@ -26,10 +26,13 @@ def run_child(script: str, config: dict) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+NO_GPU = "no GPU"  # what ``gpus`` says of a machine without one
+
+
 def gpus() -> str:
-    """The GPUs this machine has, as detected (not assumed): "no GPU", or their count and name."""
+    """The GPUs this machine has, as detected (not assumed): ``NO_GPU``, or their count and name."""
     import torch
 
     if not torch.cuda.is_available():
-        return "no GPU"
+        return NO_GPU
     return f"{torch.cuda.device_count()} x {torch.cuda.get_device_name(0)}"

@@ -55,6 +55,35 @@ def test_a_new_machines_base_stage_is_not_charged_to_the_configurations(tmp_path
     assert load_table(path).seconds_per_configuration == 145
 
 
+def test_only_runs_without_a_gpu_time_a_configuration(tmp_path):
+    """The start-up charged per trial was measured on 2 CPUs: a GPU run's quicker configurations
+    would turn it into more training steps than it is, so they are left out of the per-configuration time."""
+    runs = [
+        {"configurations": 2, "wall_seconds": 900, "machine": "2 CPUs (AMD EPYC), no GPU"},
+        {"configurations": 10, "wall_seconds": 500, "machine": "16 CPUs (Intel Xeon), 1 x NVIDIA H200"},
+    ]
+    path = write_table(
+        tmp_path,
+        "mixed",
+        {"a": {"choice": ["x", "y"]}},
+        1,
+        1,
+        lambda p, r: (0.1, 0.1),
+        recorded={"made_by": {"runs": runs}},
+    )
+    assert load_table(path).seconds_per_configuration == 450
+    gpu_only = write_table(
+        tmp_path,
+        "gpu",
+        {"a": {"choice": ["x", "y"]}},
+        1,
+        1,
+        lambda p, r: (0.1, 0.1),
+        recorded={"made_by": {"runs": runs[1:]}},
+    )
+    assert load_table(gpu_only).seconds_per_configuration is None  # nothing to set a CPU start-up against
+
+
 def test_each_batch_and_the_spread_across_batches(hand):
     """Two batches of one seed. Random search: batch 0 runs x then y (target 0.9, found with the last
     round: 20 steps, 22 with two start-ups of 1 step), batch 1 runs z then x (target 0.7, found at once:
