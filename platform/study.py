@@ -249,9 +249,9 @@ class Study:
             # an interrupted call's run continues; its name tells which seeds it trains
             results = tuner.train_seeds(resolved, {}, todo, "seeds-" + "-".join(map(str, todo)))
             for result, row in zip(results, leaderboard.rows_from_results(results, resolved)):
-                run = self.result(resolved, [row])
-                done[int(result.config["seed"])].parent.mkdir(parents=True, exist_ok=True)
-                common.write_atomic(done[int(result.config["seed"])], json.dumps(run, indent=2))
+                path = done[int(result.config["seed"])]
+                path.parent.mkdir(parents=True, exist_ok=True)
+                common.write_atomic(path, json.dumps(self.result(resolved, [row]), indent=2))
         return {seed: json.loads(path.read_text()) for seed, path in done.items()}
 
     def tuned(self, name: str) -> RowResult:
