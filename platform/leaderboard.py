@@ -80,7 +80,8 @@ def describe_lineage(lineage: list[dict]) -> str:
 
 
 # Tune names a trial's directory ``<trainable>_<trial id>_<index>_<params>_<date>``; the trial ID is a
-# searcher's hex ID (``5e89619d``) or, from Tune's own variant generator (PBT), ``<hex>_<5-digit index>``.
+# searcher's hex ID (``5e89619d``) or, from Tune's own variant generator (PBT, a grid over seeds),
+# ``<hex>_<5-digit index>``.
 _TRIAL_DIR = re.compile(r"^run_trial_(?P<id>[0-9a-f]+(?:_\d{5})?)_\d+_")  # trainable: trainers.trial.run_trial
 
 

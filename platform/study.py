@@ -60,7 +60,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     # Ctrl-C must stop the study: Tune's own handler ends the running trial "gracefully", and the
-    # run would be recorded as failed and skipped by the next call. An interrupted run is redone.
+    # run would be recorded as failed and skipped by the next call. An interrupted row goes on from its
+    # Tune run's saved state (a tuned row's search is redone).
     tune_handler = os.environ.get("TUNE_DISABLE_SIGINT_HANDLER")
     os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"
     try:
@@ -246,12 +247,13 @@ class Study:
             resolved = self.resolve(fixed_runs(self.spec, values, todo), directory)
             at_once = resolved.resources.max_concurrent
             print(f"doctune: study: {name}, seed(s) {', '.join(map(str, todo))} ({at_once} at once)", flush=True)
-            # an interrupted call's run continues; its name tells which seeds it trains
-            results = tuner.train_seeds(resolved, {}, todo, "seeds-" + "-".join(map(str, todo)))
+            # named by all of the row's seeds: a call interrupted before every seed's result was
+            # written restores that run (its finished trials are not trained again) and records the rest
+            results = tuner.train_seeds(resolved, {}, todo, "seeds-" + "-".join(map(str, seeds)))
             for result, row in zip(results, leaderboard.rows_from_results(results, resolved)):
-                path = done[int(result.config["seed"])]
-                path.parent.mkdir(parents=True, exist_ok=True)
-                common.write_atomic(path, json.dumps(self.result(resolved, [row]), indent=2))
+                if (seed := int(result.config["seed"])) in todo:
+                    done[seed].parent.mkdir(parents=True, exist_ok=True)
+                    common.write_atomic(done[seed], json.dumps(self.result(resolved, [row]), indent=2))
         return {seed: json.loads(path.read_text()) for seed, path in done.items()}
 
     def tuned(self, name: str) -> RowResult:
@@ -288,7 +290,7 @@ def summed_timings(path: Path, wall_seconds: float, rows: dict[str, float]) -> d
     return {
         "wall_seconds": before["wall_seconds"] + wall_seconds,
         "rows": before["rows"] | summed,
-        "calls": before["calls"] + 1,
+        "calls": before.get("calls", 1) + 1,  # a file from before calls were counted records one
     }
 
 
@@ -328,20 +330,22 @@ def _run(spec: SearchSpec, spec_path: Path, profile: str, columns, run_dir: Path
         pool_plan = study.resolve(spec, run_dir)
         with tuner.evaluator_pool(pool_plan):
             clock = PhaseClock()
-            with clock.phase("base row"):
-                rows = [study.base_row(pool_plan)]
-            fixed = []
-            for name, values in spec.study.rows.items():
-                with clock.phase(name):
-                    fixed.append(study.seeded(name, values))
-            tuned = []
-            for name in rank_rows(fixed, pool_plan.evaluation)[: spec.study.tune_best]:
-                with clock.phase(f"{name} (tuned)"):
-                    tuned.append(study.tuned(name))
-            rows += fixed + tuned
-            write_table(rows, columns, run_dir, spec)
-            timings = summed_timings(run_dir / TIMINGS_FILE, time.monotonic() - clock.began, clock.phases)
-            common.write_atomic(run_dir / TIMINGS_FILE, json.dumps(timings, indent=2))
+            try:
+                with clock.phase("base row"):
+                    rows = [study.base_row(pool_plan)]
+                fixed = []
+                for name, values in spec.study.rows.items():
+                    with clock.phase(name):
+                        fixed.append(study.seeded(name, values))
+                tuned = []
+                for name in rank_rows(fixed, pool_plan.evaluation)[: spec.study.tune_best]:
+                    with clock.phase(f"{name} (tuned)"):
+                        tuned.append(study.tuned(name))
+                rows += fixed + tuned
+                write_table(rows, columns, run_dir, spec)
+            finally:  # an interrupted or failed call's time counts too: the next call goes on from its work
+                timings = summed_timings(run_dir / TIMINGS_FILE, time.monotonic() - clock.began, clock.phases)
+                common.write_atomic(run_dir / TIMINGS_FILE, json.dumps(timings, indent=2))
         print((run_dir / "study.md").read_text())
         print(f"doctune: study table in {run_dir}/study.md, chart in {run_dir}/study.png")
         return EXIT_OK if all(r.seeds for r in rows) else EXIT_FAILURE

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -288,8 +289,9 @@ CONFIRM_SUFFIX = "-confirm"
 def train_seeds(resolved: ResolvedSearch, config: dict, seeds: Sequence[int], name: str):
     """``config`` (the searched hyperparameters; the rest are the plan's) trained once per seed in
     ``seeds``: the trials of one Tune run, ``name`` in the run directory, as many at once as the
-    resource plan allows. An interrupted run continues where it stood when called again. Returns
-    Tune's results; raises KeyboardInterrupt when the run was interrupted."""
+    resource plan allows. An interrupted run continues where it stood when called again with its
+    name (its own seeds, then, whatever ``seeds`` says). Returns Tune's results; raises
+    KeyboardInterrupt when the run was interrupted."""
     from ray import tune
 
     from trainers.trial import run_trial
@@ -298,6 +300,8 @@ def train_seeds(resolved: ResolvedSearch, config: dict, seeds: Sequence[int], na
         tune.with_parameters(run_trial, plan=resolved.plan, fixed=dataclasses.asdict(resolved.fixed)), {"cpu": 0.01}
     )
     experiment = resolved.run_dir / "tune" / name
+    if (experiment / "tuner.pkl").exists() and not list(experiment.glob("experiment_state-*.json")):
+        shutil.rmtree(experiment)  # interrupted before Tune saved any state: nothing ran, nothing to restore
     if (experiment / "tuner.pkl").exists():
         tuner = tune.Tuner.restore(str(experiment.resolve()), trainable=trainable, resume_unfinished=True)
     else:

@@ -202,8 +202,8 @@ def _seconds_per_configuration(runs: list[dict]) -> float | None:
     """Total wall time over total configurations of the runs that timed what they trained on a
     machine without a GPU, less the one-time preparation a run on a new machine did first
     (``base_stage_seconds``: training the base). The start-up it is set against
-    (``bench.efficiency.compare.STARTUP_SECONDS``) was measured on 2 CPUs: a GPU run's faster
-    configurations would make it more steps than it is."""
+    (``bench.efficiency.compare.STARTUP_SECONDS``) was measured on a machine without a GPU (2 CPUs):
+    a GPU run's faster configurations would make it more steps than it is."""
     timed = [run for run in runs if run.get("wall_seconds") and run.get("configurations")]
     timed = [run for run in timed if run.get("machine", NO_GPU).endswith(NO_GPU)]
     if not timed:

@@ -115,6 +115,18 @@ def test_another_spec_in_the_same_directory_is_refused(finished, capsys):
     assert "another spec, profile or --task" in capsys.readouterr().err
 
 
+def test_timings_sum_over_calls_and_read_a_file_from_before_calls_were_counted(tmp_path):
+    path = tmp_path / "timings.json"
+    path.write_text(json.dumps({"wall_seconds": 100.0, "rows": {"simcse": 60.0, "base row": 5.0}}))
+    summed = study.summed_timings(path, 30.0, {"simcse": 0.5, "docsplit": 20.0})
+    assert summed == {
+        "wall_seconds": 130.0,
+        "rows": {"simcse": 60.5, "base row": 5.0, "docsplit": 20.0},
+        "calls": 2,
+    }
+    assert study.summed_timings(tmp_path / "none.json", 3.0, {"simcse": 2.0})["calls"] == 1
+
+
 def test_a_spec_without_a_study_and_an_unknown_task_are_refused(tmp_path, capsys):
     assert study.main(["smoke", "--run-dir", str(tmp_path / "a")]) == 2
     assert "no study: section" in capsys.readouterr().err
