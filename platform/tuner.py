@@ -51,16 +51,23 @@ def sampler_plan(resolved: ResolvedSearch) -> SamplerPlan:
     return plan_sampler(kind, search.samples, concurrent, search.multivariate, search.grid_points)
 
 
-def _tuner(resolved: ResolvedSearch, resume: bool, callbacks: Sequence = ()):
+def _trainable(resolved: ResolvedSearch):
+    """Tune's trainable for the search's trials: ``trainers.trial.run_trial`` with the plan and the
+    fixed hyperparameters, its trial actor at a token CPU (the Train workers hold the real ones)."""
     from ray import tune
 
     from trainers.trial import run_trial
 
-    spec = resolved.spec
-    trainable = tune.with_resources(
-        tune.with_parameters(run_trial, plan=resolved.plan, fixed=dataclasses.asdict(resolved.fixed)),
-        {"cpu": 0.01},
+    return tune.with_resources(
+        tune.with_parameters(run_trial, plan=resolved.plan, fixed=dataclasses.asdict(resolved.fixed)), {"cpu": 0.01}
     )
+
+
+def _tuner(resolved: ResolvedSearch, resume: bool, callbacks: Sequence = ()):
+    from ray import tune
+
+    spec = resolved.spec
+    trainable = _trainable(resolved)
     experiment = resolved.run_dir / "tune" / spec.name
     if resume and (experiment / "tuner.pkl").exists():
         return tune.Tuner.restore(
@@ -289,16 +296,12 @@ CONFIRM_SUFFIX = "-confirm"
 def train_seeds(resolved: ResolvedSearch, config: dict, seeds: Sequence[int], name: str):
     """``config`` (the searched hyperparameters; the rest are the plan's) trained once per seed in
     ``seeds``: the trials of one Tune run, ``name`` in the run directory, as many at once as the
-    resource plan allows. An interrupted run continues where it stood when called again with its
-    name (its own seeds, then, whatever ``seeds`` says). Returns Tune's results; raises
-    KeyboardInterrupt when the run was interrupted."""
+    resource plan allows. Called again with the name of an interrupted run, it continues that run
+    (with the seeds it was started with). Returns Tune's results; raises KeyboardInterrupt when the
+    run was interrupted."""
     from ray import tune
 
-    from trainers.trial import run_trial
-
-    trainable = tune.with_resources(
-        tune.with_parameters(run_trial, plan=resolved.plan, fixed=dataclasses.asdict(resolved.fixed)), {"cpu": 0.01}
-    )
+    trainable = _trainable(resolved)
     experiment = resolved.run_dir / "tune" / name
     if (experiment / "tuner.pkl").exists() and not list(experiment.glob("experiment_state-*.json")):
         shutil.rmtree(experiment)  # interrupted before Tune saved any state: nothing ran, nothing to restore
