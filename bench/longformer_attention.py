@@ -2,12 +2,13 @@
 Hugging Face's, at 512 to 4096 tokens.
 
     python bench/longformer_attention.py [--threads 2] [--rounds 3] [--steps 3] [--device cpu|cuda]
-        [--lengths 512 ...] [--window 256] [--pairs 1]
+        [--bf16] [--lengths 512 ...] [--window 256] [--pairs 1]
 
 One training step (forward, backward, AdamW) of the Longformer made from the embedded MiniLM
 (window 256 by default, [CLS] global; the SimCSE objective of bench/long_documents.py), ``--pairs``
 pairs (twice as many sequences) per step. ``--lengths 128 --window 64 --pairs 4 --threads 1`` is
-one worker of the default search at ``--profile local``. Each measurement runs in a fresh process:
+one worker of the default search at ``--profile local``. ``--bf16`` runs the forward under bf16
+autocast on a GPU, as a trial with ``train.bf16`` does. Each measurement runs in a fresh process:
 load the model, one warm-up step, then ``--steps`` timed steps, each timed on the wall clock and in
 the process's CPU time (all its threads; time spent waiting for a core does not count, so it moves
 less with other work). Memory is what the step itself needed: the resident-memory high-water mark
@@ -63,7 +64,7 @@ def measure(config: dict) -> dict:
 
     sys.path.insert(0, str(ROOT))
     from core.data import cache_dir
-    from core.encoder import resolve_model, tokenize
+    from core.encoder import bf16_autocast, resolve_model, tokenize
     from core.longformer import cached_longformer
     from core.longformer_attention import FusedLongformerSelfAttention
     from trainers.config import Hyperparameters
@@ -86,9 +87,13 @@ def measure(config: dict) -> dict:
     batch = tokenize(tokenizer, texts, config["length"])
     inputs = {"input_ids": batch["input_ids"].to(device), "attention_mask": batch["attention_mask"].to(device)}
 
+    autocast = bf16_autocast(device, config["bf16"])
+
     def step() -> None:
         optimizer.zero_grad(set_to_none=True)
-        training_loss(hp, module(**inputs))[0].backward()
+        with autocast:
+            loss = training_loss(hp, module(**inputs))[0]
+        loss.backward()
         optimizer.step()
         if device.type == "cuda":
             torch.cuda.synchronize()
@@ -124,6 +129,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--bf16", action="store_true", help="bf16 autocast on a GPU, as train.bf16")
     parser.add_argument("--lengths", type=int, nargs="+", default=LENGTHS)
     parser.add_argument("--window", type=int, default=256, help="the attention window of the converted model")
     parser.add_argument("--pairs", type=int, default=1, help="positive pairs per step")
@@ -137,9 +143,10 @@ def main() -> None:
 
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: no CUDA device is visible")
+    precision = " (bf16 autocast)" if args.bf16 and args.device == "cuda" else ""
     print(
         f"machine: {os.cpu_count()} CPUs ({cpu_name()}), {gpus()}; torch {torch.__version__}, transformers "
-        f"{transformers.__version__}; device {args.device}, {args.threads} threads; {args.rounds} rounds x "
+        f"{transformers.__version__}; device {args.device}{precision}, {args.threads} threads; {args.rounds} rounds x "
         f"{args.steps} timed steps per implementation and length, order alternating; window {args.window}, "
         f"{args.pairs} pair(s) per step; "
         f"{time.strftime('%Y-%m-%d %H:%M')}; load average at start {load_average():.2f}, CPU pressure "
@@ -157,7 +164,7 @@ def main() -> None:
         for round_ in range(args.rounds):
             for name in IMPLEMENTATIONS if round_ % 2 == 0 else IMPLEMENTATIONS[::-1]:
                 config = {"attention": name, "length": length, "threads": args.threads, "steps": args.steps}
-                config |= {"window": args.window, "pairs": args.pairs}
+                config |= {"window": args.window, "pairs": args.pairs, "bf16": args.bf16}
                 results[name].append(run_child(__file__, config | {"device": args.device}))
                 loads.append(load_average())
         hf, ours = (median(results[name], "times") for name in IMPLEMENTATIONS)

@@ -9,7 +9,8 @@
 3. ``SearchRequest.spec_for``: the spec validated for that profile, and for ``--resume`` checked
    against the recorded one (``check_matches_recording``);
 4. ``fit_to_cluster``: ``train.workers: auto`` made a count, one worker per GPU of the largest
-   node that splits the global batch evenly (a resumed search keeps the count it started with);
+   node that splits the global batch evenly, and ``evaluation.gpus_per_evaluator: auto`` a share of
+   a GPU where the cluster has one (a resumed search keeps what it started with);
 5. ``resolve``: with the prepared inputs (base encoder, corpus) and the cluster's resources, the
    ``ResolvedSearch`` that ``--dry-run`` prints, ``search.json`` records and the search runs.
 
@@ -35,7 +36,7 @@ from evaluators.plan import EvalPlan
 from evaluators.pool import CheckpointScorer
 from platform.common import ROOT, UsageError, check_run_dir
 from platform.environment import environment
-from platform.resources import LARGEST_NODE_GPUS, ResourcePlan, auto_workers, plan_resources
+from platform.resources import EVALUATOR_GPU_SHARE, LARGEST_NODE_GPUS, ResourcePlan, auto_workers, plan_resources
 from platform.spec import Replacement, SearchSpec, find_spec_file, parse_spec, profile_replacements, read_raw
 from platform.spec.checks import check_semantics, losses_of, values_of
 from platform.spec.convert import plugin_registries
@@ -144,11 +145,19 @@ def fetch_run(storage: RunStorage, run_dir: Path, check: Callable[[dict], object
 
 def check_matches_recording(spec: SearchSpec, recorded: dict, run_dir: Path) -> SearchSpec:
     """``spec`` as the run in ``run_dir`` was started with it (``UsageError`` when it differs). A
-    resumed search keeps the worker count ``train.workers: auto`` was fitted to: its checkpoints
-    hold one stream position per worker."""
+    resumed search keeps what its ``auto`` resources were fitted to: the worker count (its
+    checkpoints hold one stream position per worker), the evaluators' GPUs and the workers' share."""
+    started = recorded["resolved_spec"]
     if spec.train.workers == "auto":
-        started_with = recorded["resolved_spec"]["train"]["workers"]
-        spec = dataclasses.replace(spec, train=dataclasses.replace(spec.train, workers=started_with))
+        spec = dataclasses.replace(spec, train=dataclasses.replace(spec.train, workers=started["train"]["workers"]))
+    if spec.evaluation.gpus_per_evaluator == "auto":
+        share = started["evaluation"]["gpus_per_evaluator"]
+        train = spec.train
+        if train.gpus_per_worker == 1:  # the fit gave the evaluators' share of each worker's GPU
+            train = dataclasses.replace(train, gpus_per_worker=started["train"]["gpus_per_worker"])
+        spec = dataclasses.replace(
+            spec, train=train, evaluation=dataclasses.replace(spec.evaluation, gpus_per_evaluator=share)
+        )
     if recorded["resolved_spec"] != _jsonable(dataclasses.asdict(spec)):
         raise UsageError(
             f"--resume: the spec or profile differs from the one {run_dir} was started with "
@@ -178,8 +187,17 @@ def this_machine() -> dict[str, float]:
 
 
 def fit_to_cluster(spec: SearchSpec, cluster: dict[str, float]) -> tuple[SearchSpec, str | None]:
-    """``spec`` with ``train.workers: auto`` made a count for ``cluster`` and, then, why (printed,
-    recorded in search.json). A count the spec gives is kept as written."""
+    """``spec`` with its ``auto`` resources made numbers for ``cluster`` and, then, how (printed,
+    recorded in search.json): ``train.workers`` first, then ``evaluation.gpus_per_evaluator``. Values
+    the spec gives are kept as written."""
+    spec, workers = _fit_workers(spec, cluster)
+    spec, evaluators = _fit_evaluator_gpus(spec, cluster)
+    notes = [note for note in (workers, evaluators) if note]
+    return spec, "; ".join(notes) or None
+
+
+def _fit_workers(spec: SearchSpec, cluster: dict[str, float]) -> tuple[SearchSpec, str | None]:
+    """``train.workers: auto``: one worker per GPU of the largest node that splits every batch evenly."""
     train = spec.train
     if train.workers != "auto":
         return spec, None
@@ -199,6 +217,35 @@ def fit_to_cluster(spec: SearchSpec, cluster: dict[str, float]) -> tuple[SearchS
         f"train.workers auto → {workers} ({hardware}): the global batch stays, each worker taking its share "
         f"({batch} pairs{chunks}); negatives are gathered from every worker, so each pair meets the same number"
     )
+
+
+def _fit_evaluator_gpus(spec: SearchSpec, cluster: dict[str, float]) -> tuple[SearchSpec, str | None]:
+    """``evaluation.gpus_per_evaluator: auto``: none without GPUs; with GPUs an eighth of one each,
+    so checkpoints are scored at GPU speed. Workers that hold whole GPUs give up the evaluators' share
+    of theirs, so the evaluators fit beside a trial instead of taking a trial's place (on one GPU
+    machine no trial could start otherwise): a worker still trains alone on its GPU, since two
+    workers of that share do not fit one, and the evaluators' kernels interleave with its own."""
+    evaluation, train = spec.evaluation, spec.train
+    if evaluation.gpus_per_evaluator != "auto":
+        return spec, None
+    gpus = cluster.get("GPU", 0.0)
+    share = EVALUATOR_GPU_SHARE if gpus > 0 else 0.0
+    together = evaluation.evaluators * share
+    note = f"evaluation.gpus_per_evaluator auto → {share:g}"
+    if not share:
+        note += " (no GPU in the cluster): the evaluators embed on their CPUs"
+    elif train.gpus_per_worker == 1 and together <= 0.5:
+        train = dataclasses.replace(train, gpus_per_worker=1 - together)
+        note += (
+            f" ({evaluation.evaluators} evaluators score on the GPU); train.gpus_per_worker 1 → {1 - together:g}, "
+            "so the evaluators fit beside a trial's workers on their GPUs"
+        )
+    else:
+        note += f" ({evaluation.evaluators} evaluators score on the GPU)"
+    evaluation = dataclasses.replace(evaluation, gpus_per_evaluator=share)
+    fitted = dataclasses.replace(spec, train=train, evaluation=evaluation)
+    check_semantics(fitted)
+    return fitted, note
 
 
 @dataclass(frozen=True)

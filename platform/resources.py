@@ -7,7 +7,10 @@ cluster has, the Train controller waits for workers forever, so the rule is
 
     max_concurrent x (TRIAL_CPU + workers x cpus_per_worker) + evaluators x cpus_per_evaluator <= cluster CPUs
 
-and likewise for GPUs. A search that cannot fit even one trial is refused before it starts.
+and likewise for GPUs, counted as Ray places them: a worker holding a fraction of a GPU sits on one
+GPU, so workers of 0.75 each take whole GPUs and leave a quarter of each free, where evaluators of
+an eighth fit (``gpus_per_evaluator: auto`` on one GPU machine, ``platform.resolution``). A search
+that cannot fit even one trial is refused before it starts.
 """
 
 from __future__ import annotations
@@ -19,6 +22,11 @@ TRIAL_CPU = 0.01  # the Tune trial actor only drives the Train run (0 is rejecte
 # Beside Ray's totals in a cluster's resources: the GPUs of its largest node. A trial's workers are
 # placed as one group, and ranks on one node all-reduce over NVLink/PCIe (docs/scaling.md).
 LARGEST_NODE_GPUS = "largest_node_GPU"
+# An evaluator's share of a GPU under ``evaluation.gpus_per_evaluator: auto`` on a cluster with GPUs:
+# one scoring round of docsplit_long's full profile took 5.5-7.6 s on an eighth of an H100
+# (bench/RESULTS.md, "Training on a GPU"), where two 4-CPU evaluators had not scored the base after
+# 4.5 minutes on an H200 machine's CPUs.
+EVALUATOR_GPU_SHARE = 0.125
 
 
 class InfeasibleResources(ValueError):
@@ -34,9 +42,11 @@ class ResourcePlan:
     evaluator_cpus: float
     evaluator_gpus: float
     max_concurrent: int
+    trial_gpu_devices: float = 0.0  # the GPUs a trial's workers sit on (more than trial_gpus for fractions)
 
     def describe(self) -> str:
-        gpus = f", {self.trial_gpus:g} GPU" if self.trial_gpus else ""
+        devices = f" on {self.trial_gpu_devices:g}" if self.trial_gpu_devices != self.trial_gpus else ""
+        gpus = f", {self.trial_gpus:g} GPU{devices}" if self.trial_gpus else ""
         return (
             f"cluster {self.cluster_cpus:g} CPU / {self.cluster_gpus:g} GPU; each trial holds "
             f"{self.trial_cpus:g} CPU{gpus}; evaluators hold {self.evaluator_cpus:g} CPU"
@@ -53,16 +63,38 @@ def auto_workers(node_gpus: float, gpus_per_worker: float, batch_sizes: tuple[in
     return max(fits, default=1)
 
 
+def _workers_per_gpu(gpus_per_worker: float) -> int:
+    return math.floor(1 / gpus_per_worker + 1e-9)
+
+
+def gpus_taken(workers: int, gpus_per_worker: float) -> float:
+    """The GPUs a trial's workers occupy: whole GPUs for workers holding a fraction each (as many
+    workers on one GPU as fit it), so the fractions they leave free host evaluators, not workers."""
+    if gpus_per_worker <= 0 or gpus_per_worker >= 1:
+        return workers * gpus_per_worker
+    return float(math.ceil(workers / _workers_per_gpu(gpus_per_worker)))
+
+
+def left_beside_workers(gpus_per_worker: float) -> float:
+    """The share of each GPU that a trial's fractional workers leave free (0 for whole GPUs)."""
+    if gpus_per_worker <= 0 or gpus_per_worker >= 1:
+        return 0.0
+    return 1 - _workers_per_gpu(gpus_per_worker) * gpus_per_worker
+
+
 def plan_resources(train, evaluation, samples: int, cap: int | None, cluster: dict[str, float]) -> ResourcePlan:
     cpus, gpus = float(cluster.get("CPU", 0)), float(cluster.get("GPU", 0))
     trial_cpus = TRIAL_CPU + train.workers * train.cpus_per_worker
     trial_gpus = train.workers * train.gpus_per_worker
     eval_cpus = evaluation.evaluators * evaluation.cpus_per_evaluator
     eval_gpus = evaluation.evaluators * evaluation.gpus_per_evaluator
-    free_cpus, free_gpus = cpus - eval_cpus, gpus - eval_gpus
+    occupied, left = gpus_taken(train.workers, train.gpus_per_worker), left_beside_workers(train.gpus_per_worker)
+    # evaluators that fit in what one trial's workers leave free take no GPU from the trials
+    beside = evaluation.gpus_per_evaluator <= left + 1e-9 and eval_gpus <= occupied * left + 1e-9
+    free_cpus, free_gpus = cpus - eval_cpus, gpus - (0.0 if beside else eval_gpus)
     concurrent = math.floor(free_cpus / trial_cpus + 1e-9) if free_cpus > 0 else 0
     if trial_gpus > 0:
-        concurrent = min(concurrent, math.floor(free_gpus / trial_gpus + 1e-9) if free_gpus > 0 else 0)
+        concurrent = min(concurrent, math.floor(free_gpus / occupied + 1e-9) if free_gpus > 0 else 0)
     if eval_gpus > gpus:
         concurrent = 0
     if concurrent < 1:
@@ -73,4 +105,4 @@ def plan_resources(train, evaluation, samples: int, cap: int | None, cluster: di
             "evaluation.evaluators, or use --profile local on a machine without GPUs"
         )
     concurrent = min(concurrent, samples, cap or samples)
-    return ResourcePlan(cpus, gpus, trial_cpus, trial_gpus, eval_cpus, eval_gpus, concurrent)
+    return ResourcePlan(cpus, gpus, trial_cpus, trial_gpus, eval_cpus, eval_gpus, concurrent, occupied)

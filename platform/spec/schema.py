@@ -234,7 +234,14 @@ class TrainSection:
 class EvaluationSection:
     evaluators: int = field(default=2, metadata=constraint("evaluator actors", 1))
     cpus_per_evaluator: float = field(default=2.0, metadata=constraint("CPUs each evaluator holds", 0.0, low_open=True))
-    gpus_per_evaluator: float = field(default=0.0, metadata=constraint("GPUs each evaluator holds", 0.0))
+    gpus_per_evaluator: float | Literal["auto"] = field(
+        default="auto",
+        metadata=constraint(
+            "GPUs each evaluator holds; auto: none on a cluster without GPUs, else an eighth of one each (on a "
+            "machine whose GPUs one trial's workers fill, each worker then holds the rest of its GPU)",
+            0.0,
+        ),
+    )
     threads: int = field(default=2, metadata=constraint("torch threads per evaluator", 1))
     max_length: int = field(default=512, metadata=constraint("tokens per text when embedding", 8))
     batch_size: int = field(default=32, metadata=constraint("texts per embedding batch", 1))

@@ -1,6 +1,7 @@
-"""``train.workers: auto`` fitted to the cluster (``platform.resolution.fit_to_cluster``): the
-unedited docsplit_long at its full profile on one GPU, one node of 4 or 8 and two nodes of 4
-(the first and last also as real Ray clusters of declared GPUs)."""
+"""``train.workers: auto`` and ``evaluation.gpus_per_evaluator: auto`` fitted to the cluster
+(``platform.resolution.fit_to_cluster``): the unedited docsplit_long at its full profile on one GPU,
+one node of 4 or 8, two nodes of 4 and the 64 GPUs of docs/scaling.md (one GPU and two nodes of 4
+also as real Ray clusters of declared GPUs)."""
 
 from __future__ import annotations
 
@@ -46,21 +47,36 @@ def test_auto_workers_fill_one_node_and_split_every_batch_evenly(
         ({"CPU": 48, "GPU": 4, LARGEST_NODE_GPUS: 4}, 4, 1),
         ({"CPU": 96, "GPU": 8, LARGEST_NODE_GPUS: 8}, 8, 1),
         ({"CPU": 96, "GPU": 8, LARGEST_NODE_GPUS: 4}, 4, 2),  # two nodes of 4: a trial on each
+        ({"CPU": 784, "GPU": 64, LARGEST_NODE_GPUS: 4}, 4, 16),  # docs/scaling.md's cluster, grown whole
     ],
 )
 def test_the_unedited_default_search_fits_gpu_machines_of_any_size(cluster, workers, at_once):
     spec, _ = load_spec("docsplit_long", "full")
-    assert spec.train.workers == "auto"
+    assert spec.train.workers == spec.evaluation.gpus_per_evaluator == "auto"
     fitted, why = fit_to_cluster(spec, cluster)
     plan = plan_search_resources(fitted, cluster)  # raises InfeasibleResources where it cannot fit
     assert fitted.train.workers == workers and plan.max_concurrent == at_once
     assert fitted.train.batch_size == spec.train.batch_size == 64  # the global batch (and its negatives) stays
     assert why.startswith(f"train.workers auto → {workers} ") and f"64 → {64 // workers} pairs" in why
+    # the checkpoints are scored on the GPUs, each evaluator in the eighth of a GPU its share leaves a worker
+    assert (fitted.evaluation.gpus_per_evaluator, fitted.train.gpus_per_worker) == (0.125, 0.75)
+    assert (plan.evaluator_gpus, plan.trial_gpu_devices) == (0.25, workers)
+    assert "gpus_per_evaluator auto → 0.125 (2 evaluators score on the GPU); train.gpus_per_worker 1 → 0.75" in why
 
 
-def test_a_count_the_spec_gives_is_kept():
+def test_without_gpus_the_evaluators_embed_on_their_cpus():
+    spec, _ = load_spec("docsplit_long", "full")
+    spec = dataclasses.replace(spec, train=dataclasses.replace(spec.train, gpus_per_worker=0.0, cpus_per_worker=1))
+    fitted, why = fit_to_cluster(spec, {"CPU": 16, "GPU": 0, LARGEST_NODE_GPUS: 0})
+    assert (fitted.evaluation.gpus_per_evaluator, fitted.train.gpus_per_worker) == (0.0, 0.0)
+    assert "gpus_per_evaluator auto → 0 (no GPU in the cluster)" in why
+
+
+def test_values_the_spec_gives_are_kept():
     spec, _ = load_spec("seed_study", "full")
-    assert fit_to_cluster(spec, {"CPU": 96, "GPU": 8, LARGEST_NODE_GPUS: 8}) == (spec, None)
+    assert fit_to_cluster(spec, {"CPU": 96, "GPU": 8, LARGEST_NODE_GPUS: 8})[0].train.workers == spec.train.workers
+    one_gpu = load_spec(str(ROOT / "bench" / "docsplit_long_1gpu.yaml"), "full")[0]  # every resource written
+    assert fit_to_cluster(one_gpu, {"CPU": 16, "GPU": 1, LARGEST_NODE_GPUS: 1}) == (one_gpu, None)
 
 
 def _dry_run_on(nodes: LocalNodes, env: dict, tmp_path) -> dict:
@@ -104,7 +120,8 @@ def test_the_dry_run_of_the_unedited_default_search_fits_declared_gpu_clusters(
     assert (plan["workers_per_trial"], plan["max_concurrent"]) == (workers, at_once), summary["fit"]
     assert summary["resolved_spec"]["train"]["batch_size"] == 64  # the global batch, whatever the fit
     assert f"train.workers auto → {workers} " in summary["printed"] and f"64 → {64 // workers} pairs" in summary["fit"]
-    assert resources["trial_gpus"] == workers and summary["cluster_growth"] is None  # no autoscaler here
+    assert resources["trial_gpu_devices"] == workers and summary["cluster_growth"] is None  # no autoscaler here
+    assert (resources["trial_gpus"], resources["evaluator_gpus"]) == (0.75 * workers, 0.25)  # scored on a GPU
     # a dry-run names the MLM head a run would train, or reuses the cached one; it trains nothing
     assert "training one" not in summary["printed"]
     assert "(not trained yet: a run trains it first)" in summary["printed"] or "reusing" in summary["printed"]
@@ -116,4 +133,5 @@ def test_a_resumed_search_keeps_the_count_it_started_with(tmp_path):
     recorded = {"resolved_spec": json.loads(json.dumps(dataclasses.asdict(started), default=str))}
     resumed = check_matches_recording(spec, recorded | {"spec": "docsplit_long", "profile": "full"}, tmp_path)
     assert resumed.train.workers == 8  # its checkpoints hold 8 stream positions
+    assert (resumed.evaluation.gpus_per_evaluator, resumed.train.gpus_per_worker) == (0.125, 0.75)
     assert fit_to_cluster(resumed, {"CPU": 16, "GPU": 1, LARGEST_NODE_GPUS: 1}) == (resumed, None)

@@ -2,14 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from platform.resources import TRIAL_CPU, InfeasibleResources, plan_resources
+from platform.resources import TRIAL_CPU, InfeasibleResources, gpus_taken, plan_resources
 from platform.spec.schema import EvaluationSection, TrainSection
 
 
 def test_two_cpus_fit_one_trial_beside_one_evaluator():
     plan = plan_resources(
         TrainSection(workers=2, cpus_per_worker=0.5, gpus_per_worker=0),
-        EvaluationSection(evaluators=1, cpus_per_evaluator=0.5),
+        EvaluationSection(evaluators=1, cpus_per_evaluator=0.5, gpus_per_evaluator=0.0),
         4,
         None,
         {"CPU": 2},
@@ -22,7 +22,7 @@ def test_concurrency_follows_the_rule_on_a_gpu_cluster():
     # 4 nodes x 8 GPUs x 32 CPUs; 4 one-GPU workers per trial; 2 evaluators of 4 CPUs
     plan = plan_resources(
         TrainSection(workers=4, cpus_per_worker=4, gpus_per_worker=1),
-        EvaluationSection(evaluators=2, cpus_per_evaluator=4),
+        EvaluationSection(evaluators=2, cpus_per_evaluator=4, gpus_per_evaluator=0.0),
         32,
         None,
         {"CPU": 128, "GPU": 32},
@@ -33,7 +33,8 @@ def test_concurrency_follows_the_rule_on_a_gpu_cluster():
 
 
 def test_spec_cap_and_sample_count_limit_concurrency():
-    train, evaluation = TrainSection(workers=1, cpus_per_worker=1, gpus_per_worker=0), EvaluationSection(evaluators=1)
+    train = TrainSection(workers=1, cpus_per_worker=1, gpus_per_worker=0)
+    evaluation = EvaluationSection(evaluators=1, gpus_per_evaluator=0.0)
     assert plan_resources(train, evaluation, 3, None, {"CPU": 64}).max_concurrent == 3
     assert plan_resources(train, evaluation, 30, 2, {"CPU": 64}).max_concurrent == 2
 
@@ -47,4 +48,48 @@ def test_spec_cap_and_sample_count_limit_concurrency():
 )
 def test_an_infeasible_trial_is_refused_with_the_numbers(train, cluster, needle):
     with pytest.raises(InfeasibleResources, match=needle):
-        plan_resources(train, EvaluationSection(evaluators=1, cpus_per_evaluator=0.5), 2, None, cluster)
+        evaluation = EvaluationSection(evaluators=1, cpus_per_evaluator=0.5, gpus_per_evaluator=0.0)
+        plan_resources(train, evaluation, 2, None, cluster)
+
+
+@pytest.mark.parametrize(
+    ("workers", "gpus_per_worker", "taken"),
+    [(1, 1.0, 1.0), (4, 1.0, 4.0), (1, 0.75, 1.0), (4, 0.75, 4.0), (16, 0.5, 8.0), (3, 0.5, 2.0), (2, 0.0, 0.0)],
+)
+def test_workers_holding_a_fraction_of_a_gpu_take_whole_gpus(workers, gpus_per_worker, taken):
+    assert gpus_taken(workers, gpus_per_worker) == taken
+
+
+@pytest.mark.parametrize(
+    ("gpus_per_worker", "gpus_per_evaluator", "cluster_gpus", "at_once"),
+    [
+        (0.75, 0.125, 1, 1),  # one GPU: the evaluators beside the worker, in the quarter it leaves
+        (0.75, 0.125, 8, 2),  # two trials of 4 workers: the evaluators take no trial's place
+        (1.0, 0.125, 8, 1),  # whole-GPU workers: the evaluators' quarter costs a trial its place
+        (0.75, 0.5, 8, 1),  # an evaluator too large for the quarter a worker leaves takes GPUs of its own
+    ],
+)
+def test_evaluators_that_fit_beside_the_workers_take_no_trial_place(
+    gpus_per_worker, gpus_per_evaluator, cluster_gpus, at_once
+):
+    workers = min(cluster_gpus, 4)
+    plan = plan_resources(
+        TrainSection(workers=workers, cpus_per_worker=1, gpus_per_worker=gpus_per_worker),
+        EvaluationSection(evaluators=2, cpus_per_evaluator=1, gpus_per_evaluator=gpus_per_evaluator),
+        8,
+        None,
+        {"CPU": 64, "GPU": cluster_gpus},
+    )
+    assert plan.max_concurrent == at_once
+    assert plan.trial_gpu_devices == workers and plan.trial_gpus == workers * gpus_per_worker
+
+
+def test_whole_gpu_workers_and_evaluators_of_their_own_do_not_fit_one_gpu():
+    with pytest.raises(InfeasibleResources, match=r"0\.25 GPU"):
+        plan_resources(
+            TrainSection(workers=1, cpus_per_worker=1, gpus_per_worker=1.0),
+            EvaluationSection(evaluators=2, cpus_per_evaluator=1, gpus_per_evaluator=0.125),
+            2,
+            None,
+            {"CPU": 16, "GPU": 1},
+        )
