@@ -36,7 +36,14 @@ from evaluators.plan import EvalPlan
 from evaluators.pool import CheckpointScorer
 from platform.common import ROOT, UsageError, check_run_dir
 from platform.environment import environment
-from platform.resources import EVALUATOR_GPU_SHARE, LARGEST_NODE_GPUS, ResourcePlan, auto_workers, plan_resources
+from platform.resources import (
+    EVALUATOR_GPU_SHARE,
+    EVALUATORS_GPU_SHARE,
+    LARGEST_NODE_GPUS,
+    ResourcePlan,
+    auto_workers,
+    plan_resources,
+)
 from platform.spec import Replacement, SearchSpec, find_spec_file, parse_spec, profile_replacements, read_raw
 from platform.spec.checks import check_semantics, losses_of, values_of
 from platform.spec.convert import plugin_registries
@@ -151,10 +158,11 @@ def check_matches_recording(spec: SearchSpec, recorded: dict, run_dir: Path) -> 
     if spec.train.workers == "auto":
         spec = dataclasses.replace(spec, train=dataclasses.replace(spec.train, workers=started["train"]["workers"]))
     if spec.evaluation.gpus_per_evaluator == "auto":
-        share = started["evaluation"]["gpus_per_evaluator"]
+        share, started_share = started["evaluation"]["gpus_per_evaluator"], started["train"]["gpus_per_worker"]
         train = spec.train
-        if train.gpus_per_worker == 1:  # the fit gave the evaluators' share of each worker's GPU
-            train = dataclasses.replace(train, gpus_per_worker=started["train"]["gpus_per_worker"])
+        fitted_share = 1 - spec.evaluation.evaluators * share
+        if train.gpus_per_worker == 1 and math.isclose(started_share, fitted_share):  # what the fit gave
+            train = dataclasses.replace(train, gpus_per_worker=started_share)
         spec = dataclasses.replace(
             spec, train=train, evaluation=dataclasses.replace(spec.evaluation, gpus_per_evaluator=share)
         )
@@ -220,21 +228,22 @@ def _fit_workers(spec: SearchSpec, cluster: dict[str, float]) -> tuple[SearchSpe
 
 
 def _fit_evaluator_gpus(spec: SearchSpec, cluster: dict[str, float]) -> tuple[SearchSpec, str | None]:
-    """``evaluation.gpus_per_evaluator: auto``: none without GPUs; with GPUs an eighth of one each,
-    so checkpoints are scored at GPU speed. Workers that hold whole GPUs give up the evaluators' share
-    of theirs, so the evaluators fit beside a trial instead of taking a trial's place (on one GPU
-    machine no trial could start otherwise): a worker still trains alone on its GPU, since two
-    workers of that share do not fit one, and the evaluators' kernels interleave with its own."""
+    """``evaluation.gpus_per_evaluator: auto``: none without GPUs; with GPUs an eighth of one each
+    (a quarter between them at most), so checkpoints are scored at GPU speed. Workers that hold
+    whole GPUs give up the evaluators' share of theirs, so the evaluators fit beside a trial instead
+    of taking a trial's place (on one GPU machine no trial could start otherwise): a worker still
+    trains alone on its GPU, since two workers of 0.75 or more do not fit one, and the evaluators'
+    kernels interleave with its own."""
     evaluation, train = spec.evaluation, spec.train
     if evaluation.gpus_per_evaluator != "auto":
         return spec, None
     gpus = cluster.get("GPU", 0.0)
-    share = EVALUATOR_GPU_SHARE if gpus > 0 else 0.0
+    share = min(EVALUATOR_GPU_SHARE, EVALUATORS_GPU_SHARE / evaluation.evaluators) if gpus > 0 else 0.0
     together = evaluation.evaluators * share
     note = f"evaluation.gpus_per_evaluator auto → {share:g}"
     if not share:
         note += " (no GPU in the cluster): the evaluators embed on their CPUs"
-    elif train.gpus_per_worker == 1 and together <= 0.5:
+    elif train.gpus_per_worker == 1:
         train = dataclasses.replace(train, gpus_per_worker=1 - together)
         note += (
             f" ({evaluation.evaluators} evaluators score on the GPU); train.gpus_per_worker 1 → {1 - together:g}, "

@@ -9,7 +9,7 @@ cluster has, the Train controller waits for workers forever, so the rule is
 
 and likewise for GPUs, counted as Ray places them: a worker holding a fraction of a GPU sits on one
 GPU, so workers of 0.75 each take whole GPUs and leave a quarter of each free, where evaluators of
-an eighth fit (``gpus_per_evaluator: auto`` on one GPU machine, ``platform.resolution``). A search
+an eighth fit (``gpus_per_evaluator: auto``, ``platform.resolution``). A search
 that cannot fit even one trial is refused before it starts.
 """
 
@@ -22,11 +22,13 @@ TRIAL_CPU = 0.01  # the Tune trial actor only drives the Train run (0 is rejecte
 # Beside Ray's totals in a cluster's resources: the GPUs of its largest node. A trial's workers are
 # placed as one group, and ranks on one node all-reduce over NVLink/PCIe (docs/scaling.md).
 LARGEST_NODE_GPUS = "largest_node_GPU"
-# An evaluator's share of a GPU under ``evaluation.gpus_per_evaluator: auto`` on a cluster with GPUs:
-# one scoring round of docsplit_long's full profile took 5.5-7.6 s on an eighth of an H100
-# (bench/RESULTS.md, "Training on a GPU"), where two 4-CPU evaluators had not scored the base after
-# 4.5 minutes on an H200 machine's CPUs.
+# ``evaluation.gpus_per_evaluator: auto`` on a cluster with GPUs: an eighth of a GPU per evaluator,
+# all of them together at most a quarter (so whole-GPU workers fitted to the rest stay alone on
+# their GPUs). One scoring round of docsplit_long's full profile took 5.5-7.6 s on an eighth of an
+# H100, where two 4-CPU evaluators had not scored the base after 4.5 minutes on an H200 machine's
+# CPUs (bench/RESULTS.md, "Training on a GPU").
 EVALUATOR_GPU_SHARE = 0.125
+EVALUATORS_GPU_SHARE = 0.25
 
 
 class InfeasibleResources(ValueError):
@@ -75,11 +77,16 @@ def gpus_taken(workers: int, gpus_per_worker: float) -> float:
     return float(math.ceil(workers / _workers_per_gpu(gpus_per_worker)))
 
 
-def left_beside_workers(gpus_per_worker: float) -> float:
-    """The share of each GPU that a trial's fractional workers leave free (0 for whole GPUs)."""
-    if gpus_per_worker <= 0 or gpus_per_worker >= 1:
+def most_left_beside_workers(workers: int, gpus_per_worker: float) -> float:
+    """The largest share of one GPU that a trial's fractional workers leave free: on the GPU they
+    fill least (0 for whole GPUs). Ray gives a fractional request the smallest free slice that fits
+    it, so evaluators started before the trials pack onto one GPU: they fit beside a trial only
+    when all of them fit this one slice."""
+    if workers < 1 or gpus_per_worker <= 0 or gpus_per_worker >= 1:
         return 0.0
-    return 1 - _workers_per_gpu(gpus_per_worker) * gpus_per_worker
+    per_gpu = _workers_per_gpu(gpus_per_worker)
+    on_last = workers - (math.ceil(workers / per_gpu) - 1) * per_gpu
+    return 1 - on_last * gpus_per_worker
 
 
 def plan_resources(train, evaluation, samples: int, cap: int | None, cluster: dict[str, float]) -> ResourcePlan:
@@ -88,9 +95,9 @@ def plan_resources(train, evaluation, samples: int, cap: int | None, cluster: di
     trial_gpus = train.workers * train.gpus_per_worker
     eval_cpus = evaluation.evaluators * evaluation.cpus_per_evaluator
     eval_gpus = evaluation.evaluators * evaluation.gpus_per_evaluator
-    occupied, left = gpus_taken(train.workers, train.gpus_per_worker), left_beside_workers(train.gpus_per_worker)
+    occupied = gpus_taken(train.workers, train.gpus_per_worker)
     # evaluators that fit in what one trial's workers leave free take no GPU from the trials
-    beside = evaluation.gpus_per_evaluator <= left + 1e-9 and eval_gpus <= occupied * left + 1e-9
+    beside = eval_gpus <= most_left_beside_workers(train.workers, train.gpus_per_worker) + 1e-9
     free_cpus, free_gpus = cpus - eval_cpus, gpus - (0.0 if beside else eval_gpus)
     concurrent = math.floor(free_cpus / trial_cpus + 1e-9) if free_cpus > 0 else 0
     if trial_gpus > 0:

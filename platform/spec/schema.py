@@ -237,8 +237,8 @@ class EvaluationSection:
     gpus_per_evaluator: float | Literal["auto"] = field(
         default="auto",
         metadata=constraint(
-            "GPUs each evaluator holds; auto: none on a cluster without GPUs, else an eighth of one each (on a "
-            "machine whose GPUs one trial's workers fill, each worker then holds the rest of its GPU)",
+            "GPUs each evaluator holds; auto: none on a cluster without GPUs, else an eighth of one each (a "
+            "quarter between them at most), whole-GPU workers then holding the rest of theirs",
             0.0,
         ),
     )

@@ -64,6 +64,18 @@ def test_the_unedited_default_search_fits_gpu_machines_of_any_size(cluster, work
     assert "gpus_per_evaluator auto → 0.125 (2 evaluators score on the GPU); train.gpus_per_worker 1 → 0.75" in why
 
 
+@pytest.mark.parametrize(("evaluators", "share", "worker"), [(1, 0.125, 0.875), (4, 0.0625, 0.75), (8, 0.03125, 0.75)])
+def test_more_evaluators_share_a_quarter_of_a_gpu_so_workers_stay_alone_on_theirs(evaluators, share, worker):
+    spec, _ = load_spec("docsplit_long", "full")
+    spec = dataclasses.replace(spec, evaluation=dataclasses.replace(spec.evaluation, evaluators=evaluators))
+    for cluster in ({"CPU": 64, "GPU": 1, LARGEST_NODE_GPUS: 1}, {"CPU": 784, "GPU": 64, LARGEST_NODE_GPUS: 4}):
+        fitted, _ = fit_to_cluster(spec, cluster)
+        plan = plan_search_resources(fitted, cluster)
+        assert (fitted.evaluation.gpus_per_evaluator, fitted.train.gpus_per_worker) == (share, worker)
+        assert plan.trial_gpu_devices == fitted.train.workers  # one worker per GPU
+        assert plan.max_concurrent == cluster["GPU"] // fitted.train.workers  # evaluators take no trial place
+
+
 def test_without_gpus_the_evaluators_embed_on_their_cpus():
     spec, _ = load_spec("docsplit_long", "full")
     spec = dataclasses.replace(spec, train=dataclasses.replace(spec.train, gpus_per_worker=0.0, cpus_per_worker=1))
@@ -134,4 +146,13 @@ def test_a_resumed_search_keeps_the_count_it_started_with(tmp_path):
     resumed = check_matches_recording(spec, recorded | {"spec": "docsplit_long", "profile": "full"}, tmp_path)
     assert resumed.train.workers == 8  # its checkpoints hold 8 stream positions
     assert (resumed.evaluation.gpus_per_evaluator, resumed.train.gpus_per_worker) == (0.125, 0.75)
+    # a run recorded before evaluators were fitted (CPU evaluators, whole-GPU workers) resumes as it ran
+    before = dataclasses.replace(
+        started,
+        train=dataclasses.replace(started.train, gpus_per_worker=1.0),
+        evaluation=dataclasses.replace(started.evaluation, gpus_per_evaluator=0.0),
+    )
+    recorded = {"resolved_spec": json.loads(json.dumps(dataclasses.asdict(before), default=str))}
+    resumed = check_matches_recording(spec, recorded | {"spec": "docsplit_long", "profile": "full"}, tmp_path)
+    assert (resumed.evaluation.gpus_per_evaluator, resumed.train.gpus_per_worker) == (0.0, 1.0)
     assert fit_to_cluster(resumed, {"CPU": 16, "GPU": 1, LARGEST_NODE_GPUS: 1}) == (resumed, None)

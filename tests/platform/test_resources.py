@@ -67,6 +67,7 @@ def test_workers_holding_a_fraction_of_a_gpu_take_whole_gpus(workers, gpus_per_w
         (0.75, 0.125, 8, 2),  # two trials of 4 workers: the evaluators take no trial's place
         (1.0, 0.125, 8, 1),  # whole-GPU workers: the evaluators' quarter costs a trial its place
         (0.75, 0.5, 8, 1),  # an evaluator too large for the quarter a worker leaves takes GPUs of its own
+        (0.5, 0.125, 1, 1),  # one worker of a half: the evaluators in the other half
     ],
 )
 def test_evaluators_that_fit_beside_the_workers_take_no_trial_place(
@@ -81,7 +82,21 @@ def test_evaluators_that_fit_beside_the_workers_take_no_trial_place(
         {"CPU": 64, "GPU": cluster_gpus},
     )
     assert plan.max_concurrent == at_once
-    assert plan.trial_gpu_devices == workers and plan.trial_gpus == workers * gpus_per_worker
+    assert plan.trial_gpu_devices == gpus_taken(workers, gpus_per_worker)
+    assert plan.trial_gpus == workers * gpus_per_worker
+
+
+def test_evaluators_beside_a_trial_must_fit_one_gpu_slice():
+    # Ray gives a fractional request the smallest free slice that fits, so four evaluators of an
+    # eighth all land on one GPU: beside 0.75 workers they leave half a GPU where a worker needs 0.75
+    with pytest.raises(InfeasibleResources):
+        plan_resources(
+            TrainSection(workers=2, cpus_per_worker=1, gpus_per_worker=0.75),
+            EvaluationSection(evaluators=4, cpus_per_evaluator=1, gpus_per_evaluator=0.125),
+            2,
+            None,
+            {"CPU": 16, "GPU": 2},
+        )
 
 
 def test_whole_gpu_workers_and_evaluators_of_their_own_do_not_fit_one_gpu():
