@@ -38,7 +38,7 @@ from platform.common import ROOT, UsageError, check_run_dir
 from platform.environment import environment
 from platform.resources import (
     EVALUATOR_GPU_SHARE,
-    EVALUATORS_GPU_SHARE,
+    EVALUATORS_GPU_CAP,
     LARGEST_NODE_GPUS,
     ResourcePlan,
     auto_workers,
@@ -158,11 +158,10 @@ def check_matches_recording(spec: SearchSpec, recorded: dict, run_dir: Path) -> 
     if spec.train.workers == "auto":
         spec = dataclasses.replace(spec, train=dataclasses.replace(spec.train, workers=started["train"]["workers"]))
     if spec.evaluation.gpus_per_evaluator == "auto":
-        share, started_share = started["evaluation"]["gpus_per_evaluator"], started["train"]["gpus_per_worker"]
+        share, worker_share = started["evaluation"]["gpus_per_evaluator"], started["train"]["gpus_per_worker"]
         train = spec.train
-        fitted_share = 1 - spec.evaluation.evaluators * share
-        if train.gpus_per_worker == 1 and math.isclose(started_share, fitted_share):  # what the fit gave
-            train = dataclasses.replace(train, gpus_per_worker=started_share)
+        if train.gpus_per_worker == 1 and math.isclose(worker_share, 1 - spec.evaluation.evaluators * share):
+            train = dataclasses.replace(train, gpus_per_worker=worker_share)  # what the fit gave the workers
         spec = dataclasses.replace(
             spec, train=train, evaluation=dataclasses.replace(spec.evaluation, gpus_per_evaluator=share)
         )
@@ -238,7 +237,7 @@ def _fit_evaluator_gpus(spec: SearchSpec, cluster: dict[str, float]) -> tuple[Se
     if evaluation.gpus_per_evaluator != "auto":
         return spec, None
     gpus = cluster.get("GPU", 0.0)
-    share = min(EVALUATOR_GPU_SHARE, EVALUATORS_GPU_SHARE / evaluation.evaluators) if gpus > 0 else 0.0
+    share = min(EVALUATOR_GPU_SHARE, EVALUATORS_GPU_CAP / evaluation.evaluators) if gpus > 0 else 0.0
     together = evaluation.evaluators * share
     note = f"evaluation.gpus_per_evaluator auto → {share:g}"
     if not share:

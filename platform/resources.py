@@ -28,7 +28,7 @@ LARGEST_NODE_GPUS = "largest_node_GPU"
 # H100, where two 4-CPU evaluators had not scored the base after 4.5 minutes on an H200 machine's
 # CPUs (bench/RESULTS.md, "Training on a GPU").
 EVALUATOR_GPU_SHARE = 0.125
-EVALUATORS_GPU_SHARE = 0.25
+EVALUATORS_GPU_CAP = 0.25
 
 
 class InfeasibleResources(ValueError):
@@ -44,7 +44,7 @@ class ResourcePlan:
     evaluator_cpus: float
     evaluator_gpus: float
     max_concurrent: int
-    trial_gpu_devices: float = 0.0  # the GPUs a trial's workers sit on (more than trial_gpus for fractions)
+    trial_gpu_devices: float  # the GPUs a trial's workers sit on (more than trial_gpus for fractions)
 
     def describe(self) -> str:
         devices = f" on {self.trial_gpu_devices:g}" if self.trial_gpu_devices != self.trial_gpus else ""
