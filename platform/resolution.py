@@ -218,7 +218,11 @@ def _fit_workers(spec: SearchSpec, cluster: dict[str, float]) -> tuple[SearchSpe
     fitted = dataclasses.replace(spec, train=dataclasses.replace(train, workers=workers))
     check_semantics(fitted)
     batch = ", ".join(f"{b} → {b // workers}" for b in dict.fromkeys(batch_sizes))
-    chunks = f", encoded in GradCache chunks of {train.chunk_size}" if train.chunk_size else ""
+    chunks = ""
+    if train.chunk_size == "auto":
+        chunks = ", encoded in GradCache chunks each worker sizes to its memory"
+    elif train.chunk_size:
+        chunks = f", encoded in GradCache chunks of {train.chunk_size}"
     hardware = f"{node_gpus:g} GPU on the largest node" if train.gpus_per_worker > 0 else "CPU training"
     return fitted, (
         f"train.workers auto → {workers} ({hardware}): the global batch stays, each worker taking its share "

@@ -58,6 +58,7 @@ def test_the_unedited_default_search_fits_gpu_machines_of_any_size(cluster, work
     assert fitted.train.workers == workers and plan.max_concurrent == at_once
     assert fitted.train.batch_size == spec.train.batch_size == 64  # the global batch (and its negatives) stays
     assert why.startswith(f"train.workers auto → {workers} ") and f"64 → {64 // workers} pairs" in why
+    assert spec.train.chunk_size == "auto" and "GradCache chunks each worker sizes to its memory" in why
     # the checkpoints are scored on the GPUs, each evaluator in the eighth of a GPU its share leaves a worker
     assert (fitted.evaluation.gpus_per_evaluator, fitted.train.gpus_per_worker) == (0.125, 0.75)
     assert (plan.evaluator_gpus, plan.trial_gpu_devices) == (0.25, workers)
