@@ -236,7 +236,7 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> int:
         print(f"doctune: report in {write_reports(run_dir)[-1]}")
     except Exception as err:
         print(f"doctune: report not written: {type(err).__name__}: {err}", file=sys.stderr)
-    print(f"doctune: {write_timings(run_dir, clock.summary(trial_seconds(results)))}")
+    print(f"doctune: {write_timings(run_dir, clock.summary(trial_seconds(results, since=clock.started_at)))}")
     trackers.finish(rows, run_dir, exported.path)
     return EXIT_OK
 

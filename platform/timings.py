@@ -12,7 +12,9 @@ With several trials at once, trial seconds are turned into wall seconds by divid
 trials' mean concurrency (their summed wall time over the trials phase, at least 1): each
 category's share of the trials phase is its share of the trials' own time. With one trial at a
 time the split is exact, and the gaps between trials (trial actor start, Optuna) count as
-overhead. ``timings.json`` in the run directory holds all of it.
+overhead. ``timings.json`` in the run directory holds all of it, for the call that wrote it: a
+resumed search counts the rounds it ran itself, not those of trials that ran before it was
+interrupted (their seconds went with the earlier call, whose wall time is not known here).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class PhaseClock:
 
     def __init__(self) -> None:
         self.began = time.monotonic()
+        self.started_at = time.time()  # the epoch second Tune's result timestamps are compared with
         self.phases: dict[str, float] = {}
 
     @contextmanager
@@ -72,14 +75,19 @@ class PhaseClock:
         }
 
 
-def trial_seconds(results) -> dict[str, float]:
+def trial_seconds(results, since: float = 0.0) -> dict[str, float]:
     """``train_seconds`` and ``eval_seconds`` summed over every round of every trial of a Tune
-    result grid, and ``wall_seconds``: each trial's own wall time (its last ``time_total_s``)."""
+    result grid, and ``wall_seconds``: each trial's own wall time (its last ``time_total_s``).
+    Only rounds reported at or after ``since`` (epoch seconds, Tune's ``timestamp``) count: a
+    resumed search leaves out the trials that ran before it (Tune restarts an interrupted trial,
+    whose ``time_total_s`` then starts again)."""
     sums = {"train_seconds": 0.0, "eval_seconds": 0.0, "wall_seconds": 0.0}
     for result in results:
         frame = result.metrics_dataframe
         if frame is None:
             continue
+        if "timestamp" in frame:
+            frame = frame[frame["timestamp"] >= int(since)]  # Tune's timestamps are whole seconds
         for column in ("train_seconds", "eval_seconds"):
             if column in frame:
                 sums[column] += float(frame[column].fillna(0.0).sum())

@@ -1,16 +1,31 @@
-"""The whole product: the smoke search end to end, through the CLI, on a real local Ray."""
+"""The whole product: the smoke search end to end, through the CLI, on a real local Ray. The suite's
+one smoke search is killed with SIGKILL mid-run (driver and every process it started) and finished
+by ``--resume``: every test of the search's products reads the resumed run, and one test checks
+that the kill lost and reran nothing."""
 
 from __future__ import annotations
 
 import json
 import math
+import signal
 import subprocess
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import pytest
 
-from tests.conftest import FEW_ITEMS, ROOT, closed_port, outside_the_checkout, run_smoke_search, spec_variant
+from tests.conftest import (
+    FEW_ITEMS,
+    ROOT,
+    closed_port,
+    outside_the_checkout,
+    run_smoke_search,
+    smoke_search_command,
+    spec_variant,
+)
 from tests.servers import mlflow_server, s3_server
 from tests.wandb_records import offline_runs
 
@@ -29,7 +44,7 @@ def _tracked(mlflow_url: str) -> dict:
 @pytest.fixture(scope="module")
 def tracking_server(tmp_path_factory):
     """A real MLflow tracking server, up for the module's tests (the SIGKILL-and-resume test tracks
-    into a SQLite store, tests/platform/test_resume.py)."""
+    and resumed search goes on recording into it)."""
     with mlflow_server(tmp_path_factory.mktemp("mlflow")) as url:
         yield url
 
@@ -43,16 +58,112 @@ def bucket(tmp_path_factory):
         yield server.uri("runs", "smoke")
 
 
+@dataclass(frozen=True)
+class Killed:
+    """What the smoke search had when it was killed: the trials with a scored checkpoint, each
+    checkpoint and when it was written, the trials that had finished, and whether a leaderboard was
+    written."""
+
+    scored: set[str]
+    checkpoints: dict[str, int]
+    finished: set[str]
+    had_leaderboard: bool
+
+
+def _kill_tree(pid: int) -> None:
+    root = psutil.Process(pid)
+    processes = [root, *root.children(recursive=True)]
+    for process in processes:
+        try:
+            process.send_signal(signal.SIGKILL)
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(processes, timeout=30)
+
+
+def _checkpoints(run_dir) -> dict[str, int]:
+    """Each checkpoint and when it was written, read off its record, which every checkpoint keeps (a
+    checkpoint directory itself changes when its training state or, once the trial has ended, its
+    weights are released: train.keep_checkpoints)."""
+    return {
+        str(p.relative_to(run_dir)): (p / "doctune.json").stat().st_mtime_ns
+        for p in run_dir.glob("trials/*/checkpoints/step_*/")
+        if not p.name.endswith(".partial")
+    }
+
+
 @pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory, tracking_server, bucket):
+def killed(tmp_path_factory, tracking_server, bucket):
     """The smoke spec's search, tracked in MLflow and W&B and copied to ``bucket`` (the spec beside the
-    run directory, ``smoke.yaml``)."""
+    run directory, ``smoke.yaml``), killed with SIGKILL once its first trial has finished and its
+    second has saved its first checkpoint, while the pool scores it (a round takes seconds to score,
+    so the kill lands inside that window): the resumed trial scores and reports that round itself.
+    Returns the command, the run directory and ``Killed``."""
     directory = tmp_path_factory.mktemp("search")
     run_dir = directory / "smoke"
     spec = spec_variant("smoke", directory, **_tracked(tracking_server))
-    done = run_smoke_search(spec, run_dir, "--storage", bucket)
+    command = [*smoke_search_command(spec, run_dir), "--storage", bucket]
+    driver = subprocess.Popen(
+        command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    deadline = time.monotonic() + 600
+    try:
+        while time.monotonic() < deadline:
+            finished = {p.parents[2].name for p in run_dir.glob("trials/*/checkpoints/step_000004/scores.json")}
+            saved = {p.parents[2].name for p in run_dir.glob("trials/*/checkpoints/step_000002/doctune.json")}
+            if finished and saved - finished:
+                break
+            assert driver.poll() is None, "the search ended before it could be interrupted"
+            time.sleep(0.5)
+        else:
+            raise AssertionError("no second trial started within 10 minutes")
+    finally:
+        _kill_tree(driver.pid)
+    scored = {p.parents[2].name for p in run_dir.glob("trials/*/checkpoints/step_*/scores.json")}
+    return command, run_dir, Killed(scored, _checkpoints(run_dir), finished, (run_dir / "leaderboard.json").exists())
+
+
+@pytest.fixture(scope="module")
+def smoke_run(killed):
+    """The killed smoke search finished by ``--resume``: its run directory and the resume's output
+    (stdout, then stderr, where Ray's workers' lines may land)."""
+    command, run_dir, _ = killed
+    done = subprocess.run([*command, "--resume"], cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return run_dir, done.stdout
+    return run_dir, done.stdout + done.stderr
+
+
+def test_a_search_killed_with_sigkill_resumes_losing_and_rerunning_nothing(killed, smoke_run, tracking_server):
+    """The interrupted trial continued from its checkpoint; no finished trial, saved checkpoint or
+    baseline score was redone; Optuna's study and the MLflow record went on as one (W&B's, the
+    offline run files merged: test_wandb_has_each_trial_every_round_and_the_winner_as_a_model)."""
+    import optuna
+
+    from platform.tuner import study_storage
+
+    _, run_dir, before = killed
+    _, stdout = smoke_run
+    assert len(before.finished) == 1 and not before.had_leaderboard, "the first trial, and only it, had finished"
+    assert before.scored == before.finished, "the second trial's first round was being scored at the kill"
+    rows = json.loads((run_dir / "leaderboard.json").read_text())["rows"]
+    trials = [r for r in rows if r["trial"] != "baseline"]
+    assert len(trials) == 2 and {r["status"] for r in trials} == {"completed"}
+    after = _checkpoints(run_dir)
+    assert all(after[path] == mtime for path, mtime in before.checkpoints.items()), "a saved checkpoint was rewritten"
+    assert len(after) == 4  # 2 trials x 2 rounds: nothing trained twice, nothing missing
+    assert "resumed from step_" in stdout
+    assert (run_dir / "baseline.json").stat().st_mtime_ns < min(before.checkpoints.values())  # not scored again
+    study = optuna.load_study(study_name="smoke", storage=study_storage(run_dir))
+    assert [t.state for t in study.trials] == [optuna.trial.TrialState.COMPLETE] * 2
+    params = sorted(t.params["temperature"] for t in study.trials)
+    assert params == pytest.approx(sorted(r["hyperparameters"]["temperature"] for r in trials))
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=tracking_server)
+    runs = client.search_runs([client.get_experiment_by_name("smoke").experiment_id])
+    parents = [run for run in runs if "mlflow.parentRunId" not in run.data.tags]
+    children = [run.info.run_name for run in runs if run.data.tags.get("mlflow.parentRunId")]
+    assert len(parents) == 1 and sorted(children) == sorted(r["trial"] for r in rows)  # each run once
 
 
 def test_leaderboard_has_every_trial_and_the_baseline_with_finite_scores(smoke_run):
@@ -166,10 +277,11 @@ def test_tensorboard_shows_every_trial(smoke_run):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     run_dir, _ = smoke_run
-    event_files = sorted(run_dir.glob("tune/smoke/*/events.out.tfevents.*"))
-    assert len(event_files) == 2
-    for event_file in event_files:
-        events = EventAccumulator(str(event_file.parent))
+    # one directory per trial; the interrupted trial's holds a second events file, its resumed run's
+    trial_dirs = sorted({p.parent for p in run_dir.glob("tune/smoke/*/events.out.tfevents.*")})
+    assert len(trial_dirs) == 2
+    for trial_dir in trial_dirs:
+        events = EventAccumulator(str(trial_dir))
         events.Reload()
         tags = events.Tags()["scalars"]
         for name in ("objective", "loss", "tokens_per_s", "news-title-retrieval/ndcg_at_10", "r8-fewshot/macro_f1"):
@@ -193,32 +305,47 @@ def test_every_report_file_is_written(smoke_run):
     assert environment["python"] and environment["cpu"]["count"] >= 1 and "git_commit" in environment
 
 
-def test_the_wall_time_is_accounted_for(smoke_run):
-    run_dir, stdout = smoke_run
+def _check_timings(run_dir) -> dict:
+    """``timings.json``'s account adds up; returns it."""
     timings = json.loads((run_dir / "timings.json").read_text())
     phases = timings["phases"]
-    assert {"inputs", "ray start", "evaluators start", "baseline", "trials"} <= set(phases)
+    assert {"inputs", "ray start", "evaluators start", "trials"} <= set(phases)
     assert sum(phases.values()) <= timings["wall_seconds"]
     trials = timings["trials"]
-    assert 0 < trials["train_seconds"] < phases["trials"] and 0 < trials["eval_seconds"] < phases["trials"]
+    on_the_wall = {key: trials[key] / trials["mean_concurrency"] for key in ("train_seconds", "eval_seconds")}
+    assert all(0 < seconds < phases["trials"] for seconds in on_the_wall.values()), on_the_wall
     # a trial's own wall time holds its steps, its waits for scores, and its start-up and checkpoints
     assert trials["wall_seconds"] > trials["train_seconds"] + trials["eval_seconds"]
     assert trials["mean_concurrency"] >= 1.0
     assert sum(timings["shares"].values()) == pytest.approx(1.0, abs=1e-6)
+    return timings
+
+
+def test_the_resumed_calls_wall_time_is_accounted_for(smoke_run):
+    # the call that finished the killed search: the baseline was scored before the kill, and the trial
+    # that finished then is not this call's (counted, the two trials would seem to have run at once)
+    run_dir, stdout = smoke_run
+    timings = _check_timings(run_dir)
+    assert "baseline" not in timings["phases"] and timings["trials"]["mean_concurrency"] == 1.0
     assert "wall time" in stdout and "overhead" in stdout
 
 
-def test_training_goes_on_while_a_round_is_scored_and_every_round_is_reported_in_order(smoke_run):
+def test_training_goes_on_while_a_round_is_scored_and_every_round_is_reported_in_order(smoke_run, killed):
     # train.overlap_scoring (the default): while the pool scored round 1, the trial trained on, so it
     # stood still for less than the scoring took; the last round is awaited before the trial ends
     # (quality_vs_length below runs without overlap)
     run_dir, _ = smoke_run
+    _, _, before = killed
     reports = _reports(run_dir)
     assert len(reports) == 2
     for trial in reports:
         assert [(r["eval_round"], r["step"]) for r in trial] == [(1, 2), (2, 4)]
-        assert trial[0]["report_step"] in (3, 4) and trial[1]["report_step"] == 4
-        assert trial[0]["eval_seconds"] < trial[0]["scoring_seconds"]
+        assert trial[1]["report_step"] == 4
+        if trial[0]["trial_id"] in before.finished:
+            assert trial[0]["report_step"] in (3, 4) and trial[0]["eval_seconds"] < trial[0]["scoring_seconds"]
+        else:  # the round being scored at the kill: the resumed trial scores it before it trains on
+            assert trial[0]["report_step"] == 2 and trial[0]["scoring_seconds"] > 0
+            assert trial[0]["eval_seconds"] == pytest.approx(trial[0]["scoring_seconds"], rel=0.01)
 
 
 def test_the_bucket_alone_holds_the_run_and_exports_its_winner(smoke_run, bucket, tmp_path):
@@ -469,6 +596,8 @@ def test_two_objectives_give_a_pareto_front_from_warm_started_trials(tmp_path):
         [[r["objectives"]["quality"], r["objectives"]["robustness"]] for r in trials]
     )
     assert (run_dir / "plots" / "pareto_front.png").stat().st_size > 10_000
+    timings = _check_timings(run_dir)  # a search run in one call: its baseline scoring is timed too
+    assert timings["phases"]["baseline"] > 0
     # without train.overlap_scoring each round is reported at its own step, training waiting for it
     for trial in _reports(run_dir):
         assert [r["report_step"] for r in trial] == [r["step"] for r in trial] == [2, 4]

@@ -67,7 +67,9 @@ class WandbRuns:
         state = self.state.load()
         if step <= state["steps"].get(trial, -1):  # logged before a kill: a resumed trial reports it again
             return
-        self._trial_run(state, trial, hyperparameters).log(metrics, step=step)
+        # committed now: with a step and no commit W&B holds the row until a later step arrives, so a
+        # trial's last round would wait for its run's end, and be lost with a killed search
+        self._trial_run(state, trial, hyperparameters).log(metrics, step=step, commit=True)
         state["steps"][trial] = step
         self.state.save(state)
 

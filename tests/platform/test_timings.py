@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from platform.timings import PhaseClock
+from platform.timings import PhaseClock, trial_seconds
 
 
 def _clock(wall: float, phases: dict[str, float]) -> PhaseClock:
@@ -32,3 +32,24 @@ def test_two_trials_at_once_count_their_seconds_once_on_the_wall():
     assert summary["shares"]["training"] == pytest.approx(0.80, abs=1e-3)
     assert summary["shares"]["overhead"] == pytest.approx(0.10, abs=1e-3)
     assert sum(summary["shares"].values()) == pytest.approx(1.0)
+
+
+def test_a_resumed_call_counts_only_the_rounds_it_ran():
+    """Tune's result grid of a resumed search holds the trials that finished before the interruption;
+    their rounds (reported before ``since``) belong to the earlier call. An interrupted trial is
+    restarted by Tune, so its ``time_total_s`` starts again in this call."""
+    import pandas as pd
+    from ray.tune import Result
+
+    def result(rows: list[tuple[int, float, float, float]]) -> Result:  # (timestamp, train, eval, total)
+        frame = pd.DataFrame(rows, columns=["timestamp", "train_seconds", "eval_seconds", "time_total_s"])
+        return Result(metrics=frame.iloc[-1].to_dict(), checkpoint=None, error=None, path="", metrics_dataframe=frame)
+
+    earlier = result([(1000, 10.0, 5.0, 20.0), (1030, 10.0, 5.0, 45.0)])
+    resumed = result([(2000, 0.0, 0.0, 3.0), (2040, 12.0, 6.0, 40.0)])
+    assert trial_seconds([earlier, resumed], since=1990.5) == {
+        "train_seconds": 12.0,
+        "eval_seconds": 6.0,
+        "wall_seconds": 40.0,
+    }
+    assert trial_seconds([earlier, resumed])["wall_seconds"] == 85.0  # a first call counts every trial
