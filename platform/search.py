@@ -55,8 +55,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from platform.tracking.wandb_runs import use_own_service
+
     clock = PhaseClock()
     args = parse_args(argv)
+    use_own_service()
     try:
         request = SearchRequest.from_command_line(args.spec, args.profile, args.run_dir, args.resume, args.storage)
         return _run(request, args.dry_run, clock)

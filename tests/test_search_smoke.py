@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import signal
 import subprocess
 import sys
@@ -92,6 +93,14 @@ def _checkpoints(run_dir) -> dict[str, int]:
     }
 
 
+def _with_a_w_and_b_service_to_leave_alone() -> dict[str, str]:
+    """This environment with ``WANDB_SERVICE`` naming a W&B service that does not answer. W&B sets
+    it for the children of a process that used W&B (this test runner, once a tracking test ran):
+    a search that took the runner's service would leave its killed runs open there, and the resumed
+    search could not open them again; this one would fail every W&B run. The search starts its own."""
+    return {**os.environ, "WANDB_SERVICE": f"3-{os.getpid()}-tcp-localhost-{closed_port()}"}
+
+
 @pytest.fixture(scope="module")
 def killed(tmp_path_factory, tracking_server, bucket):
     """The smoke spec's search, tracked in MLflow and W&B and copied to ``bucket`` (the spec beside the
@@ -104,7 +113,12 @@ def killed(tmp_path_factory, tracking_server, bucket):
     spec = spec_variant("smoke", directory, **_tracked(tracking_server))
     command = [*smoke_search_command(spec, run_dir), "--storage", bucket]
     driver = subprocess.Popen(
-        command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        command,
+        cwd=ROOT,
+        env=_with_a_w_and_b_service_to_leave_alone(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     deadline = time.monotonic() + 600
     try:
@@ -128,7 +142,8 @@ def smoke_run(killed):
     """The killed smoke search finished by ``--resume``: its run directory and the resume's output
     (stdout, then stderr, where Ray's workers' lines may land)."""
     command, run_dir, _ = killed
-    done = subprocess.run([*command, "--resume"], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    env = _with_a_w_and_b_service_to_leave_alone()
+    done = subprocess.run([*command, "--resume"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return run_dir, done.stdout + done.stderr
 

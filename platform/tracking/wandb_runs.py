@@ -22,6 +22,7 @@ callbacks.
 
 from __future__ import annotations
 
+import os
 import re
 import uuid
 from pathlib import Path
@@ -32,6 +33,14 @@ from platform.tracking import SEARCH_ARTIFACTS, TrackerState, chosen_round_score
 
 INIT_TIMEOUT_S = 15  # a W&B server that does not answer fails the tracker, not the search, this soon
 _OPEN: dict[str, object] = {}  # run id -> the open wandb Run, in this (the driver's) process
+
+
+def use_own_service() -> None:
+    """Make this process start a W&B service of its own rather than use one it inherited
+    (``WANDB_SERVICE``, which W&B sets for the children of a process that used it: a notebook, a
+    test runner). An inherited service outlives the search, so a killed search's runs stay open in
+    it and the resumed search cannot open them again. Called by the search's driver at its start."""
+    os.environ.pop("WANDB_SERVICE", None)
 
 
 def artifact_name(text: str) -> str:
