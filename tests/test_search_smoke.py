@@ -44,8 +44,8 @@ def _tracked(mlflow_url: str) -> dict:
 
 @pytest.fixture(scope="module")
 def tracking_server(tmp_path_factory):
-    """A real MLflow tracking server, up for the module's tests (the SIGKILL-and-resume test tracks
-    and resumed search goes on recording into it)."""
+    """A real MLflow tracking server, up for the module's tests (the killed smoke search records into
+    it, and its resume goes on recording there)."""
     with mlflow_server(tmp_path_factory.mktemp("mlflow")) as url:
         yield url
 
@@ -107,7 +107,7 @@ def killed(tmp_path_factory, tracking_server, bucket):
     run directory, ``smoke.yaml``), killed with SIGKILL once its first trial has finished and its
     second has saved its first checkpoint, while the pool scores it (a round takes seconds to score,
     so the kill lands inside that window): the resumed trial scores and reports that round itself.
-    Returns the command, the run directory and ``Killed``."""
+    Returns the spec, the run directory and ``Killed``."""
     directory = tmp_path_factory.mktemp("search")
     run_dir = directory / "smoke"
     spec = spec_variant("smoke", directory, **_tracked(tracking_server))
@@ -134,16 +134,16 @@ def killed(tmp_path_factory, tracking_server, bucket):
     finally:
         _kill_tree(driver.pid)
     scored = {p.parents[2].name for p in run_dir.glob("trials/*/checkpoints/step_*/scores.json")}
-    return command, run_dir, Killed(scored, _checkpoints(run_dir), finished, (run_dir / "leaderboard.json").exists())
+    return spec, run_dir, Killed(scored, _checkpoints(run_dir), finished, (run_dir / "leaderboard.json").exists())
 
 
 @pytest.fixture(scope="module")
-def smoke_run(killed):
+def smoke_run(killed, bucket):
     """The killed smoke search finished by ``--resume``: its run directory and the resume's output
     (stdout, then stderr, where Ray's workers' lines may land)."""
-    command, run_dir, _ = killed
+    spec, run_dir, _ = killed
     env = _with_a_w_and_b_service_to_leave_alone()
-    done = subprocess.run([*command, "--resume"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    done = run_smoke_search(spec, run_dir, "--storage", bucket, "--resume", env=env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return run_dir, done.stdout + done.stderr
 
