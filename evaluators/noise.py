@@ -236,3 +236,18 @@ def items_needed(spread: Spread, items: int, power: float = POWER) -> float | No
         lambda s: power_at(math.hypot(s, spread.seed_sd or 0.0)) - power, 1e-9, scoring_sd, xtol=1e-12
     )
     return float(items * (scoring_sd / needed) ** 2)
+
+
+def items_to_tell(gain: Gain, power: float = POWER) -> float | None:
+    """How many times today's items would call a true difference of ``gain.difference`` beyond
+    noise with probability ``power``: the two-sided test at ``gain.level`` detects ``d`` when
+    ``d / se >= z(1 - (1 - level) / 2) + z(power)``, and the difference's standard error ``se``
+    (read from the interval's width, ``2 z se``) shrinks as 1/sqrt(items). None for a difference
+    of 0 or less (no number of items finds a gain that is not there); at least 1."""
+    from scipy import stats
+
+    if gain.difference <= 0:
+        return None
+    z = stats.norm.ppf(0.5 + gain.level / 2)
+    se = (gain.high - gain.low) / (2 * z)
+    return max(1.0, ((z + stats.norm.ppf(power)) * se / gain.difference) ** 2)

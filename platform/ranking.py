@@ -14,7 +14,9 @@ cache), and ``assess`` measures, where the ranking is made:
   gains on the leaderboard are the unbiased ones);
 - when the trials are within noise, the budget that would tell them apart: a power calculation
   (``evaluators.noise.items_needed``) from the measured noise and the spread left once noise is
-  taken out, in scoring items per task and in trials.
+  taken out, in scoring items per task and in trials;
+- when the winner's test gains over the baseline rows are all within noise, the test items that
+  would tell gains of their size (``evaluators.noise.items_to_tell``).
 
 The record (``RankingNoise.record``) is kept in ``leaderboard.json`` and shown by the terminal, the
 report and the model card as the sentences of ``verdict``.
@@ -26,11 +28,21 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
-from evaluators.noise import POWER, Gain, Spread, items_needed, joint_resamples, paired_bootstrap, spread_test
+from evaluators.noise import (
+    POWER,
+    Gain,
+    Spread,
+    items_needed,
+    items_to_tell,
+    joint_resamples,
+    paired_bootstrap,
+    spread_test,
+)
 from evaluators.scores import part
 
 RANKING_PART = "val"
 MAX_TRIALS_CONSIDERED = 1000  # the largest number of trials a budget estimate looks at
+MAX_ITEMS_FACTOR = 100  # a test budget beyond this many times today's items is said as "more than" it
 
 
 @dataclass
@@ -183,7 +195,27 @@ def _test_gains(gains: dict[str, dict] | None) -> list[str]:
     ]
     if gains and not any(g.difference > 0 and g.beyond_noise for g in map(Gain.from_record, gains.values())):
         lines.append("Nothing this search tried beat the base beyond noise on test at this budget.")
+        lines.append(_test_budget(gains))
     return lines
+
+
+def _test_budget(gains: dict[str, dict]) -> str:
+    """The test items that would tell gains as large as the winner's beyond noise (a power
+    calculation from each gain's own interval, ``evaluators.noise.items_to_tell``)."""
+    told = []
+    for name, record in gains.items():
+        factor = items_to_tell(Gain.from_record(record))
+        if factor is None:
+            told.append(f"none over {name}, which scored as high or higher")
+        elif factor > MAX_ITEMS_FACTOR:
+            told.append(f"more than {MAX_ITEMS_FACTOR}× over {name}")
+        else:
+            told.append(f"about {factor:.1f}× over {name}")
+    return (
+        f"Budget to tell test gains as large as these beyond noise with {POWER:.0%} power, in test items (every "
+        f"objective task's test part scaled alike): {'; '.join(told)}. Gains this small may not be worth it: "
+        "training longer or searching a wider space may find larger ones."
+    )
 
 
 def _task_noise(task: str, values: dict[str, float]) -> str:

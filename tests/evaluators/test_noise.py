@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evaluators.noise import items_needed, joint_resamples, paired_bootstrap, spread_test
+from evaluators.noise import Gain, items_needed, items_to_tell, joint_resamples, paired_bootstrap, spread_test
 from evaluators.tasks.base import Outcomes, mean_of_rows
 
 
@@ -112,6 +112,30 @@ def test_items_needed_shrinks_noise_to_the_power_a_true_spread_needs():
         observed, resampled = joint_resamples(_search(rng, effects, items=int(needed)), {"t": 1.0}, rounds=200)
         calls.append(spread_test(observed, resampled).beyond_noise)
     assert np.mean(calls) >= 0.5  # the estimate rests on one noisy spread: aim, not guarantee
+
+
+def _gain_at(rng: np.random.Generator, items: int, difference: float, noise: float) -> Gain:
+    """A paired bootstrap of two encoders whose per-item scores differ by ``difference`` on average."""
+    a = rng.uniform(0.2, 0.8, size=items)
+    b = a - difference + rng.normal(0, noise, size=items)
+    return paired_bootstrap(
+        {"t": _outcomes(a)}, {"t": _outcomes(b)}, {"t": 1.0}, rounds=300, seed=int(rng.integers(1 << 30))
+    )
+
+
+def test_items_to_tell_a_gain_reach_the_power_it_aims_for():
+    # a true gain of 0.02 at 60 items of noise 0.1: within noise in most searches
+    rng = np.random.default_rng(6)
+    difference, noise, items = 0.02, 0.1, 60
+    se = noise / np.sqrt(items)
+    exact = Gain(difference, difference - 1.96 * se, difference + 1.96 * se, rounds=0)
+    factor = items_to_tell(exact)
+    assert factor == pytest.approx(((1.96 + 0.8416) * se / difference) ** 2, rel=1e-3) and factor > 1
+    called = [_gain_at(rng, round(items * factor), difference, noise).beyond_noise for _ in range(150)]
+    assert 0.68 <= np.mean(called) <= 0.92  # 80% power, within 150 searches' sampling error
+    # no gain to find, no budget; a gain already beyond noise needs no more items than today's
+    assert items_to_tell(Gain(-0.01, -0.03, 0.01, rounds=0)) is None
+    assert items_to_tell(Gain(0.05, 0.04, 0.06, rounds=0)) == 1.0
 
 
 def test_resamples_pick_draws_as_well_as_items_and_keep_every_encoder_on_the_same_ones():
