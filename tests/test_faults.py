@@ -58,6 +58,7 @@ def test_killed_workers_resume_from_their_checkpoints_and_a_later_divergence_end
         "search.samples": 1,
         "train.max_worker_failures": 1,
         "train.max_trial_failures": 1,
+        "train.overlap_scoring": False,  # training waits for each round's scores: the kills land in that wait
         "evaluation.limits": FEW_ITEMS,  # what is tested is the restarts, not the scores
     }
     spec = spec_variant("smoke", tmp_path, **changes)
@@ -107,6 +108,9 @@ def test_killed_workers_resume_from_their_checkpoints_and_a_later_divergence_end
     # each restart reported its earlier rounds again (a report may be lost with a killed driver), then
     # the step count went on from its checkpoint, not back to 0
     assert reported[-3:] == [2, 4, 6] and set(reported) == {2, 4, 6}, reported
+    # without train.overlap_scoring each round is reported at its own step, training waiting for it
+    reports = [json.loads(line) for line in result_file.read_text().splitlines() if line.strip()]
+    assert all(r["report_step"] == r["step"] and r["eval_seconds"] >= r["scoring_seconds"] for r in reports)
     assert (run_dir / "best" / "doctune.json").exists()  # the search went on to its report and export
     study = optuna.load_study(study_name="smoke", storage=study_storage(run_dir))
     assert len(study.trials) == 1 and study.trials[0].state.is_finished()

@@ -527,8 +527,15 @@ def test_each_recipes_gpu_sized_spec_runs_real_trials_under_the_smoke_profile(
     # bregman_longformer's search is tracked by an MLflow server that does not answer: one warning, nothing lost
     dead_server = {"tracking.mlflow": {"tracking_uri": f"http://127.0.0.1:{closed_port()}"}}
     tracked = dead_server if spec == "bregman_longformer" else {}
-    # one scoring round: the rounds are the smoke spec's to test
-    changes = {"search.samples": 1, "train.eval_every": 4, "evaluation.limits": FEW_ITEMS, **confirm, **tracked}
+    # one scoring round and one worker: the rounds and data parallelism are the smoke spec's to test
+    changes = {
+        "search.samples": 1,
+        "train.eval_every": 4,
+        "train.workers": 1,
+        "evaluation.limits": FEW_ITEMS,
+        **confirm,
+        **tracked,
+    }
     variant = spec_variant(spec, tmp_path, **changes)
     run_dir = tmp_path / "run"
     if spec == "bregman_longformer":  # the installed `doctune` command (tests/test_install.py), outside the checkout
@@ -577,8 +584,9 @@ def test_two_objectives_give_a_pareto_front_from_warm_started_trials(tmp_path):
     from platform.tuner import study_storage
 
     run_dir = tmp_path / "run"
-    # one worker per trial: the two trials fit the machine at once (each trial's start-up overlaps the other's)
-    changes = {"train.overlap_scoring": False, "train.workers": 1, "evaluation.limits": FEW_ITEMS}
+    # one worker per trial: the two trials fit the machine at once (each trial's start-up overlaps the
+    # other's); one scoring round: the rounds are the smoke spec's (and PBT's) to test
+    changes = {"train.workers": 1, "train.eval_every": 4, "evaluation.limits": FEW_ITEMS}
     variant = spec_variant("quality_vs_length", tmp_path, **changes)
     done = run_smoke_search(variant, run_dir)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -613,7 +621,4 @@ def test_two_objectives_give_a_pareto_front_from_warm_started_trials(tmp_path):
     assert (run_dir / "plots" / "pareto_front.png").stat().st_size > 10_000
     timings = _check_timings(run_dir)  # a search run in one call: its baseline scoring is timed too
     assert timings["phases"]["baseline"] > 0
-    # without train.overlap_scoring each round is reported at its own step, training waiting for it
-    for trial in _reports(run_dir):
-        assert [r["report_step"] for r in trial] == [r["step"] for r in trial] == [2, 4]
-        assert all(r["eval_seconds"] >= r["scoring_seconds"] for r in trial)
+    assert [[r["step"] for r in trial] for trial in _reports(run_dir)] == [[4], [4]]

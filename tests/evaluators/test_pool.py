@@ -19,7 +19,7 @@ PLAN = EvalPlan(
     objectives={"objective": {"r8-clustering": 1.0}},
     actor_names=("pool-test-0",),
     namespace="doctune-pool-test",
-    budget=EvalBudget(max_test=300),
+    budget=EvalBudget(max_test=150),  # both parts take tens of seconds to embed: the kill lands inside
     max_length=128,
     batch_size=16,
     threads=1,
@@ -58,7 +58,7 @@ def test_a_killed_evaluator_restarts_and_the_score_still_arrives(pool, minilm_di
     # the item-level outcomes behind the score come back through the pool (from its embedding cache)
     outcomes = checkpoint_outcomes(PLAN, str(checkpoint), "mean", ["r8-clustering"], "test")["r8-clustering"]
     n = int(result["r8-clustering"]["test"]["n"])
-    assert outcomes.items.shape == (n, 4) and n > 250  # label, then the cluster of each k-means seed
+    assert outcomes.items.shape == (n, 4) and n > 100  # label, then the cluster of each k-means seed
     assert outcomes.statistic(outcomes.items) == pytest.approx(result["r8-clustering"]["test"]["main"])
 
 
