@@ -84,7 +84,6 @@ def recorded_address_if_alive(temp_dir: str | None = None) -> str | None:
         return "local"
 
 
-PREEMPTION_WATCHER = "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER"
 WORKERS_START_TIMEOUT_S = "1800"  # for a resumed search, and on a cluster an autoscaler grows
 
 
@@ -118,9 +117,6 @@ def ray_init(address: str | None, trials_may_wait: bool = False) -> dict[str, fl
         runtime_env["working_dir"] = str(ROOT)
         runtime_env["excludes"] = [".venv", "runs", ".git", "bench/out"]
     own = starts_its_own_ray(address)  # asked once a stale address record is cleared
-    if own:  # a Ray of one machine has no node to drain: Ray Train's preemption watcher, an actor
-        # each trial starts, would only add its imports to every trial's start-up
-        env_vars[PREEMPTION_WATCHER] = os.environ.get(PREEMPTION_WATCHER, "0")
     if trials_may_wait or not own:
         # Tune restarts every unfinished trial of a restored experiment (and PBT every trial it paused)
         # at once, past the concurrency limit, and on a cluster an autoscaler grows the plan counts
