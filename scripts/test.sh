@@ -23,7 +23,5 @@ python="$root/.venv/bin/python"
 if [ "$#" -gt 0 ]; then
   exec "$python" -m pytest "$@"
 fi
-# Two workers: the slow tests (Ray, searches) one after another on one, the fast tier beside them on
-# the other (tests/conftest.py groups them); a search leaves some of 2 CPUs idle, the fast tier uses it.
-"$python" -m pytest -n 2 --dist loadgroup
+"$python" -m pytest
 exec "$python" -m pytest -m "onprem or autoscaling"

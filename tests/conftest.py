@@ -22,17 +22,6 @@ SHARED_IR = ROOT.parent / "shared" / "data" / "ir"
 FEW_ITEMS = {"max_documents": 30, "max_queries": 16, "max_test": 32, "fewshot_k": 4, "repeats": 2}
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under ``--dist loadgroup`` (scripts/test.sh) every slow test joins one group, so one xdist
-    worker runs them one after another, in file order: never two Rays, searches or clusters at once,
-    and a module's shared search is made once. The fast tier runs on the other worker beside them."""
-    serial = pytest.mark.xdist_group("slow")
-    for item in items:
-        if item.get_closest_marker("slow"):
-            item.add_marker(serial)
-
-
 def closed_port() -> int:
     """A local port nothing listens on (a tracking server that is down)."""
     import socket
