@@ -23,5 +23,17 @@ python="$root/.venv/bin/python"
 if [ "$#" -gt 0 ]; then
   exec "$python" -m pytest "$@"
 fi
-"$python" -m pytest
+# Two lanes at once: the slow tests (Ray, searches; never two at once) in this process, and the fast
+# tier (no Ray) beside them, in the CPU a search leaves idle; its output follows the slow lane's.
+fast_log="$(mktemp)"
+trap 'rm -f "$fast_log"' EXIT
+"$python" -m pytest -m "not slow" -p no:cacheprovider >"$fast_log" 2>&1 &
+fast_lane=$!
+slow_status=0
+"$python" -m pytest -m "slow and not onprem and not autoscaling" || slow_status=$?
+fast_status=0
+wait "$fast_lane" || fast_status=$?
+echo "== the fast tier (pytest -m 'not slow'), run beside the slow tests =="
+cat "$fast_log"
+[ "$slow_status" -eq 0 ] && [ "$fast_status" -eq 0 ] || exit 1
 exec "$python" -m pytest -m "onprem or autoscaling"
