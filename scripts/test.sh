@@ -25,14 +25,22 @@ if [ "$#" -gt 0 ]; then
 fi
 # Two lanes at once: the slow tests (Ray, searches; never two at once) in this process, and the fast
 # tier (no Ray) beside them, in the CPU a search leaves idle; its output follows the slow lane's.
+# Ctrl-C (or a kill) stops both lanes.
 fast_log="$(mktemp)"
-trap 'rm -f "$fast_log"' EXIT
+fast_lane=""
+stop_fast_lane() {
+  [ -z "$fast_lane" ] || kill "$fast_lane" 2>/dev/null || true
+  rm -f "$fast_log"
+}
+trap stop_fast_lane EXIT
+trap 'exit 130' INT TERM
 "$python" -m pytest -m "not slow" -p no:cacheprovider >"$fast_log" 2>&1 &
 fast_lane=$!
 slow_status=0
 "$python" -m pytest -m "slow and not onprem and not autoscaling" || slow_status=$?
 fast_status=0
 wait "$fast_lane" || fast_status=$?
+fast_lane=""
 echo "== the fast tier (pytest -m 'not slow'), run beside the slow tests =="
 cat "$fast_log"
 [ "$slow_status" -eq 0 ] && [ "$fast_status" -eq 0 ] || exit 1
