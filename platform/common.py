@@ -87,10 +87,12 @@ def recorded_address_if_alive(temp_dir: str | None = None) -> str | None:
 WORKERS_START_TIMEOUT_S = "1800"  # for a resumed search, and on a cluster an autoscaler grows
 
 
-def ray_init(address: str | None, trials_may_wait: bool = False) -> dict[str, float]:
+def ray_init(address: str | None, trials_may_wait: bool = False, log_to_driver: bool = True) -> dict[str, float]:
     """Start or join Ray with doctune's runtime environment; the cluster's resources.
     ``trials_may_wait``: Tune may start trials past what runs at once (a resumed experiment, PBT
-    restarting the trials it paused), so their worker groups wait for the trials ahead."""
+    restarting the trials it paused), so their worker groups wait for the trials ahead.
+    ``log_to_driver``: print the workers' output here (off for a dry run, whose standard output is
+    its plan as JSON: on a running cluster, Ray's forwarded lines would otherwise follow it)."""
     import ray
 
     os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.5")  # default 2 s caps short trials
@@ -125,7 +127,7 @@ def ray_init(address: str | None, trials_may_wait: bool = False) -> dict[str, fl
         # (four tries) and error the trial; the resources were checked feasible when the search
         # started, so they wait for the trials ahead, or for the nodes to come up, instead
         env_vars["RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"] = WORKERS_START_TIMEOUT_S
-    ray.init(address=address, runtime_env=runtime_env, logging_level="WARNING", log_to_driver=True)
+    ray.init(address=address, runtime_env=runtime_env, logging_level="WARNING", log_to_driver=log_to_driver)
     if own:
         warn_of_another_ray()
     cluster = {k: float(v) for k, v in ray.cluster_resources().items()}

@@ -111,7 +111,8 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> int:
 
     with clock.phase("ray start"):
         population = provisional.search.scheduler.pbt is not None
-        cluster = common.ray_init(provisional.address, trials_may_wait=request.resume or population)
+        may_wait = request.resume or population
+        cluster = common.ray_init(provisional.address, trials_may_wait=may_wait, log_to_driver=not dry_run)
     growth = None
     try:
         if settled is None:  # a running cluster: plan for what its autoscaler may add too
