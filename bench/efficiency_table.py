@@ -14,32 +14,46 @@ round scored have rows, so a partly built table is refused by the replay until i
   samples, written beside the run directory);
 - a run directory left by an interrupted build: resumes it (``--resume``).
 
-Each call then merges every scored checkpoint of its run directory into the table and appends
-how it was made to ``made_by``: command, versions, machine, date, wall time, the configurations
-the call itself trained (``configurations``, the ones its wall time paid for) and those it merged
-without training them (``merged``: left complete by an interrupted or finished earlier run). The
+Each call merges every scored checkpoint of its run directory into the table, while its search
+runs (each configuration as it completes, every ``MERGE_EVERY_S``) and when it ends, and appends how
+it was made to ``made_by``: command, versions, machine, date, wall time, the configurations the call
+itself trained (``configurations``, the ones its wall time paid for) and those it merged without
+training them (``merged``: left complete by an interrupted or finished earlier run). An entry written
+while the search still ran says ``"ended": false`` and has no wall time (the base stage's share of it
+is known only at the end): a call killed then keeps that entry, and its configurations, untimed. The
 untouched base encoder's objectives, scored by every search (its ``baseline.json``), are kept as
-``baseline``. A run is killed at any point without losing a finished configuration: the next call
-resumes it, or, on a new machine, trains only what the table lacks.
+``baseline``. A run is killed at any point without losing a configuration merged so far: the next
+call resumes it, or, on a new machine, trains only what the table lacks.
+
+Each row also keeps the validation standard error of every objective task at that checkpoint
+(``val_se.<task>``, the task's ``main_se``: its items' and, for a few-shot probe, its draws' noise),
+and the table's ``noise`` is measured on all of it: each task's standard error at every
+configuration's last round, the median over the table's configurations.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import itertools
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TextIO
 
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+MERGE_EVERY_S = 60  # how often a running build merges what its search has completed into the table
 
 Cells = dict[tuple[int, ...], dict[int, tuple[float, float]]]  # grid point -> round -> (val, test)
+Errors = dict[tuple[int, ...], dict[int, dict[str, float]]]  # grid point -> round -> task -> validation main_se
 
 
 class Layout:
@@ -79,31 +93,75 @@ class Layout:
     def objective(self, scores: dict, split: str) -> float:
         return sum(w * scores[t][split]["main"] for t, w in self.weights.items()) / sum(self.weights.values())
 
+    def objective_se(self, task_errors: dict[str, float]) -> float:
+        """The objective's standard error from its tasks': the objective is the weighted mean of tasks
+        scored on independent items, so its variance is the sum of the tasks' variances times their
+        squared shares of the weight."""
+        total = sum(self.weights.values())
+        return sum((weight / total * task_errors[task]) ** 2 for task, weight in self.weights.items()) ** 0.5
 
-def cells_of_run(layout: Layout, run_dir: Path) -> Cells:
-    """Every scored checkpoint of a search's run directory, by grid point and round."""
-    cells: Cells = {}
+
+def _scored_checkpoints(layout: Layout, run_dir: Path) -> Iterator[tuple[tuple[int, ...], int, dict]]:
+    """(grid point, round, scores) of every scored checkpoint of a search's run directory."""
     for record_file in sorted(run_dir.glob("trials/*/checkpoints/step_*/doctune.json")):
         scores_file = record_file.with_name("scores.json")
         if scores_file.exists():
             record, scores = json.loads(record_file.read_text()), json.loads(scores_file.read_text())
-            round_ = -(-record["step"] // layout.eval_every)
-            pair = (layout.objective(scores, "val"), layout.objective(scores, "test"))
-            cells.setdefault(layout.point_of(record["hyperparameters"]), {})[round_] = pair
+            yield layout.point_of(record["hyperparameters"]), -(-record["step"] // layout.eval_every), scores
+
+
+def cells_of_run(layout: Layout, run_dir: Path) -> Cells:
+    """Every scored checkpoint of a search's run directory, by grid point and round."""
+    cells: Cells = {}
+    for point, round_, scores in _scored_checkpoints(layout, run_dir):
+        cells.setdefault(point, {})[round_] = (layout.objective(scores, "val"), layout.objective(scores, "test"))
     return cells
+
+
+def errors_of_run(layout: Layout, run_dir: Path) -> Errors:
+    """Each objective task's validation standard error at every scored checkpoint that has one."""
+    errors: Errors = {}
+    for point, round_, scores in _scored_checkpoints(layout, run_dir):
+        parts = [scores.get(task, {}).get("val", {}) for task in layout.weights]
+        if all("main_se" in part for part in parts):
+            errors.setdefault(point, {})[round_] = {t: p["main_se"] for t, p in zip(layout.weights, parts)}
+    return errors
+
+
+def items_of_run(run_dir: Path) -> dict[str, int]:
+    """The items each task's validation part scored, from one of the run's scored checkpoints."""
+    for scores_file in run_dir.glob("trials/*/checkpoints/step_*/scores.json"):
+        scores = json.loads(scores_file.read_text())
+        return {task: int(parts["val"]["n"]) for task, parts in scores.items() if "n" in parts.get("val", {})}
+    return {}
+
+
+def _rows(csv_path: Path) -> Iterator[dict[str, str]]:
+    if csv_path.exists():
+        with csv_path.open(newline="") as handle:
+            yield from csv.DictReader(handle)
 
 
 def cells_of_table(layout: Layout, csv_path: Path) -> Cells:
     """The scored cells of an existing table."""
     cells: Cells = {}
-    if csv_path.exists():
-        with csv_path.open(newline="") as handle:
-            for row in csv.DictReader(handle):
-                if row["val_objective"]:
-                    point = layout.point_of({n: _cell(row[f"hp.{n}"]) for n in layout.names})
-                    pair = (float(row["val_objective"]), float(row["test_objective"]))
-                    cells.setdefault(point, {})[int(row["round"])] = pair
+    for row in _rows(csv_path):
+        if row["val_objective"]:
+            point = layout.point_of({n: _cell(row[f"hp.{n}"]) for n in layout.names})
+            pair = (float(row["val_objective"]), float(row["test_objective"]))
+            cells.setdefault(point, {})[int(row["round"])] = pair
     return cells
+
+
+def errors_of_table(layout: Layout, csv_path: Path) -> Errors:
+    """The validation standard errors an existing table keeps (none in a table built before it kept them)."""
+    errors: Errors = {}
+    for row in _rows(csv_path):
+        values = [row.get(f"val_se.{task}") for task in layout.weights]
+        if all(values):
+            point = layout.point_of({n: _cell(row[f"hp.{n}"]) for n in layout.names})
+            errors.setdefault(point, {})[int(row["round"])] = dict(zip(layout.weights, map(float, values)))
+    return errors
 
 
 def _cell(text: str):
@@ -153,22 +211,38 @@ def base_stage_seconds(run_dir: Path, since: float) -> int:
 def noise_of_run(layout: Layout, run_dir: Path) -> dict | None:
     """The scoring noise at the table's parts, from a finished search's ranking check
     (``leaderboard.json``'s ``noise``: each objective task's validation standard error, the median
-    over the run's trials) and the objective's standard error it gives: the objective is the
-    weighted mean of tasks scored on independent items, so its variance is the sum of the tasks'
-    variances times their squared shares of the weight. None before the run has finished."""
+    over the run's trials) and the objective's standard error it gives. None before the run has
+    finished. For a table built before its rows kept their standard errors (``noise_of_table``)."""
     path = run_dir / "leaderboard.json"
     if not path.exists():
         return None
     tasks = (json.loads(path.read_text()).get("noise") or {}).get("tasks") or {}
     if set(tasks) != set(layout.weights):
         return None
-    total = sum(layout.weights.values())
-    variance = sum((weight / total * tasks[task]["main_se"]) ** 2 for task, weight in layout.weights.items())
     return {
         "part": "val",
         "tasks": {task: {key: tasks[task][key] for key in ("main_se", "n") if key in tasks[task]} for task in tasks},
-        "objective_se": variance**0.5,
+        "objective_se": layout.objective_se({task: tasks[task]["main_se"] for task in layout.weights}),
         "measured_on": "the trials of the build run that recorded it (the median over them, per task)",
+    }
+
+
+def noise_of_table(layout: Layout, cells: Cells, errors: Errors, items: dict[str, int]) -> dict | None:
+    """The scoring noise at the table's parts, measured on every configuration it holds: each
+    objective task's validation standard error at the configuration's last round, the median over
+    the configurations, and the objective's standard error those give. None unless every
+    configuration's last round kept its standard errors."""
+    last = [errors.get(point, {}).get(layout.rounds) for point in sorted(complete(layout, cells))]
+    if not last or None in last:
+        return None
+    medians = {task: statistics.median(errs[task] for errs in last) for task in layout.weights}
+    return {
+        "part": "val",
+        "tasks": {
+            task: {"main_se": se, **({"n": items[task]} if task in items else {})} for task, se in medians.items()
+        },
+        "objective_se": layout.objective_se(medians),
+        "measured_on": f"the table's {len(last)} configurations at their last round (the median over them, per task)",
     }
 
 
@@ -179,23 +253,43 @@ def write_table(
     made_by: list[dict],
     baseline: dict[str, float] | None,
     noise: dict | None,
+    errors: Errors | None = None,
 ) -> Path:
-    """The table's CSV and JSON: configurations with every round scored only, so one whose run was
-    cut short counts as missing and the next build trains it again."""
+    """The table's CSV and JSON, each written whole or not at all: configurations with every round
+    scored only, so one whose run was cut short counts as missing and the next build trains it again;
+    ``errors`` (the rows' validation standard errors) where known."""
     cells = {point: cells[point] for point in complete(layout, cells)}
+    errors = errors or {}
     csv_path.parent.mkdir(parents=True, exist_ok=True)
-    with csv_path.open("w", newline="") as handle:
+    with _written_whole(csv_path) as handle:
         writer = csv.writer(handle)
         writer.writerow(
-            ["config", "round", "step", "val_objective", "test_objective", *(f"hp.{n}" for n in layout.names)]
+            [
+                "config",
+                "round",
+                "step",
+                "val_objective",
+                "test_objective",
+                *(f"hp.{n}" for n in layout.names),
+                *(f"val_se.{task}" for task in layout.weights),
+            ]
         )
         for config, point in enumerate(layout.points()):
             if point not in cells:
                 continue
             for round_ in range(1, layout.rounds + 1):
                 val, test = cells[point][round_]
+                known = errors.get(point, {}).get(round_, {})
                 writer.writerow(
-                    [config, round_, round_ * layout.eval_every, val, test, *layout.values_at(point).values()]
+                    [
+                        config,
+                        round_,
+                        round_ * layout.eval_every,
+                        val,
+                        test,
+                        *layout.values_at(point).values(),
+                        *(known.get(task, "") for task in layout.weights),
+                    ]
                 )
     meta = {
         "name": csv_path.stem,
@@ -211,8 +305,19 @@ def write_table(
         **({"noise": noise} if noise is not None else {}),
         "made_by": {"runs": made_by},
     }
-    csv_path.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")
+    with _written_whole(csv_path.with_suffix(".json")) as handle:
+        handle.write(json.dumps(meta, indent=2) + "\n")
     return csv_path
+
+
+@contextlib.contextmanager
+def _written_whole(path: Path) -> Iterator[TextIO]:
+    """A file written beside ``path`` and renamed over it once complete: a build killed while
+    writing leaves the table as it was."""
+    partial = path.with_name(f".{path.name}.partial")
+    with partial.open("w", newline="") as handle:
+        yield handle
+    os.replace(partial, path)
 
 
 def fill_spec(raw: dict, missing: list[dict]) -> dict:
@@ -255,14 +360,15 @@ def build(spec_path: Path, run_dir: Path, csv_path: Path, profile: str, train: b
 
     spec, spec_path = load_spec(str(spec_path), profile)
     layout = Layout(spec)
-    cells = cells_of_table(layout, csv_path)
+    cells, errors = cells_of_table(layout, csv_path), errors_of_table(layout, csv_path)
     in_table = set(cells)
     meta = json.loads(csv_path.with_suffix(".json").read_text()) if cells else {}
     previous, baseline, noise = meta.get("made_by", {}).get("runs", []), meta.get("baseline"), meta.get("noise")
+    items = {task: int(n) for task, parts in (noise or {}).get("tasks", {}).items() if (n := parts.get("n"))}
     if (run_dir / "leaderboard.json").exists():  # a finished earlier run: its results in, the rest elsewhere
-        cells |= cells_of_run(layout, run_dir)
+        cells, errors = cells | cells_of_run(layout, run_dir), errors | errors_of_run(layout, run_dir)
         baseline = baseline_of_run(layout, run_dir) or baseline
-        noise = noise_of_run(layout, run_dir) or noise
+        noise, items = noise_of_run(layout, run_dir) or noise, items_of_run(run_dir) or items
         run_dir = next(
             run_dir.with_name(f"{run_dir.name}-{k}")
             for k in itertools.count(2)
@@ -274,7 +380,9 @@ def build(spec_path: Path, run_dir: Path, csv_path: Path, profile: str, train: b
         searched = Path(json.loads((run_dir / "search.json").read_text())["spec"])
     elif not missing:
         print(f"{csv_path}: every configuration is trained")
-        return write_table(layout, cells, csv_path, previous, baseline, noise)
+        return write_table(
+            layout, cells, csv_path, previous, baseline, noise_of_table(layout, cells, errors, items) or noise, errors
+        )
     elif cells:
         searched = run_dir.with_name(f"{run_dir.name}.fill.yaml")
         searched.parent.mkdir(parents=True, exist_ok=True)
@@ -282,34 +390,57 @@ def build(spec_path: Path, run_dir: Path, csv_path: Path, profile: str, train: b
         print(f"{csv_path}: {len(cells)} configurations trained; training the {len(missing)} missing ({searched})")
     run_before = cells_of_run(layout, run_dir) if run_dir.exists() else {}
     began, started = time.monotonic(), time.time()
-    if train:
-        command = [
-            sys.executable,
-            "-m",
-            "platform.search",
-            str(searched),
-            "--profile",
-            profile,
-            "--run-dir",
-            str(run_dir),
-        ]
-        env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-        done = subprocess.run([*command, *(["--resume"] if resume else [])], cwd=ROOT, env=env)
-        if done.returncode != 0:
-            print(f"the search ended with exit code {done.returncode}; keeping what it finished", file=sys.stderr)
-    new = cells_of_run(layout, run_dir) if run_dir.exists() else {}
-    trained, merged = accounted(layout, in_table, cells, run_before, new)
     invocation = f"python bench/search_efficiency.py build --spec {_shown(spec_path)} --profile {profile}"
-    run = {
-        "command": invocation + ("" if train else " --no-train"),
-        "configurations": len(trained),
-        "merged": len(merged),
-        "versions": _versions(),
-        "machine": _machine(),
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
-        "wall_seconds": round(time.monotonic() - began) if train else None,
-        **({"base_stage_seconds": base_stage_seconds(run_dir, started)} if train else {}),
-    }
-    baseline = (baseline_of_run(layout, run_dir) if run_dir.exists() else None) or baseline
-    noise = (noise_of_run(layout, run_dir) if run_dir.exists() else None) or noise
-    return write_table(layout, {**cells, **new}, csv_path, [*previous, run], baseline, noise)
+
+    def record(ended: bool) -> Path:
+        """The table with what ``run_dir`` holds merged in, and this call's entry in ``made_by``."""
+        new = cells_of_run(layout, run_dir) if run_dir.exists() else {}
+        new_errors = errors_of_run(layout, run_dir) if run_dir.exists() else {}
+        trained, merged = accounted(layout, in_table, cells, run_before, new)
+        run = {
+            "command": invocation + ("" if train else " --no-train"),
+            "configurations": len(trained),
+            "merged": len(merged),
+            "versions": _versions(),
+            "machine": _machine(),
+            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+            "wall_seconds": round(time.monotonic() - began) if train and ended else None,
+            **({"base_stage_seconds": base_stage_seconds(run_dir, started)} if train and ended else {}),
+            **({} if ended else {"ended": False}),
+        }
+        found = (baseline_of_run(layout, run_dir) if run_dir.exists() else None) or baseline
+        all_cells, all_errors = {**cells, **new}, errors | new_errors
+        in_run = items_of_run(run_dir) if run_dir.exists() else {}
+        measured = noise_of_table(layout, all_cells, all_errors, in_run or items)
+        measured = measured or (noise_of_run(layout, run_dir) if run_dir.exists() else None) or noise
+        return write_table(layout, all_cells, csv_path, [*previous, run], found, measured, all_errors)
+
+    if train:
+        command = [sys.executable, "-m", "platform.search", str(searched), "--profile", profile]
+        command += ["--run-dir", str(run_dir), *(["--resume"] if resume else [])]
+        search = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        code = follow(search, layout, run_dir, lambda: record(ended=False))
+        if code != 0:
+            print(f"the search ended with exit code {code}; keeping what it finished", file=sys.stderr)
+    return record(ended=True)
+
+
+def follow(
+    search: subprocess.Popen, layout: Layout, run_dir: Path, record: Callable[[], object], every: float = MERGE_EVERY_S
+) -> int:
+    """Wait for ``search`` to end, calling ``record`` each time a configuration completes in
+    ``run_dir`` (looked at every ``every`` seconds), so that a build killed later keeps it; the
+    search's exit code. On Ctrl-C (which the search gets too, and stops on) it waits for the search."""
+    completed = complete(layout, cells_of_run(layout, run_dir)) if run_dir.exists() else set()
+    try:
+        while True:
+            try:
+                return search.wait(timeout=every)
+            except subprocess.TimeoutExpired:
+                pass
+            now = complete(layout, cells_of_run(layout, run_dir)) if run_dir.exists() else set()
+            if now != completed:
+                record()
+                completed = now
+    except KeyboardInterrupt:
+        return search.wait()

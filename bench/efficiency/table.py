@@ -2,9 +2,11 @@
 objective after every evaluation round.
 
 ``NAME.csv`` has the columns ``config,round,step,val_objective,test_objective,hp.<name>...``, one row
-per configuration and round; ``NAME.json`` beside it holds ``steps``, ``eval_every``, ``rounds``, the
-``space`` with each dimension's kind and grid values, the ``asha`` settings, the untouched base
-encoder's objectives where the build recorded them (``baseline``) and how the table was made
+per configuration and round, and, where the build kept them, ``val_se.<task>...`` (each objective
+task's validation standard error at that checkpoint, which the replay does not read); ``NAME.json``
+beside it holds ``steps``, ``eval_every``, ``rounds``, the ``space`` with each dimension's kind and
+grid values, the ``asha`` settings, the untouched base encoder's objectives where the build recorded
+them (``baseline``), the scoring noise at the table's parts (``noise``) and how the table was made
 (``made_by``, whose runs give the wall time per trained configuration). An empty objective cell is a
 failed configuration (NaN here).
 """

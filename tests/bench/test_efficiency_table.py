@@ -4,30 +4,51 @@ any machine by training only what it lacks."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from bench.efficiency import load_table
 from bench.efficiency.diagnostics import diagnostics
-from bench.efficiency_table import Layout, accounted, build, cells_of_table, fill_spec
+from bench.efficiency_table import (
+    Layout,
+    accounted,
+    build,
+    cells_of_run,
+    cells_of_table,
+    complete,
+    errors_of_table,
+    fill_spec,
+    follow,
+)
 from platform.spec import load_spec, parse_spec, read_raw
 from tests.conftest import ROOT
 
 SPEC = ROOT / "bench" / "efficiency_docsplit.yaml"
 
 
-def _scores(val: float, test: float) -> dict:
-    return {t: {"val": {"main": val}, "test": {"main": test}} for t in ("news-title-retrieval", "r8-fewshot")}
+TASKS = ("news-title-retrieval", "r8-fewshot")
 
 
-def _trial(run_dir, trial: str, values: dict, rounds: dict[int, tuple[float, float]]) -> None:
+def _scores(val: float, test: float, errors: dict[str, float] | None = None) -> dict:
+    """A checkpoint's scores.json; with ``errors``, each task's validation standard error and items."""
+    scores = {t: {"val": {"main": val}, "test": {"main": test}} for t in TASKS}
+    for task, se in (errors or {}).items():
+        scores[task]["val"] |= {"main_se": se, "n": 100}
+    return scores
+
+
+def _trial(
+    run_dir, trial: str, values: dict, rounds: dict[int, tuple[float, float]], errors: dict[str, float] | None = None
+) -> None:
     """A trial's checkpoints as a search writes them: doctune.json and scores.json per round."""
     for round_, (val, test) in rounds.items():
         checkpoint = run_dir / "trials" / trial / "checkpoints" / f"step_{4 * round_:06d}"
         checkpoint.mkdir(parents=True)
         (checkpoint / "doctune.json").write_text(json.dumps({"step": 4 * round_, "hyperparameters": values}))
-        (checkpoint / "scores.json").write_text(json.dumps(_scores(val, test)))
+        (checkpoint / "scores.json").write_text(json.dumps(_scores(val, test, errors)))
 
 
 def test_a_run_is_merged_into_the_table_and_a_partial_table_is_refused_by_the_replay(tmp_path):
@@ -79,6 +100,65 @@ def test_a_run_is_merged_into_the_table_and_a_partial_table_is_refused_by_the_re
     assert meta["noise"]["tasks"] == noise and complete.objective_se == pytest.approx(0.0180278, abs=1e-6)
     spread = np.std(complete.val[:, -1], ddof=1)
     assert diagnostics(complete)["se_over_spread"] == pytest.approx(complete.objective_se / spread)
+
+
+def test_each_row_keeps_its_standard_errors_and_the_noise_is_measured_on_every_configuration(tmp_path):
+    layout = Layout(load_spec(str(SPEC), "local")[0])
+    points = layout.points()
+    run_dir, table = tmp_path / "run", tmp_path / "data" / "t.csv"
+    for i, point in enumerate(points):  # the last round's errors rise with the configuration's index
+        rounds = {r: (0.1 * r + 0.001 * i, 0.2) for r in (1, 2, 3)}
+        _trial(run_dir, f"t{i}", layout.values_at(point), rounds, {TASKS[0]: 0.01 + 0.001 * i, TASKS[1]: 0.02})
+    # the finished run's ranking check measured its chosen trials only: the rows measure every configuration
+    other_noise = {t: {"main_se": 0.5, "n": 100} for t in TASKS}
+    (run_dir / "leaderboard.json").write_text(json.dumps({"rows": [], "noise": {"part": "val", "tasks": other_noise}}))
+    build(SPEC, run_dir, table, "local", train=False)
+    header = table.read_text().splitlines()[0].split(",")
+    assert header[-2:] == [f"val_se.{t}" for t in TASKS]
+    assert errors_of_table(layout, table)[points[3]][3] == {TASKS[0]: pytest.approx(0.013), TASKS[1]: 0.02}
+    noise = json.loads(table.with_suffix(".json").read_text())["noise"]
+    median = 0.01 + 0.001 * 26.5  # of 0.010 ... 0.063 over the 54 configurations
+    assert noise["tasks"] == {
+        TASKS[0]: {"main_se": pytest.approx(median), "n": 100},
+        TASKS[1]: {"main_se": 0.02, "n": 100},
+    }
+    assert noise["objective_se"] == pytest.approx(layout.objective_se({TASKS[0]: median, TASKS[1]: 0.02}))
+    assert noise["objective_se"] == pytest.approx((median**2 + 0.02**2) ** 0.5 / 2)  # the mean of two tasks
+    assert load_table(table).objective_se == pytest.approx(noise["objective_se"])
+    # merged again from the table alone (a new machine has no run directory), the errors and noise stay
+    again = tmp_path / "copy" / "t.csv"
+    again.parent.mkdir()
+    again.write_text(table.read_text())
+    again.with_suffix(".json").write_text(table.with_suffix(".json").read_text())
+    build(SPEC, tmp_path / "nothing", again, "local", train=False)
+    assert errors_of_table(layout, again) == errors_of_table(layout, table)
+    assert json.loads(again.with_suffix(".json").read_text())["noise"] == noise
+
+
+def test_a_running_build_merges_each_configuration_as_it_completes(tmp_path):
+    """A real process writes two configurations' checkpoints, one after the other: the build records
+    the table when the first completes, before the process ends, and again after the second."""
+    layout = Layout(load_spec(str(SPEC), "local")[0])
+    run_dir = tmp_path / "run"
+    first, second = (layout.values_at(p) for p in layout.points()[:2])
+    writer = f"""
+import json, pathlib, time
+for trial, values in (("a", {first!r}), ("b", {second!r})):
+    for round_ in (1, 2, 3):
+        checkpoint = pathlib.Path({str(run_dir)!r}) / "trials" / trial / "checkpoints" / f"step_{{4 * round_:06d}}"
+        checkpoint.mkdir(parents=True)
+        (checkpoint / "doctune.json").write_text(json.dumps({{"step": 4 * round_, "hyperparameters": values}}))
+        (checkpoint / "scores.json").write_text(json.dumps({_scores(0.5, 0.5)!r}))
+    time.sleep(1.5)
+"""
+    search = subprocess.Popen([sys.executable, "-c", writer])
+    seen = []
+
+    def record():
+        seen.append((search.poll() is None, len(complete(layout, cells_of_run(layout, run_dir)))))
+
+    assert follow(search, layout, run_dir, record, every=0.2) == 0
+    assert seen == [(True, 1), (True, 2)]  # each recorded while the process still ran, once
 
 
 def test_a_resumed_build_counts_only_what_it_trained():
