@@ -45,9 +45,12 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import yaml
+
+if TYPE_CHECKING:
+    from trainers.config import BaseSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 MERGE_EVERY_S = 60  # how often a running build merges what its search has completed into the table
@@ -198,14 +201,27 @@ def baseline_of_run(layout: Layout, run_dir: Path) -> dict[str, float] | None:
     return {"val_objective": layout.objective(scores, "val"), "test_objective": layout.objective(scores, "test")}
 
 
-def base_stage_seconds(run_dir: Path, since: float) -> int:
+def base_stage_seconds(run_dir: Path, since: float, settings: BaseSettings | None) -> int:
     """The time the search that ran in ``run_dir`` after ``since`` (a ``time.time()``) spent training
-    its base (its ``timings.json``; 0 where it wrote none): a one-time preparation on a new machine,
-    not part of any configuration's cost."""
+    its base: a one-time preparation on a new machine, not part of any configuration's cost.
+
+    From the search's ``timings.json``; a search stopped early (Ctrl-C at a session's end) writes
+    none, so then from the base's own record (``wall_seconds`` in the cached base's ``doctune.json``,
+    ``settings`` being the spec's ``base:``) where that base was finished after ``since``. 0 where
+    neither says the base was trained in this run.
+    """
     path = run_dir / "timings.json"
-    if not path.exists() or path.stat().st_mtime < since:
+    if path.exists() and path.stat().st_mtime >= since:
+        return round(json.loads(path.read_text())["phases"].get("base stage", 0.0))
+    record = run_dir / "search.json"
+    if settings is None or not record.exists():
         return 0
-    return round(json.loads(path.read_text())["phases"].get("base stage", 0.0))
+    from trainers.base_stage import base_entry
+
+    base = base_entry(settings, json.loads(record.read_text())["prepared_corpus"]) / "doctune.json"
+    if not base.exists() or base.stat().st_mtime < since:
+        return 0
+    return round(json.loads(base.read_text())["wall_seconds"])
 
 
 def noise_of_run(layout: Layout, run_dir: Path) -> dict | None:
@@ -405,7 +421,7 @@ def build(spec_path: Path, run_dir: Path, csv_path: Path, profile: str, train: b
             "machine": _machine(),
             "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
             "wall_seconds": round(time.monotonic() - began) if train and ended else None,
-            **({"base_stage_seconds": base_stage_seconds(run_dir, started)} if train and ended else {}),
+            **({"base_stage_seconds": base_stage_seconds(run_dir, started, spec.base)} if train and ended else {}),
             **({} if ended else {"ended": False}),
         }
         found = (baseline_of_run(layout, run_dir) if run_dir.exists() else None) or baseline

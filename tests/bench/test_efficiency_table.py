@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
+from dataclasses import fields
 
 import numpy as np
 import pytest
@@ -15,6 +17,7 @@ from bench.efficiency.diagnostics import diagnostics
 from bench.efficiency_table import (
     Layout,
     accounted,
+    base_stage_seconds,
     build,
     cells_of_run,
     cells_of_table,
@@ -23,8 +26,10 @@ from bench.efficiency_table import (
     fill_spec,
     follow,
 )
+from core.data.corpus import CorpusStats
 from platform.spec import load_spec, parse_spec, read_raw
 from tests.conftest import ROOT
+from trainers.base_stage import base_entry
 
 SPEC = ROOT / "bench" / "efficiency_docsplit.yaml"
 
@@ -159,6 +164,29 @@ for trial, values in (("a", {first!r}), ("b", {second!r})):
 
     assert follow(search, layout, run_dir, record, every=0.2) == 0
     assert seen == [(True, 1), (True, 2)]  # each recorded while the process still ran, once
+
+
+def test_the_base_stage_time_is_found_for_a_search_stopped_early(tmp_path, monkeypatch):
+    """A search stopped with Ctrl-C writes no ``timings.json``: the base it trained is still set
+    apart, from the base's own record, and only when that base was finished during the run."""
+    monkeypatch.setenv("DOCTUNE_CACHE", str(tmp_path / "cache"))
+    settings = load_spec(str(ROOT / "bench" / "efficiency_recipes_large_parts.yaml"), "local")[0].base
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    stats = dict.fromkeys((field.name for field in fields(CorpusStats)), 0)
+    (corpus / "manifest.json").write_text(json.dumps({"stats": stats, "row_groups": [], "digest": "d" * 64}))
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "search.json").write_text(json.dumps({"prepared_corpus": str(corpus)}))
+    started = time.time() - 1
+    base = base_entry(settings, corpus)
+    base.mkdir(parents=True)
+    (base / "doctune.json").write_text(json.dumps({"wall_seconds": 599.5}))
+    assert base_stage_seconds(run_dir, started, settings) == 600
+    assert base_stage_seconds(run_dir, time.time() + 1, settings) == 0  # a base from an earlier run
+    assert base_stage_seconds(run_dir, started, None) == 0  # a search on a pretrained base
+    (run_dir / "timings.json").write_text(json.dumps({"phases": {"base stage": 610.2}}))
+    assert base_stage_seconds(run_dir, started, settings) == 610  # the search's own account first
 
 
 def test_a_resumed_build_counts_only_what_it_trained():
