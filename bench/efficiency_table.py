@@ -12,7 +12,15 @@ round scored have rows, so a partly built table is refused by the replay until i
 - a table with configurations missing: runs a search of exactly those (a copy of the spec with
   ``sampler: random``, the missing configurations as its ``warm_start`` points and as many
   samples, written beside the run directory);
-- a run directory left by an interrupted build: resumes it (``--resume``).
+- a run directory left by an interrupted build: resumes it (``--resume``), unless its search would
+  train again a configuration the table has since taken from elsewhere; then, as after a finished
+  run, a new run directory searches what is missing.
+
+A run made on another machine (a lent GPU machine's, say: the spec's ``full`` profile) is merged
+with ``--no-train --run-dir DIR`` (its scored checkpoints' JSON files suffice); its ``made_by``
+entry names where it was trained (``trained_on``, from the run's ``search.json``). The table keeps
+the untouched base's objectives it was first given: another machine scores the base within its
+own numerics of this one.
 
 Each call merges every scored checkpoint of its run directory into the table, while its search
 runs (each configuration as it completes, every ``MERGE_EVERY_S``) and when it ends, and appends how
@@ -177,6 +185,22 @@ def _cell(text: str):
 def complete(layout: Layout, cells: Cells) -> set[tuple[int, ...]]:
     """The grid points with every round scored."""
     return {point for point, rounds in cells.items() if len(rounds) == layout.rounds}
+
+
+def would_retrain(layout: Layout, run_dir: Path, in_table: set[tuple[int, ...]]) -> bool:
+    """Whether resuming the interrupted search in ``run_dir`` would train a configuration the table
+    already holds that this run has not completed: one merged from another run (a lent machine's)
+    since this run began. Its search trains its spec's ``warm_start`` points where it has them (a
+    build's copy of the spec for the missing configurations), else the whole grid."""
+    record = run_dir / "search.json"
+    if not record.exists():
+        return False
+    from platform.spec import read_raw
+
+    spec = Path(json.loads(record.read_text())["spec"])
+    warm_start = (read_raw(spec if spec.is_absolute() else ROOT / spec).get("search") or {}).get("warm_start")
+    searched = {layout.point_of(values) for values in warm_start} if warm_start else set(layout.points())
+    return bool((searched - complete(layout, cells_of_run(layout, run_dir))) & in_table)
 
 
 def accounted(
@@ -359,6 +383,24 @@ def _machine() -> str:
     return f"{os.cpu_count()} CPUs ({cpu}), {gpus()}"
 
 
+def trained_on(run_dir: Path) -> dict | None:
+    """Where the search in ``run_dir`` ran, from its ``search.json`` (machine and versions, as
+    ``made_by`` writes them): a ``--no-train`` merge names the machine that trained what it merges,
+    which may not be the one merging it (a run brought back from a lent GPU machine)."""
+    path = run_dir / "search.json"
+    if not path.exists():
+        return None
+    environment = json.loads(path.read_text())["environment"]
+    cpu, gpu = environment["cpu"], environment.get("gpu") or {}
+    gpus = f"{gpu['count']} GPU ({', '.join(gpu['models'])})" if gpu.get("count") else "no GPU"
+    packages = environment["packages"]
+    return {
+        "machine": f"{cpu['count']} CPUs ({cpu['model']}), {gpus}",
+        "versions": {"python": environment["python"], **{name: packages[name] for name in sorted(packages)}},
+        "code": environment.get("git_commit"),
+    }
+
+
 def _versions() -> dict[str, str]:
     from importlib.metadata import version
 
@@ -375,16 +417,20 @@ def build(spec_path: Path, run_dir: Path, csv_path: Path, profile: str, train: b
     from platform.spec import load_spec, read_raw
 
     spec, spec_path = load_spec(str(spec_path), profile)
-    layout = Layout(spec)
+    layout, asked_run_dir = Layout(spec), run_dir
     cells, errors = cells_of_table(layout, csv_path), errors_of_table(layout, csv_path)
     in_table = set(cells)
     meta = json.loads(csv_path.with_suffix(".json").read_text()) if cells else {}
     previous, baseline, noise = meta.get("made_by", {}).get("runs", []), meta.get("baseline"), meta.get("noise")
     items = {task: int(n) for task, parts in (noise or {}).get("tasks", {}).items() if (n := parts.get("n"))}
-    if (run_dir / "leaderboard.json").exists():  # a finished earlier run: its results in, the rest elsewhere
+    finished = (run_dir / "leaderboard.json").exists()
+    if finished or (train and would_retrain(layout, run_dir, in_table)):
+        # a finished earlier run, or one whose resumed search would train again what the table has
+        # from elsewhere (a run merged from another machine): its results in, the rest in a new one
         cells, errors = cells | cells_of_run(layout, run_dir), errors | errors_of_run(layout, run_dir)
-        baseline = baseline_of_run(layout, run_dir) or baseline
-        noise, items = noise_of_run(layout, run_dir) or noise, items_of_run(run_dir) or items
+        baseline = baseline or baseline_of_run(layout, run_dir)
+        if finished:
+            noise, items = noise_of_run(layout, run_dir) or noise, items_of_run(run_dir) or items
         run_dir = next(
             run_dir.with_name(f"{run_dir.name}-{k}")
             for k in itertools.count(2)
@@ -407,6 +453,8 @@ def build(spec_path: Path, run_dir: Path, csv_path: Path, profile: str, train: b
     run_before = cells_of_run(layout, run_dir) if run_dir.exists() else {}
     began, started = time.monotonic(), time.time()
     invocation = f"python bench/search_efficiency.py build --spec {_shown(spec_path)} --profile {profile}"
+    if asked_run_dir.resolve() != (ROOT / "bench" / "out" / Path(spec_path).stem).resolve():
+        invocation += f" --run-dir {_shown(asked_run_dir)}"
 
     def record(ended: bool) -> Path:
         """The table with what ``run_dir`` holds merged in, and this call's entry in ``made_by``."""
@@ -423,8 +471,11 @@ def build(spec_path: Path, run_dir: Path, csv_path: Path, profile: str, train: b
             "wall_seconds": round(time.monotonic() - began) if train and ended else None,
             **({"base_stage_seconds": base_stage_seconds(run_dir, started, spec.base)} if train and ended else {}),
             **({} if ended else {"ended": False}),
+            **({} if train or (origin := trained_on(run_dir)) is None else {"trained_on": origin}),
         }
-        found = (baseline_of_run(layout, run_dir) if run_dir.exists() else None) or baseline
+        # the table keeps the baseline it was first given: a run merged from another machine scores
+        # the untouched base there, within that machine's numerics of this one
+        found = baseline or (baseline_of_run(layout, run_dir) if run_dir.exists() else None)
         all_cells, all_errors = {**cells, **new}, errors | new_errors
         in_run = items_of_run(run_dir) if run_dir.exists() else {}
         measured = noise_of_table(layout, all_cells, all_errors, in_run or items)

@@ -11,6 +11,7 @@ from dataclasses import fields
 
 import numpy as np
 import pytest
+import yaml
 
 from bench.efficiency import load_table
 from bench.efficiency.diagnostics import diagnostics
@@ -25,6 +26,7 @@ from bench.efficiency_table import (
     errors_of_table,
     fill_spec,
     follow,
+    would_retrain,
 )
 from core.data.corpus import CorpusStats
 from platform.spec import load_spec, parse_spec, read_raw
@@ -35,6 +37,15 @@ SPEC = ROOT / "bench" / "efficiency_docsplit.yaml"
 
 
 TASKS = ("news-title-retrieval", "r8-fewshot")
+
+
+GPU_MACHINE = {  # search.json's environment, as a lent GPU machine wrote it
+    "python": "3.12.3",
+    "cpu": {"model": "Intel Xeon", "count": 16},
+    "gpu": {"count": 1, "models": ["NVIDIA H200"]},
+    "git_commit": "65d5de5",
+    "packages": {"torch": "2.11.0", "ray": "2.60.0"},
+}
 
 
 def _scores(val: float, test: float, errors: dict[str, float] | None = None) -> dict:
@@ -88,12 +99,18 @@ def test_a_run_is_merged_into_the_table_and_a_partial_table_is_refused_by_the_re
     for i, point in enumerate(points):
         if point not in cells:
             _trial(other, f"t{i}", layout.values_at(point), {r: (0.1 * r + 0.001 * i, 0.2) for r in (1, 2, 3)})
+    # ... trained on another machine, which scored the untouched base within its own numerics
+    (other / "baseline.json").write_text(json.dumps({"baseline": {"scores": _scores(0.4501, 0.5499)}}))
+    (other / "search.json").write_text(json.dumps({"spec": str(SPEC), "environment": GPU_MACHINE}))
     build(SPEC, other, table, "local", train=False)
     complete = load_table(table)
     assert len(complete.configs) == 54 and complete.val[0].tolist() == [0.5, 0.7, 0.6]
     meta = json.loads(table.with_suffix(".json").read_text())
     assert [run["merged"] for run in meta["made_by"]["runs"]] == [1, 0, 53]
     assert meta["baseline"] == {"val_objective": 0.45, "test_objective": 0.55}  # kept from the first run
+    merged = meta["made_by"]["runs"][-1]  # names the machine that trained what it merged, and the run
+    assert merged["trained_on"]["machine"] == "16 CPUs (Intel Xeon), 1 GPU (NVIDIA H200)"
+    assert merged["trained_on"]["versions"]["torch"] == "2.11.0" and f"--run-dir {other}" in merged["command"]
     assert "noise" not in meta and diagnostics(complete)["se_over_spread"] is None  # no run recorded its noise
     # a finished run's ranking check (each task's validation standard error, the median over its
     # trials) is recorded with the table, and its objective's standard error set against the spread
@@ -187,6 +204,25 @@ def test_the_base_stage_time_is_found_for_a_search_stopped_early(tmp_path, monke
     assert base_stage_seconds(run_dir, started, None) == 0  # a search on a pretrained base
     (run_dir / "timings.json").write_text(json.dumps({"phases": {"base stage": 610.2}}))
     assert base_stage_seconds(run_dir, started, settings) == 610  # the search's own account first
+
+
+def test_a_run_is_resumed_only_where_it_would_not_train_again_what_the_table_has(tmp_path):
+    """A build resumes an interrupted run unless its search would train a configuration the table
+    holds from elsewhere (a lent machine's run merged since): then it starts a new run directory."""
+    layout = Layout(load_spec(str(SPEC), "local")[0])
+    points = layout.points()
+    fill = tmp_path / "run.fill.yaml"
+    fill.write_text(yaml.safe_dump(fill_spec(read_raw(SPEC), [layout.values_at(p) for p in points[:2]])))
+    run_dir = tmp_path / "run"
+    _trial(run_dir, "a", layout.values_at(points[0]), {r: (0.5, 0.5) for r in (1, 2, 3)})
+    (run_dir / "search.json").write_text(json.dumps({"spec": str(fill)}))
+    assert not would_retrain(layout, run_dir, {points[0]})  # its own configuration
+    assert not would_retrain(layout, run_dir, {points[0], points[5]})  # not one it searches
+    assert would_retrain(layout, run_dir, {points[0], points[1]})  # its second, merged from elsewhere
+    grid = tmp_path / "grid"
+    grid.mkdir()
+    (grid / "search.json").write_text(json.dumps({"spec": str(SPEC)}))  # the whole grid
+    assert would_retrain(layout, grid, {points[53]}) and not would_retrain(layout, tmp_path / "none", {points[0]})
 
 
 def test_a_resumed_build_counts_only_what_it_trained():
