@@ -27,6 +27,18 @@ class UsageError(ValueError):
     """Bad command-line input (run directory, flags)."""
 
 
+def new_directory_problem(option: str, to: Path) -> str | None:
+    """Why ``to`` (given as ``option``) cannot receive a command's output, or None: it must be a new
+    or empty directory whose nearest existing parent is writable."""
+    target = to.resolve()
+    if target.is_file() or (target.is_dir() and any(target.iterdir())):
+        return f"{option} {to} exists and is not an empty directory; name a new directory, or empty that one"
+    parent = next(p for p in [target, *target.parents] if p.exists())
+    if not os.access(parent, os.W_OK):
+        return f"{option} {to}: {parent} is not writable; name a directory elsewhere"
+    return None
+
+
 def check_run_dir(run_dir: Path, resume: bool) -> None:
     if run_dir.exists() and not resume:
         raise UsageError(

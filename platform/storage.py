@@ -11,8 +11,9 @@ links are not followed: W&B links its service's shared log into each offline run
 machine that keeps growing after the run ends, not part of the run.
 
 From the URI alone a fresh machine continues the search (``--resume --storage URI`` with a run
-directory that does not exist yet: the copy is fetched first) or exports a trial
-(``python -m platform.export URI --to DIR``). Any file system pyarrow opens by URI works: ``s3://``
+directory that does not exist yet: the copy is fetched first), exports a trial
+(``python -m platform.export URI --to DIR``) or writes the run's report (``python -m
+platform.report URI --to DIR``, from its records alone). Any file system pyarrow opens by URI works: ``s3://``
 (with ``?endpoint_override=HOST:PORT&scheme=http`` for an S3-compatible server), ``gs://``,
 ``hdfs://``, ``file://`` or a plain path. Credentials come from the environment, as pyarrow reads
 them. docs/decisions.md, "Run storage", says why a mirror and what it does not do.
@@ -31,8 +32,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from platform.common import UsageError
+from platform.common import STUDY_FILE, UsageError
 
+REPORT_RECORDS = ("search.json", "leaderboard.json", "timings.json", STUDY_FILE, "best/doctune.json")
+TUNE_LOGS = ("/result.json", "/progress.csv")  # each trial's rounds, as Tune logged them
 LOCAL_ONLY = ("embeddings",)  # top-level entries never copied: the embedding cache is rebuilt from checkpoints
 MIRROR_EVERY_S = 30.0  # while a search runs; a crash of the whole machine loses at most this much of the copy
 _CHUNK = 8 << 20
@@ -96,6 +99,15 @@ class RunStorage:
                 f"--storage {uri}: {access} failed ({str(err).splitlines()[0]}); check that the bucket exists, "
                 f"the credentials in the environment allow {access}, and the server is reachable"
             ) from None
+        return storage
+
+    @classmethod
+    def open_run(cls, uri: str) -> RunStorage:
+        """A search's copy at ``uri``, opened to read (``UsageError`` where the URI is bad or holds
+        no run)."""
+        storage = cls.open(uri, writable=False)
+        if not storage.holds_run():
+            raise UsageError(f"{uri} holds no search.json: not the storage copy of a doctune run")
         return storage
 
     def check_holds(self, run_dir: Path, resume: bool) -> None:
@@ -178,6 +190,14 @@ class RunStorage:
             self.filesystem.delete_file(self._path(relative))
         except FileNotFoundError:
             pass
+
+    def pull_records(self, run_dir: Path) -> int:
+        """Fetch what a run's report reads into ``run_dir`` (its records, the Optuna journal, Tune's
+        per-trial logs, the exported winner's record), none of its checkpoints; the count."""
+        files = [f for f in self.listing() if f in REPORT_RECORDS or (f.startswith("tune/") and f.endswith(TUNE_LOGS))]
+        for relative in files:
+            self.download(relative, run_dir / relative)
+        return len(files)
 
     def pull(self, run_dir: Path, under: tuple[str, ...] = ("",)) -> int:
         """Fetch the copy's files whose paths start with one of ``under`` into ``run_dir``; the count."""

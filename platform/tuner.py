@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from platform.common import STUDY_FILE
 from platform.resolution import ResolvedSearch
 from platform.samplers import SamplerPlan, make_sampler, plan_sampler
 from platform.spec import Distribution
@@ -172,9 +173,6 @@ def _release_ended(results, resolved: ResolvedSearch) -> None:
     freed = release_ended_trials(results, resolved.run_dir, resolved.evaluation, keep)
     if freed:
         print(f"doctune: ended trials' checkpoints released ({freed / 1e6:.0f} MB; train.keep_checkpoints: {keep})")
-
-
-STUDY_FILE = "optuna.journal"
 
 
 def study_storage(run_dir: Path):

@@ -11,13 +11,12 @@ there, fetching only the records and the trial's checkpoint. Exit codes: 0 succe
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import sys
 import tempfile
 from pathlib import Path
 
-from platform.common import EXIT_BAD_INPUT, EXIT_OK, UsageError
+from platform.common import EXIT_BAD_INPUT, EXIT_OK, UsageError, new_directory_problem
 from platform.export import export_trial
 from platform.export.record import ExportError, SearchRecord
 from platform.leaderboard import Row, is_baseline, read_leaderboard, winner
@@ -45,13 +44,9 @@ def check_inputs(run_dir: Path, trial: str | None, to: Path) -> tuple[Row, Searc
 
 def check_target(to: Path) -> Path:
     """``--to`` resolved, if an export may write there (ExportError otherwise)."""
-    target = to.resolve()
-    if target.is_file() or (target.is_dir() and any(target.iterdir())):
-        raise ExportError(f"--to {to} exists and is not an empty directory; name a new directory, or empty that one")
-    parent = next(p for p in [target, *target.parents] if p.exists())
-    if not os.access(parent, os.W_OK):
-        raise ExportError(f"--to {to}: {parent} is not writable; name a directory elsewhere")
-    return target
+    if problem := new_directory_problem("--to", to):
+        raise ExportError(problem)
+    return to.resolve()
 
 
 def choose_row(run_dir: Path, trial: str | None) -> tuple[Row, SearchRecord]:
@@ -99,11 +94,9 @@ def choose_row(run_dir: Path, trial: str | None) -> tuple[Row, SearchRecord]:
 def _fetch(uri: str, trial: str | None, into: Path) -> Path:
     """From a run's storage copy into ``into``: its records, then the chosen row's checkpoint only."""
     try:
-        storage = RunStorage.open(uri, writable=False)
+        storage = RunStorage.open_run(uri)
     except UsageError as err:
         raise ExportError(str(err)) from None
-    if not storage.holds_run():
-        raise ExportError(f"{uri} holds no search.json: not the storage copy of a doctune run")
     try:
         storage.pull(into, under=("search.json", "leaderboard.json"))
         if not (into / "leaderboard.json").is_file():

@@ -476,6 +476,44 @@ def test_the_command_line_writes_the_report_or_exits_2(tmp_path):
         assert len(done.stderr.strip().splitlines()) == 1
 
 
+def test_the_report_of_a_run_kept_at_a_storage_uri_is_written_locally_and_whole(tmp_path):
+    """``platform.report URI --to DIR`` fetches the records the report reads, none of the checkpoints,
+    and writes DIR only once the report is complete; the copy is left as it was; bad input is one
+    message and exit 2, with nothing written."""
+    copy = make_run_dir(tmp_path / "bucket")  # a run's storage copy, as a search's --storage mirror leaves it
+    weights = copy / "trials" / TRIALS[0][0] / "checkpoints" / "step_000040" / "model.safetensors"
+    weights.parent.mkdir(parents=True)
+    weights.write_bytes(b"w" * 1000)
+    before = sorted(p.relative_to(copy) for p in copy.rglob("*"))
+    command = [sys.executable, "-m", "platform.report"]
+    out = tmp_path / "reports" / "x"
+    done = subprocess.run([*command, copy.as_uri(), "--to", str(out)], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert f"doctune: report in {out / 'report.html'} (4 plots in {out / 'plots'})" in done.stdout
+    page = (out / "report.html").read_text()
+    local = write_reports(make_run_dir(tmp_path / "local"))[-1].read_text()
+    # the same plots as the run directory's own report (the timeline needs Tune's logs, the importance
+    # the Optuna journal)
+    assert page.count("<img") == local.count("<img") == 4
+    assert (out / STUDY_FILE).is_file() and not (out / "trials").exists()  # the records, no checkpoint
+    assert sorted(p.relative_to(copy) for p in copy.rglob("*")) == before  # the copy unchanged
+    assert not list((tmp_path / "reports").glob(".doctune-report-*"))  # nothing staged is left
+    not_finished = tmp_path / "unfinished"
+    shutil.copytree(copy, not_finished)
+    (not_finished / "leaderboard.json").unlink()
+    for args, message in [
+        ([copy.as_uri()], "name a new or empty directory for its report with --to DIR"),
+        ([copy.as_uri(), "--to", str(out)], f"--to {out} exists and is not an empty directory"),
+        ([(tmp_path / "nothing").as_uri(), "--to", str(tmp_path / "n")], "holds no search.json"),
+        ([not_finished.as_uri(), "--to", str(tmp_path / "u")], f"{not_finished.as_uri()} holds no leaderboard.json"),
+        ([str(copy), "--to", str(tmp_path / "l")], "--to is for a run at a storage URI"),
+    ]:
+        done = subprocess.run([*command, *args], cwd=ROOT, capture_output=True, text=True)
+        assert done.returncode == 2 and done.stderr.startswith("doctune: error: ") and message in done.stderr, args
+        assert len(done.stderr.strip().splitlines()) == 1
+    assert not any((tmp_path / name).exists() for name in ("n", "u", "l"))
+
+
 def test_a_leaderboard_without_objectives_is_read_as_one_objective(tmp_path):
     """Run directories written before multi-objective searches have no ``objectives`` or ``pareto``
     (and, as before the ranking's noise was assessed, a leaderboard that is a plain list of rows)."""
