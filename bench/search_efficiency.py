@@ -2,6 +2,7 @@
 
     python bench/search_efficiency.py build --spec bench/efficiency_docsplit.yaml   # about an hour on 2 CPUs
     python bench/search_efficiency.py replay --table TABLE.csv [--methods random:16 tpe:16 ...] [--seeds 50]
+    python bench/search_efficiency.py diagnose --table TABLE.csv [--partial] [--against OTHER.csv]
 
 The code is the package ``bench.efficiency`` (its docstring says how the replay works); this file is
 its command line, run as a script.

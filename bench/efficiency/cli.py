@@ -1,9 +1,11 @@
-"""The command line: ``build`` a table by training, ``replay`` search methods on one."""
+"""The command line: ``build`` a table by training, ``replay`` search methods on one, ``diagnose``
+one (whole or still being built) without replaying."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,6 +13,7 @@ from pathlib import Path
 from bench import efficiency
 from bench.efficiency.batches import cache_of
 from bench.efficiency.compare import STARTUP_SECONDS, compare
+from bench.efficiency.diagnostics import agreement, diagnostics
 from bench.efficiency.methods import METHODS
 from bench.efficiency.report import json_safe, markdown, plot
 from bench.efficiency.table import load_table
@@ -63,6 +66,16 @@ def _replay_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _diagnose_command(args: argparse.Namespace) -> int:
+    table = load_table(args.table, partial=args.partial)
+    grid = math.prod(len(dimension.values) for dimension in table.space.values())
+    result = {"table": table.name, "configurations": len(table.configs), "grid": grid, **diagnostics(table)}
+    if args.against:
+        result["against"] = {"table": args.against.stem, **agreement(table, load_table(args.against, partial=True))}
+    print(json.dumps(json_safe(result), indent=1))
+    return 0
+
+
 def _build_command(args: argparse.Namespace) -> int:
     from bench.efficiency_table import build
 
@@ -100,6 +113,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--jobs", type=_positive, default=1, help="processes replaying the batches the cache lacks (with a cache)"
     )
     replay_parser.set_defaults(handler=_replay_command)
+    diagnose_parser = commands.add_parser(
+        "diagnose",
+        help="a table's spread, scoring noise and validation-test rank correlations (no replay), as JSON",
+    )
+    diagnose_parser.add_argument("--table", type=Path, required=True, help="NAME.csv (NAME.json beside it)")
+    diagnose_parser.add_argument(
+        "--partial", action="store_true", help="a table still being built: the configurations it has so far"
+    )
+    diagnose_parser.add_argument(
+        "--against",
+        type=Path,
+        help="another table of the same grid (OTHER.csv): how the configurations both hold agree across them",
+    )
+    diagnose_parser.set_defaults(handler=_diagnose_command)
     build_parser = commands.add_parser(
         "build", help="train every configuration of a grid spec (or resume), then write its table"
     )

@@ -103,3 +103,49 @@ def diagnostics(table: Table) -> dict:
         "bootstrap": {"resamples": BOOTSTRAP, "interval": "p05-p95"},
         "spearman": correlations(table),
     }
+
+
+def _values(table: Table, c: int) -> tuple:
+    """Configuration ``c``'s hyperparameter values, by name (floats to 12 significant digits)."""
+    return tuple(
+        (name, float(f"{value:.12g}") if isinstance(value, float) else value)
+        for name, value in ((n, table.space[n].values[i]) for n, i in zip(table.space, table.grid[c], strict=True))
+    )
+
+
+def _pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Pearson's r between ``x`` and ``y`` along the last axis; NaN where either is constant."""
+    x = x - x.mean(axis=-1, keepdims=True)
+    y = y - y.mean(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (x * y).sum(axis=-1) / np.sqrt((x**2).sum(axis=-1) * (y**2).sum(axis=-1))
+
+
+def agreement(table: Table, other: Table, seed: int = 0) -> dict:
+    """The configurations both tables hold (the same hyperparameters, trained alike, scored on other
+    parts, say), at the last round: for the validation and the test objective, Pearson's r and
+    Spearman's rho between the two tables with their 90% bootstrap intervals over configurations,
+    and each table's spread over them (the standard deviation of the validation objective); None
+    where either table's objective is constant over them."""
+    where = {_values(other, c): c for c in range(len(other.configs))}
+    pairs = [(c, where[key]) for c in range(len(table.configs)) if (key := _values(table, c)) in where]
+    mine, theirs = (np.array([pair[i] for pair in pairs], dtype=int) for i in (0, 1))
+    result: dict = {"configurations": len(pairs)}
+    if len(pairs) < MIN_CONFIGURATIONS:
+        return result
+    resample = np.random.default_rng(seed).integers(0, len(pairs), size=(BOOTSTRAP, len(pairs)))
+    for part, (a, b) in {"val": (table.val, other.val), "test": (table.test, other.test)}.items():
+        x, y = a[mine, -1], b[theirs, -1]
+        result[part] = {}
+        for name, measure in (("pearson", _pearson), ("spearman", rank_correlation)):
+            r, resampled = float(measure(x, y)), measure(x[resample], y[resample])
+            if np.isnan(r) or np.isnan(resampled).all():  # a constant objective in either table
+                result[part][name] = {"r": None, "p05": None, "p95": None}
+                continue
+            p05, p95 = np.nanpercentile(resampled, [5, 95])
+            result[part][name] = {"r": r, "p05": float(p05), "p95": float(p95)}
+    result["val_std"] = {
+        table.name: float(table.val[mine, -1].std(ddof=1)),
+        other.name: float(other.val[theirs, -1].std(ddof=1)),
+    }
+    return result

@@ -136,13 +136,16 @@ def _point(row: dict[str, str], space: dict[str, Dimension], where: str) -> tupl
     return tuple(point)
 
 
-def _check_grid(points: dict[str, tuple[int, ...]], space: dict[str, Dimension], where: str) -> None:
-    """ValueError unless ``points`` (configuration -> grid point) covers the whole grid, each point once."""
+def _check_grid(points: dict[str, tuple[int, ...]], space: dict[str, Dimension], where: str, partial: bool) -> None:
+    """ValueError unless ``points`` (configuration -> grid point) covers the whole grid (with ``partial``,
+    any part of it), each point once."""
     seen: dict[tuple[int, ...], str] = {}
     for config, point in points.items():
         if point in seen:
             raise ValueError(f"{where}: configurations {seen[point]} and {config} are the same point of the grid")
         seen[point] = config
+    if partial:
+        return
     names = list(space)
     missing = [
         ", ".join(f"{names[d]}={space[names[d]].values[i]}" for d, i in enumerate(point))
@@ -154,9 +157,10 @@ def _check_grid(points: dict[str, tuple[int, ...]], space: dict[str, Dimension],
         raise ValueError(f"{where}: {len(missing)} configuration(s) of the grid are missing: {listed}")
 
 
-def load_table(csv_path: str | Path) -> Table:
+def load_table(csv_path: str | Path, partial: bool = False) -> Table:
     """Read ``NAME.csv`` and the ``NAME.json`` beside it; ValueError unless the table holds every
-    round of every point of the grid the JSON's ``space`` spans, once."""
+    round of every point of the grid the JSON's ``space`` spans (with ``partial``, of the points it
+    has: a table still being built, read for its diagnostics, never replayed), each once."""
     csv_path = Path(csv_path)
     where = csv_path.name
     meta = json.loads(csv_path.with_suffix(".json").read_text())
@@ -180,7 +184,7 @@ def load_table(csv_path: str | Path) -> Table:
     short = [f"{config} (has rounds {sorted(r)})" for config, r in results.items() if len(r) != rounds]
     if short:
         raise ValueError(f"{where}: configurations missing rounds: {', '.join(short)}")
-    _check_grid(points, space, where)
+    _check_grid(points, space, where, partial)
     configs = tuple(results)
     return Table(
         name=meta["name"],

@@ -4,15 +4,19 @@ configurations the way test does."""
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
 from bench.efficiency import intervals, load_table, rank_correlation, replay_order
-from bench.efficiency.diagnostics import diagnostics
+from bench.efficiency.diagnostics import agreement, diagnostics
 from tests.bench.tables import HAND, write_table
+from tests.conftest import ROOT
 
 X, Y, Z = 0, 1, 2  # the hand table's configurations
 
@@ -167,3 +171,47 @@ def test_sensible_configurations_are_at_or_above_the_untouched_base(tmp_path):
     assert last["sensible_top_half"] == {"configurations": 2, "rho": None, "p05": None, "p95": None}
     # every best round (11 to 15) is above the base
     assert best["sensible"]["configurations"] == 5 and best["sensible"]["rho"] == pytest.approx(0.8)
+
+
+def test_a_table_being_built_is_diagnosed_and_compared_with_another_on_the_configurations_both_hold(tmp_path):
+    """A partial table is read only when asked for (never replayed); two tables of the same grid agree
+    on the configurations both hold, up to an affine change of scale."""
+    space = {"k": {"int": [1, 2, 3, 4, 5, 6]}, "v": {"choice": ["a", "b"]}}
+
+    def scores(point, round_):
+        value = point["k"] * (1 if point["v"] == "a" else 1.5)
+        return value * round_, 10 - value
+
+    whole = write_table(tmp_path, "whole", space, 2, 1, scores)
+    built = tmp_path / "built"
+    built.mkdir()
+
+    def rescaled(point, round_):
+        val, test = scores(point, round_)
+        return 0.5 * val + 1, test
+
+    half = write_table(built, "half", space, 2, 1, rescaled, lambda p: p["k"] > 3)
+    with pytest.raises(ValueError, match="6 configuration"):
+        load_table(half)
+    table = load_table(half, partial=True)
+    assert len(table.configs) == 6 and diagnostics(table)["configurations"] == 6
+    agreed = agreement(table, load_table(whole))
+    assert agreed["configurations"] == 6
+    assert agreed["val"]["pearson"]["r"] == pytest.approx(1.0) and agreed["val"]["spearman"]["r"] == pytest.approx(1.0)
+    assert agreed["test"]["pearson"]["r"] == pytest.approx(1.0)
+    assert agreed["val_std"]["half"] == pytest.approx(0.5 * agreed["val_std"]["whole"])
+    reversed_ = write_table(built, "reversed", space, 2, 1, lambda p, r: (-scores(p, r)[0], 0.0))
+    opposite = agreement(table, load_table(reversed_))
+    assert opposite["val"]["spearman"]["r"] == pytest.approx(-1.0)
+    assert opposite["test"]["pearson"] == {"r": None, "p05": None, "p95": None}  # its test objective is constant
+    # the command prints the same, as JSON
+    command = ["diagnose", "--table", str(half), "--partial", "--against", str(whole)]
+    printed = subprocess.run(
+        [sys.executable, "bench/search_efficiency.py", *command],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    result = json.loads(printed)
+    assert (result["configurations"], result["grid"], result["against"]["configurations"]) == (6, 12, 6)
