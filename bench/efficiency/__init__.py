@@ -8,7 +8,8 @@ microseconds to milliseconds, so every method runs with 50 seeds or more and the
 (``compare``, ``aggregate``) is between distributions of outcomes, not between single lucky or unlucky
 searches; it is repeated over independent batches of seeds (``batches``, kept in a cache) to show how
 far each figure moves from one batch to the next (``intervals``). ``diagnostics`` says how much the
-table lets any search find (also of a table still being built, and how two tables of one grid agree); ``report`` writes the comparison out; ``cli`` is the command line behind
+table lets any search find (also of a table still being built, and how two tables of one grid
+agree); ``report`` writes the comparison out; ``cli`` is the command line behind
 ``bench/search_efficiency.py``.
 
 Speed (the 54-configuration, 3-round table of the ``docsplit`` space, on a 2-CPU machine shared with
