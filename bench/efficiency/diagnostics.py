@@ -13,8 +13,9 @@ ones at or above their median validation objective.
 
 Where the table records its scoring noise (the build's ranking check: the validation objective's
 standard error at the table's parts), that standard error is set against the configurations'
-spread (the standard deviation of their last-round validation objectives): at most a third of it,
-and a search on these parts ranks configurations by what they are rather than by their noise.
+spread (the standard deviation of their last-round validation objectives), with a 90% bootstrap
+interval over configurations: at most a third of it, and a search on these parts ranks
+configurations by what they are rather than by their noise.
 """
 
 from __future__ import annotations
@@ -78,6 +79,19 @@ def correlations(table: Table) -> dict[str, dict[str, dict]]:
     return result
 
 
+def _ratio_interval(objective_se: float | None, val: np.ndarray, seed: int = 0) -> list[float] | None:
+    """The 90% bootstrap interval of ``objective_se`` over the spread of ``val`` (its standard
+    deviation), resampling configurations: how far the ratio moves with the configurations the table
+    happens to hold. None without a recorded standard error or with too few configurations."""
+    if objective_se is None or len(val) < MIN_CONFIGURATIONS:
+        return None
+    resample = np.random.default_rng(seed).integers(0, len(val), size=(BOOTSTRAP, len(val)))
+    with np.errstate(divide="ignore"):
+        ratios = objective_se / val[resample].std(axis=1, ddof=1)
+    p05, p95 = np.percentile(ratios, [5, 95])
+    return [float(p05), float(p95)]
+
+
 def diagnostics(table: Table) -> dict:
     """The spread of the last round's validation objective over configurations, the test objective of
     its best configuration against the best and median test objective any configuration has (the most
@@ -95,6 +109,7 @@ def diagnostics(table: Table) -> dict:
         "baseline_val": table.baseline_val,
         "objective_se": table.objective_se,
         "se_over_spread": None if table.objective_se is None else table.objective_se / float(val.std(ddof=1)),
+        "se_over_spread_interval": _ratio_interval(table.objective_se, val),
         "sensible": (
             "finite objectives in every round, validation at or above the untouched base's"
             if table.baseline_val is not None

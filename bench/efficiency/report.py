@@ -93,7 +93,12 @@ def markdown(result: dict) -> str:
             f"{d['test_of_best_val']:.4f}, best test {d['best_test']:.4f}, median test {d['median_test']:.4f}"
             + (
                 f"; the objective's standard error at the table's parts {d['objective_se']:.4f}, "
-                f"{d['se_over_spread']:.2f} of that std. "
+                f"{d['se_over_spread']:.2f} of that std"
+                + (
+                    " ({:.2f} to {:.2f} over resampled configurations). ".format(*d["se_over_spread_interval"])
+                    if d.get("se_over_spread_interval")
+                    else ". "
+                )
                 if d.get("objective_se") is not None
                 else ". "
             )

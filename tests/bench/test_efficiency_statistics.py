@@ -190,11 +190,17 @@ def test_a_table_being_built_is_diagnosed_and_compared_with_another_on_the_confi
         val, test = scores(point, round_)
         return 0.5 * val + 1, test
 
-    half = write_table(built, "half", space, 2, 1, rescaled, lambda p: p["k"] > 3)
+    noise = {"noise": {"objective_se": 0.5}}  # the objective's standard error at the table's parts
+    half = write_table(built, "half", space, 2, 1, rescaled, lambda p: p["k"] > 3, recorded=noise)
     with pytest.raises(ValueError, match="6 configuration"):
         load_table(half)
     table = load_table(half, partial=True)
-    assert len(table.configs) == 6 and diagnostics(table)["configurations"] == 6
+    d = diagnostics(table)
+    assert d["configurations"] == 6 and d["se_over_spread"] == pytest.approx(0.5 / d["val_std"])
+    # how far the ratio moves with the configurations held: an interval around it, none without noise
+    low, high = d["se_over_spread_interval"]
+    assert low < d["se_over_spread"] < high
+    assert diagnostics(load_table(whole))["se_over_spread_interval"] is None
     agreed = agreement(table, load_table(whole))
     assert agreed["configurations"] == 6
     assert agreed["val"]["pearson"]["r"] == pytest.approx(1.0) and agreed["val"]["spearman"]["r"] == pytest.approx(1.0)
