@@ -14,7 +14,8 @@ round scored have rows, so a partly built table is refused by the replay until i
   samples, written beside the run directory);
 - a run directory left by an interrupted build: resumes it (``--resume``), unless its search would
   train again a configuration the table has since taken from elsewhere; then, as after a finished
-  run, a new run directory searches what is missing.
+  run, a new run directory (``NAME-2``, ``NAME-3``, ...) searches what is missing. A build works in
+  the newest of ``NAME``, ``NAME-2``, ... there is.
 
 A run made on another machine (a lent GPU machine's, say: the spec's ``full`` profile) is merged
 with ``--no-train --run-dir DIR`` (its scored checkpoints' JSON files suffice); its ``made_by``
@@ -187,18 +188,40 @@ def complete(layout: Layout, cells: Cells) -> set[tuple[int, ...]]:
     return {point for point, rounds in cells.items() if len(rounds) == layout.rounds}
 
 
+def _numbered(run_dir: Path, k: int) -> Path:
+    return run_dir if k == 1 else run_dir.with_name(f"{run_dir.name}-{k}")
+
+
+def _run_dirs(run_dir: Path) -> list[Path]:
+    """``run_dir``, ``run_dir-2``, ``run_dir-3``, ... as far as they exist (the first always)."""
+    found = [run_dir]
+    while (following := _numbered(run_dir, len(found) + 1)).exists():
+        found.append(following)
+    return found
+
+
+def newest_run_dir(run_dir: Path) -> Path:
+    """The run directory a build last worked in: ``run_dir``, or the newest ``run_dir-k`` it went on
+    in after a finished run or one it could not resume."""
+    return _run_dirs(run_dir)[-1]
+
+
 def would_retrain(layout: Layout, run_dir: Path, in_table: set[tuple[int, ...]]) -> bool:
     """Whether resuming the interrupted search in ``run_dir`` would train a configuration the table
     already holds that this run has not completed: one merged from another run (a lent machine's)
     since this run began. Its search trains its spec's ``warm_start`` points where it has them (a
-    build's copy of the spec for the missing configurations), else the whole grid."""
+    build's copy of the spec for the missing configurations), else the whole grid. True also where
+    that spec is not on this machine (a run brought from another): it cannot be resumed here."""
     record = run_dir / "search.json"
     if not record.exists():
         return False
     from platform.spec import read_raw
 
     spec = Path(json.loads(record.read_text())["spec"])
-    warm_start = (read_raw(spec if spec.is_absolute() else ROOT / spec).get("search") or {}).get("warm_start")
+    spec = spec if spec.is_absolute() else ROOT / spec
+    if not spec.exists():  # a run brought from another machine: its search cannot be resumed here
+        return True
+    warm_start = (read_raw(spec).get("search") or {}).get("warm_start")
     searched = {layout.point_of(values) for values in warm_start} if warm_start else set(layout.points())
     return bool((searched - complete(layout, cells_of_run(layout, run_dir))) & in_table)
 
@@ -211,7 +234,22 @@ def accounted(
     them (``gathered`` from a finished earlier run, or left complete in the run directory by an
     interrupted one)."""
     trained = complete(layout, run_after) - complete(layout, run_before)
-    return trained, complete(layout, {**gathered, **run_after}) - in_table - trained
+    return trained, (complete(layout, gathered) | complete(layout, run_after)) - in_table - trained
+
+
+def merge_run(
+    layout: Layout, cells: Cells, errors: Errors, run_cells: Cells, run_errors: Errors
+) -> tuple[Cells, Errors]:
+    """``cells`` and ``errors`` with a run's merged in: a configuration the run completed is taken
+    from it, one it only partly trained only where nothing complete is known (so a trial cut short
+    never pushes a complete configuration out of the table)."""
+    have = complete(layout, cells)
+    taken = {point for point, rounds in run_cells.items() if point not in have or len(rounds) == layout.rounds}
+    kept_errors = {point: rounds for point, rounds in errors.items() if point not in taken}
+    return (
+        {**cells, **{point: run_cells[point] for point in taken}},
+        {**kept_errors, **{point: run_errors[point] for point in taken if point in run_errors}},
+    )
 
 
 def baseline_of_run(layout: Layout, run_dir: Path) -> dict[str, float] | None:
@@ -423,33 +461,32 @@ def build(spec_path: Path, run_dir: Path, csv_path: Path, profile: str, train: b
     meta = json.loads(csv_path.with_suffix(".json").read_text()) if cells else {}
     previous, baseline, noise = meta.get("made_by", {}).get("runs", []), meta.get("baseline"), meta.get("noise")
     items = {task: int(n) for task, parts in (noise or {}).get("tasks", {}).items() if (n := parts.get("n"))}
+    if train:
+        run_dir = newest_run_dir(run_dir)
     finished = (run_dir / "leaderboard.json").exists()
-    if finished or (train and would_retrain(layout, run_dir, in_table)):
+    if finished:  # its ranking check measured the noise at the table's parts
+        noise, items = noise_of_run(layout, run_dir) or noise, items_of_run(run_dir) or items
+    if train and (finished or would_retrain(layout, run_dir, in_table)):
         # a finished earlier run, or one whose resumed search would train again what the table has
         # from elsewhere (a run merged from another machine): its results in, the rest in a new one
-        cells, errors = cells | cells_of_run(layout, run_dir), errors | errors_of_run(layout, run_dir)
+        cells, errors = merge_run(layout, cells, errors, cells_of_run(layout, run_dir), errors_of_run(layout, run_dir))
         baseline = baseline or baseline_of_run(layout, run_dir)
-        if finished:
-            noise, items = noise_of_run(layout, run_dir) or noise, items_of_run(run_dir) or items
-        run_dir = next(
-            run_dir.with_name(f"{run_dir.name}-{k}")
-            for k in itertools.count(2)
-            if not run_dir.with_name(f"{run_dir.name}-{k}").exists()
-        )
+        run_dir = _numbered(asked_run_dir, len(_run_dirs(asked_run_dir)) + 1)
     searched, resume = spec_path, (run_dir / "search.json").exists()
-    missing = [layout.values_at(p) for p in layout.points() if p not in cells]
+    done = complete(layout, cells)
+    missing = [layout.values_at(p) for p in layout.points() if p not in done]
     if resume:
         searched = Path(json.loads((run_dir / "search.json").read_text())["spec"])
-    elif not missing:
+    elif train and not missing:
         print(f"{csv_path}: every configuration is trained")
         return write_table(
             layout, cells, csv_path, previous, baseline, noise_of_table(layout, cells, errors, items) or noise, errors
         )
-    elif cells:
+    elif train and done:
         searched = run_dir.with_name(f"{run_dir.name}.fill.yaml")
         searched.parent.mkdir(parents=True, exist_ok=True)
         searched.write_text(yaml.safe_dump(fill_spec(read_raw(spec_path), missing), sort_keys=False))
-        print(f"{csv_path}: {len(cells)} configurations trained; training the {len(missing)} missing ({searched})")
+        print(f"{csv_path}: {len(done)} configurations trained; training the {len(missing)} missing ({searched})")
     run_before = cells_of_run(layout, run_dir) if run_dir.exists() else {}
     began, started = time.monotonic(), time.time()
     invocation = f"python bench/search_efficiency.py build --spec {_shown(spec_path)} --profile {profile}"
@@ -476,7 +513,7 @@ def build(spec_path: Path, run_dir: Path, csv_path: Path, profile: str, train: b
         # the table keeps the baseline it was first given: a run merged from another machine scores
         # the untouched base there, within that machine's numerics of this one
         found = baseline or (baseline_of_run(layout, run_dir) if run_dir.exists() else None)
-        all_cells, all_errors = {**cells, **new}, errors | new_errors
+        all_cells, all_errors = merge_run(layout, cells, errors, new, new_errors)
         in_run = items_of_run(run_dir) if run_dir.exists() else {}
         measured = noise_of_table(layout, all_cells, all_errors, in_run or items)
         measured = measured or (noise_of_run(layout, run_dir) if run_dir.exists() else None) or noise

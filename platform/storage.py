@@ -34,7 +34,7 @@ from pathlib import Path
 
 from platform.common import STUDY_FILE, UsageError
 
-REPORT_RECORDS = ("search.json", "leaderboard.json", "timings.json", STUDY_FILE, "best/doctune.json")
+REPORT_RECORDS = ("search.json", "leaderboard.json", "timings.json", STUDY_FILE)
 TUNE_LOGS = ("/result.json", "/progress.csv")  # each trial's rounds, as Tune logged them
 LOCAL_ONLY = ("embeddings",)  # top-level entries never copied: the embedding cache is rebuilt from checkpoints
 MIRROR_EVERY_S = 30.0  # while a search runs; a crash of the whole machine loses at most this much of the copy
@@ -193,7 +193,7 @@ class RunStorage:
 
     def pull_records(self, run_dir: Path) -> int:
         """Fetch what a run's report reads into ``run_dir`` (its records, the Optuna journal, Tune's
-        per-trial logs, the exported winner's record), none of its checkpoints; the count."""
+        per-trial logs), none of its checkpoints; the count."""
         files = [f for f in self.listing() if f in REPORT_RECORDS or (f.startswith("tune/") and f.endswith(TUNE_LOGS))]
         for relative in files:
             self.download(relative, run_dir / relative)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -68,6 +69,9 @@ def _replay_command(args: argparse.Namespace) -> int:
 
 def _diagnose_command(args: argparse.Namespace) -> int:
     table = load_table(args.table, partial=args.partial)
+    if not table.configs:
+        print(f"{args.table} holds no configuration yet: nothing to diagnose", file=sys.stderr)
+        return 2
     grid = math.prod(len(dimension.values) for dimension in table.space.values())
     result = {"table": table.name, "configurations": len(table.configs), "grid": grid, **diagnostics(table)}
     if args.against:

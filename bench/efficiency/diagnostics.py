@@ -138,20 +138,24 @@ def _pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def agreement(table: Table, other: Table, seed: int = 0) -> dict:
     """The configurations both tables hold (the same hyperparameters, trained alike, scored on other
-    parts, say), at the last round: for the validation and the test objective, Pearson's r and
-    Spearman's rho between the two tables with their 90% bootstrap intervals over configurations,
-    and each table's spread over them (the standard deviation of the validation objective); None
-    where either table's objective is constant over them."""
+    parts, say), at the last round: for the validation and the test objective, over the
+    configurations finite in both, Pearson's r and Spearman's rho between the two tables with their
+    90% bootstrap intervals over configurations, and each table's spread over them (the standard
+    deviation of the validation objective: ``table``'s, then ``other``'s); None where either table's
+    objective is constant over them."""
     where = {_values(other, c): c for c in range(len(other.configs))}
     pairs = [(c, where[key]) for c in range(len(table.configs)) if (key := _values(table, c)) in where]
     mine, theirs = (np.array([pair[i] for pair in pairs], dtype=int) for i in (0, 1))
     result: dict = {"configurations": len(pairs)}
-    if len(pairs) < MIN_CONFIGURATIONS:
-        return result
-    resample = np.random.default_rng(seed).integers(0, len(pairs), size=(BOOTSTRAP, len(pairs)))
+    rng = np.random.default_rng(seed)
     for part, (a, b) in {"val": (table.val, other.val), "test": (table.test, other.test)}.items():
         x, y = a[mine, -1], b[theirs, -1]
-        result[part] = {}
+        finite = np.isfinite(x) & np.isfinite(y)  # a diverged configuration says nothing of agreement
+        x, y = x[finite], y[finite]
+        result[part] = {"configurations": len(x)}
+        if len(x) < MIN_CONFIGURATIONS:
+            continue
+        resample = rng.integers(0, len(x), size=(BOOTSTRAP, len(x)))
         for name, measure in (("pearson", _pearson), ("spearman", rank_correlation)):
             r, resampled = float(measure(x, y)), measure(x[resample], y[resample])
             if np.isnan(r) or np.isnan(resampled).all():  # a constant objective in either table
@@ -159,8 +163,6 @@ def agreement(table: Table, other: Table, seed: int = 0) -> dict:
                 continue
             p05, p95 = np.nanpercentile(resampled, [5, 95])
             result[part][name] = {"r": r, "p05": float(p05), "p95": float(p95)}
-    result["val_std"] = {
-        table.name: float(table.val[mine, -1].std(ddof=1)),
-        other.name: float(other.val[theirs, -1].std(ddof=1)),
-    }
+        if part == "val":
+            result["val_std"] = [float(x.std(ddof=1)), float(y.std(ddof=1))]
     return result

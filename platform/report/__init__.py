@@ -30,13 +30,14 @@ from platform.report.run import PLOTS_DIR, Plot, PlotSkipped, Run, param_importa
 REPORT_FILE = "report.html"
 
 
-def write_reports(run_dir: Path) -> list[Path]:
-    """Write ``run_dir/plots/*.png`` and ``run_dir/report.html``; the paths written.
+def write_reports(run_dir: Path, kept_at: str | None = None) -> list[Path]:
+    """Write ``run_dir/plots/*.png`` and ``run_dir/report.html``; the paths written. ``kept_at``:
+    the storage URI the run's records were fetched from into ``run_dir`` (the page names it).
 
     A plot without data (no Optuna journal, a single objective, ...) is left out, and the page
     says why; ReportError for a run directory without a finished search.
     """
-    run = read_run(Path(run_dir))
+    run = read_run(Path(run_dir), kept_at)
     directory = run.path / PLOTS_DIR
     directory.mkdir(exist_ok=True)
     figures: dict[str, tuple[str, Callable[[], Figure]]] = {

@@ -19,14 +19,10 @@ from platform.report import write_reports
 from platform.report.run import ReportError
 
 
-def _fetched(uri: str, to: Path | None, into: Path) -> Path:
+def _fetched(uri: str, into: Path) -> Path:
     """The run at ``uri``'s report records, fetched into ``into`` (ReportError naming bad input)."""
     from platform.storage import RunStorage
 
-    if to is None:
-        raise ReportError(f"{uri} is a storage URI: name a new or empty directory for its report with --to DIR")
-    if problem := new_directory_problem("--to", to):
-        raise ReportError(problem)
     try:
         storage = RunStorage.open_run(uri)
     except UsageError as err:
@@ -41,14 +37,23 @@ def _fetched(uri: str, to: Path | None, into: Path) -> Path:
 def report_from_storage(uri: str, to: Path | None) -> list[Path]:
     """The report of the run kept at ``uri``, written in ``to`` with the records it reads; the paths
     written (as ``write_reports``). Fetched and written beside ``to``, then moved there whole."""
-    parent = next(p for p in [to.resolve(), *to.resolve().parents] if p.exists()) if to else Path.cwd()
-    with tempfile.TemporaryDirectory(prefix=".doctune-report-", dir=parent) as staging:
-        fetched = Path(staging) / "run"
+    if to is None:
+        raise ReportError(f"{uri} is a storage URI: name a new or empty directory for its report with --to DIR")
+    if problem := new_directory_problem("--to", to):
+        raise ReportError(problem)
+    target = to.resolve()
+    try:
+        staging = tempfile.TemporaryDirectory(
+            prefix=".doctune-report-", dir=next(p for p in target.parents if p.exists())
+        )
+    except OSError as err:
+        raise ReportError(f"--to {to}: cannot write beside it ({err.strerror}); name a directory elsewhere") from None
+    with staging as staged:
+        fetched = Path(staged) / "run"
         try:
-            written = write_reports(_fetched(uri, to, fetched))
+            written = write_reports(_fetched(uri, fetched), kept_at=uri)
         except ReportError as err:  # said of the URI, not of the directory it was fetched into
             raise ReportError(str(err).replace(str(fetched), uri)) from None
-        target = to.resolve()
         if target.is_dir():  # the empty directory --to named
             target.rmdir()
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -120,9 +120,9 @@ def render(run: Run, drawn: list[Plot], now: datetime) -> str:
 def _when(run: Run) -> str:
     ends = [float(f["timestamp"].max()) for f in run.histories.values()]
     if run.start is None or not ends:
-        return f"run directory {escape(str(run.path.resolve()))}"
+        return f"run {escape(run.location)}"
     minutes = (max(ends) - run.start) / 60
-    return f"trials ran from {_utc(run.start)} for {minutes:.1f} min · run directory {escape(str(run.path.resolve()))}"
+    return f"trials ran from {_utc(run.start)} for {minutes:.1f} min · run {escape(run.location)}"
 
 
 def _search_section(run: Run) -> str:
@@ -202,6 +202,9 @@ def _winner_section(run: Run) -> str:
         text += f"<p>Test-objective gain, paired bootstrap over the same test items:</p><ul>{items}</ul>"
     if best.confirmation:
         text += f"<p>Its configuration {escape(describe_confirmation(best.confirmation))}.</p>"
+    export = f"<code>python -m platform.export {escape(run.location)} --trial {escape(best.trial)} --to DIR</code>"
+    if run.kept_at:  # records only were fetched: the winner's weights stay in the copy
+        return text + f"<p>Export it from the run's copy with {export}.</p>"
     best_dir = run.path / "best"
     try:
         exported = json.loads((best_dir / "doctune.json").read_text()).get("trial_id")
@@ -214,10 +217,7 @@ def _winner_section(run: Run) -> str:
             'loads it; its model card is <a href="best/README.md">best/README.md</a>.</p>'
         )
     held = f"holds trial {escape(str(exported))}" if exported else "does not exist"
-    return text + (
-        f"<p>Not exported here: <code>best/</code> {held}. Export it with "
-        f"<code>python -m platform.export {escape(str(run.path))} --trial {escape(best.trial)} --to DIR</code>.</p>"
-    )
+    return text + f"<p>Not exported here: <code>best/</code> {held}. Export it with {export}.</p>"
 
 
 ERROR_COLUMNS = ("main_se", "main_se_items", "main_se_draws")

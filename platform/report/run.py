@@ -36,6 +36,12 @@ class Run:
     tasks: list[str]  # the leaderboard's task columns
     searched: list[str]  # the hyperparameters the search varied
     histories: dict[str, pd.DataFrame]  # trial id -> its evaluation rounds (see trial_histories)
+    kept_at: str | None = None  # the storage URI the run's records were fetched from; None: read in place
+
+    @property
+    def location(self) -> str:
+        """Where the run is, as the page names it: its storage URI, else its directory."""
+        return self.kept_at or str(self.path.resolve())
 
     @property
     def spec(self) -> dict:
@@ -56,8 +62,9 @@ class Plot:
     reason: str | None = None
 
 
-def read_run(run_dir: Path) -> Run:
-    """The run directory's records, or ReportError naming what is missing."""
+def read_run(run_dir: Path, kept_at: str | None = None) -> Run:
+    """The run directory's records, or ReportError naming what is missing; ``kept_at``: the storage
+    URI they were fetched from (the page names it, not the directory)."""
     if not run_dir.is_dir():
         raise ReportError(
             f"run directory {run_dir} does not exist; name the directory a search wrote (runs/<spec name>)"
@@ -83,9 +90,8 @@ def read_run(run_dir: Path) -> Run:
             f"{run_dir}: leaderboard.json or search.json is not one this doctune wrote ({type(err).__name__}: {err})"
         ) from None
     # the search's own experiment; a confirmation's (tune/<name>-confirm) re-runs the winner and is no trial
-    return Run(
-        run_dir, summary, name, rows, noise, objectives, tasks, searched, trial_histories(run_dir / "tune" / name)
-    )
+    histories = trial_histories(run_dir / "tune" / name)
+    return Run(run_dir, summary, name, rows, noise, objectives, tasks, searched, histories, kept_at)
 
 
 def trial_histories(tune_dir: Path) -> dict[str, pd.DataFrame]:

@@ -205,8 +205,15 @@ def test_a_table_being_built_is_diagnosed_and_compared_with_another_on_the_confi
     assert agreed["configurations"] == 6
     assert agreed["val"]["pearson"]["r"] == pytest.approx(1.0) and agreed["val"]["spearman"]["r"] == pytest.approx(1.0)
     assert agreed["test"]["pearson"]["r"] == pytest.approx(1.0)
-    assert agreed["val_std"]["half"] == pytest.approx(0.5 * agreed["val_std"]["whole"])
+    assert agreed["val_std"][0] == pytest.approx(0.5 * agreed["val_std"][1])  # this table's, the other's
     reversed_ = write_table(built, "reversed", space, 2, 1, lambda p, r: (-scores(p, r)[0], 0.0))
+    # a configuration that diverged in one table is left out, not allowed to blank the comparison
+    diverged = write_table(
+        built, "diverged", space, 2, 1, lambda p, r: (math.nan, 0.0) if p["k"] == 1 else scores(p, r)
+    )
+    partly = agreement(table, load_table(diverged))
+    assert (partly["configurations"], partly["val"]["configurations"]) == (6, 4)
+    assert partly["val"]["spearman"]["r"] == pytest.approx(1.0)
     opposite = agreement(table, load_table(reversed_))
     assert opposite["val"]["spearman"]["r"] == pytest.approx(-1.0)
     assert opposite["test"]["pearson"] == {"r": None, "p05": None, "p95": None}  # its test objective is constant

@@ -26,6 +26,7 @@ from bench.efficiency_table import (
     errors_of_table,
     fill_spec,
     follow,
+    newest_run_dir,
     would_retrain,
 )
 from core.data.corpus import CorpusStats
@@ -122,6 +123,16 @@ def test_a_run_is_merged_into_the_table_and_a_partial_table_is_refused_by_the_re
     assert meta["noise"]["tasks"] == noise and complete.objective_se == pytest.approx(0.0180278, abs=1e-6)
     spread = np.std(complete.val[:, -1], ddof=1)
     assert diagnostics(complete)["se_over_spread"] == pytest.approx(complete.objective_se / spread)
+    # a finished run merged without training is merged from where it is: no new run directory, no
+    # copy of the spec, and the entry still names where it was trained
+    assert not list(tmp_path.glob("other-*")) and not list(tmp_path.glob("*.fill.yaml"))
+    assert "trained_on" in meta["made_by"]["runs"][-1]
+    # a trial cut short in another run never pushes a complete configuration out of the table
+    cut_short = tmp_path / "cut_short"
+    _trial(cut_short, "a", layout.values_at(points[0]), {1: (0.9, 0.9)})
+    build(SPEC, cut_short, table, "local", train=False)
+    assert cells_of_table(layout, table)[points[0]] == {1: (0.5, 0.6), 2: (0.7, 0.4), 3: (0.6, 0.5)}
+    assert len(load_table(table).configs) == 54
 
 
 def test_each_row_keeps_its_standard_errors_and_the_noise_is_measured_on_every_configuration(tmp_path):
@@ -223,6 +234,13 @@ def test_a_run_is_resumed_only_where_it_would_not_train_again_what_the_table_has
     grid.mkdir()
     (grid / "search.json").write_text(json.dumps({"spec": str(SPEC)}))  # the whole grid
     assert would_retrain(layout, grid, {points[53]}) and not would_retrain(layout, tmp_path / "none", {points[0]})
+    (grid / "search.json").write_text(json.dumps({"spec": str(tmp_path / "elsewhere.yaml")}))
+    assert would_retrain(layout, grid, set())  # a run brought from a machine whose spec is not here
+    # a build goes on in the newest run directory it made
+    assert newest_run_dir(run_dir) == run_dir
+    (tmp_path / "run-2").mkdir()
+    (tmp_path / "run-3").mkdir()
+    assert newest_run_dir(run_dir) == tmp_path / "run-3"
 
 
 def test_a_resumed_build_counts_only_what_it_trained():

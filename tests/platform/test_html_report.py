@@ -496,6 +496,13 @@ def test_the_report_of_a_run_kept_at_a_storage_uri_is_written_locally_and_whole(
     # the Optuna journal)
     assert page.count("<img") == local.count("<img") == 4
     assert (out / STUDY_FILE).is_file() and not (out / "trials").exists()  # the records, no checkpoint
+    # the page names the run where it is kept, and exports from there (no weights were fetched)
+    assert f"run {copy.as_uri()}" in page and ".doctune-report-" not in page and "Exported to" not in page
+    assert f"python -m platform.export {copy.as_uri()} --trial {TRIALS[0][0]} --to DIR" in page
+    empty = tmp_path / "empty"
+    empty.mkdir()  # an empty directory named by --to receives the report too
+    done = subprocess.run([*command, copy.as_uri(), "--to", str(empty)], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0 and (empty / "report.html").is_file(), done.stderr
     assert sorted(p.relative_to(copy) for p in copy.rglob("*")) == before  # the copy unchanged
     assert not list((tmp_path / "reports").glob(".doctune-report-*"))  # nothing staged is left
     not_finished = tmp_path / "unfinished"
@@ -504,6 +511,7 @@ def test_the_report_of_a_run_kept_at_a_storage_uri_is_written_locally_and_whole(
     for args, message in [
         ([copy.as_uri()], "name a new or empty directory for its report with --to DIR"),
         ([copy.as_uri(), "--to", str(out)], f"--to {out} exists and is not an empty directory"),
+        ([copy.as_uri(), "--to", str(weights)], "exists and is not an empty directory"),
         ([(tmp_path / "nothing").as_uri(), "--to", str(tmp_path / "n")], "holds no search.json"),
         ([not_finished.as_uri(), "--to", str(tmp_path / "u")], f"{not_finished.as_uri()} holds no leaderboard.json"),
         ([str(copy), "--to", str(tmp_path / "l")], "--to is for a run at a storage URI"),
