@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     # Ctrl-C must stop the study: Tune's own handler ends the running trial "gracefully", and the
     # run would be recorded as failed and skipped by the next call. An interrupted row goes on from its
-    # Tune run's saved state (a tuned row's search is redone).
+    # Tune run's saved state (a tuned row's search too: Study.trial).
     tune_handler = os.environ.get("TUNE_DISABLE_SIGINT_HANDLER")
     os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"
     try:
@@ -188,21 +188,27 @@ class Study:
 
     def trial(self, spec: SearchSpec, directory: Path) -> dict:
         """Run ``spec``'s search in ``directory`` (once: a finished one is read back); its best
-        trial's hyperparameters and table scores, or its failure."""
+        trial's hyperparameters and table scores, or its failure.
+
+        A search an earlier call started goes on from Tune's saved state (its ended trials are not
+        trained again; one that ended whole, the call stopped while its best trial's table scores
+        were taken, is only read back); a directory without that state is started afresh."""
         from platform import leaderboard
 
         done = directory / RESULT_FILE
         if done.exists():
             return json.loads(done.read_text())
-        if directory.exists():  # an interrupted run: what it had not finished is redone
-            shutil.rmtree(directory)
-        directory.mkdir(parents=True)
+        resume = (directory / "tune" / spec.name / "tuner.pkl").exists()
+        if not resume:
+            if directory.exists():  # stopped before its search began: nothing to keep
+                shutil.rmtree(directory)
+            directory.mkdir(parents=True)
+            # every run shares the study's base, scored once on every table task (base_row)
+            base = {"model": self.model_dir, "status": "base model, untouched"}
+            base["scores"] = json.loads((self.run_dir / BASE_FILE).read_text())
+            common.write_atomic(directory / "baseline.json", json.dumps({BASELINE_ID: base}, indent=2))
         resolved = self.resolve(spec, directory)
-        # every run shares the study's base, scored once on every table task (base_row)
-        base = {"model": self.model_dir, "status": "base model, untouched"}
-        base["scores"] = json.loads((self.run_dir / BASE_FILE).read_text())
-        common.write_atomic(directory / "baseline.json", json.dumps({BASELINE_ID: base}, indent=2))
-        _, results = tuner.run_search(resolved, resume=False)
+        _, results = tuner.run_search(resolved, resume=resume)
         result = self.result(resolved, leaderboard.rows_from_results(results, resolved))
         common.write_atomic(done, json.dumps(result, indent=2))
         return result

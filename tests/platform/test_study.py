@@ -115,6 +115,25 @@ def test_another_spec_in_the_same_directory_is_refused(finished, capsys):
     assert "another spec, profile or --task" in capsys.readouterr().err
 
 
+def test_a_tuned_row_whose_search_had_ended_is_read_back_not_searched_again(finished):
+    """A call stopped after a tuned row's search ended, while its winner's table scores were being
+    taken, leaves the search whole and no result: the next call reads the search back from its Tune
+    state and scores it, training nothing again."""
+    spec, run_dir, _ = finished
+    (tuned,) = run_dir.glob("runs/* (tuned)/seed0")
+    result = tuned / "result.json"
+    kept = json.loads(result.read_text())
+    checkpoints = {path: path.stat().st_mtime_ns for path in tuned.glob("trials/*/checkpoints/step_*/doctune.json")}
+    assert checkpoints
+    result.unlink()
+    assert study.main([spec, "--profile", "smoke", "--run-dir", str(run_dir)]) == 0
+    assert json.loads(result.read_text()) == kept
+    # the same checkpoints, untouched: the search was not started again
+    assert {path: path.stat().st_mtime_ns for path in tuned.glob("trials/*/checkpoints/step_*/doctune.json")} == (
+        checkpoints
+    )
+
+
 def test_timings_sum_over_calls_and_read_a_file_from_before_calls_were_counted(tmp_path):
     path = tmp_path / "timings.json"
     path.write_text(json.dumps({"wall_seconds": 100.0, "rows": {"simcse": 60.0, "base row": 5.0}}))
