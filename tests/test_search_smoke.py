@@ -5,6 +5,7 @@ that the kill lost and reran nothing."""
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import os
@@ -363,7 +364,7 @@ def test_training_goes_on_while_a_round_is_scored_and_every_round_is_reported_in
             assert trial[0]["eval_seconds"] == pytest.approx(trial[0]["scoring_seconds"], rel=0.01)
 
 
-def test_the_bucket_alone_holds_the_run_and_exports_its_winner(smoke_run, bucket, tmp_path):
+def test_the_bucket_alone_holds_the_run_and_exports_its_winner_and_its_report(smoke_run, bucket, tmp_path):
     import torch
     from transformers import AutoModel, AutoTokenizer
 
@@ -390,6 +391,13 @@ def test_the_bucket_alone_holds_the_run_and_exports_its_winner(smoke_run, bucket
         with torch.no_grad():
             embeddings.append(model(**tokenizer(["a document about elections"], return_tensors="pt")).last_hidden_state)
     assert torch.equal(*embeddings)
+    # its report, from the bucket's records alone
+    report = [sys.executable, "-m", "platform.report", bucket, "--to", str(tmp_path / "report")]
+    done = subprocess.run(report, cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert "Is the ranking beyond noise?" in page and f"platform.export {html.escape(bucket)} --trial" in page
+    assert not (tmp_path / "report" / "trials").exists()
 
 
 def test_a_fresh_machine_resumes_the_finished_search_from_its_bucket_and_reruns_nothing(
