@@ -195,13 +195,13 @@ class RunStorage:
         """Fetch what a run's report reads into ``run_dir`` (its records, the Optuna journal, Tune's
         per-trial logs), none of its checkpoints; the count."""
         files = [f for f in self.listing() if f in REPORT_RECORDS or (f.startswith("tune/") and f.endswith(TUNE_LOGS))]
-        for relative in files:
-            self.download(relative, run_dir / relative)
-        return len(files)
+        return self._download_all(files, run_dir)
 
     def pull(self, run_dir: Path, under: tuple[str, ...] = ("",)) -> int:
         """Fetch the copy's files whose paths start with one of ``under`` into ``run_dir``; the count."""
-        files = [f for f in self.listing() if f.startswith(under)]
+        return self._download_all([f for f in self.listing() if f.startswith(under)], run_dir)
+
+    def _download_all(self, files: list[str], run_dir: Path) -> int:
         for relative in files:
             self.download(relative, run_dir / relative)
         return len(files)
