@@ -88,14 +88,20 @@ def test_a_resumed_search_lets_restored_trials_wait_for_workers():
 
 
 def _search(*args: str):
-    """The CLI's result, and whether it started a Ray (each Ray leaves a session directory)."""
-    sessions = Path(tempfile.gettempdir()) / "ray"
-    before = set(sessions.glob("session_2*"))
-    env = {**os.environ, "RAY_ADDRESS": "local"}
-    done = subprocess.run(
-        [sys.executable, "-m", "platform.search", *args], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env
-    )
-    return done, set(sessions.glob("session_2*")) != before
+    """The CLI's result, and whether it started a Ray. The command gets a Ray temporary directory of
+    its own, where a Ray it starts leaves a session directory; a Ray another test starts meanwhile
+    (the slow tier runs beside this one) leaves its session elsewhere."""
+    with tempfile.TemporaryDirectory(prefix="ray", ignore_cleanup_errors=True) as ray_tmp:
+        env = {**os.environ, "RAY_ADDRESS": "local", "RAY_TMPDIR": ray_tmp}
+        done = subprocess.run(
+            [sys.executable, "-m", "platform.search", *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+        return done, any(Path(ray_tmp).glob("ray/session_2*"))
 
 
 def test_resources_this_machine_lacks_are_refused_before_ray_starts(tmp_path):
