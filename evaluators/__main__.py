@@ -14,7 +14,8 @@ import tempfile
 from pathlib import Path
 
 from evaluators.plan import EvalBudget, EvalPlan
-from evaluators.scores import TOTAL_SUFFIX, coverage, sizes
+from evaluators.references import Reading
+from evaluators.scores import TOTAL_SUFFIX, coverage, sizes, strata, stratum_keys
 from evaluators.tasks import TASK_FAMILIES, TASKS, UnknownTask, check_task_name
 
 
@@ -26,7 +27,27 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--pooling", choices=("cls", "mean", "max"), help="default: the model's doctune.json, else mean"
     )
-    parser.add_argument("--max-length", type=int, default=512)
+    parser.add_argument("--max-length", type=int, default=512, help="tokens per text (other than long-document tasks)")
+    parser.add_argument(
+        "--long-length",
+        type=int,
+        default=4096,
+        help="tokens per text of long-document tasks (needle, passkey, passage)",
+    )
+    parser.add_argument(
+        "--longformer",
+        type=int,
+        metavar="MAX_LENGTH",
+        help="convert the model to a Longformer of this many positions first, as a search's backbone does "
+        "(cached), and score that, untrained",
+    )
+    parser.add_argument("--attention-window", type=int, default=256, help="the --longformer's local attention window")
+    parser.add_argument(
+        "--long-inputs",
+        choices=("task", "truncate", "chunk"),
+        default="task",
+        help="texts over the length: as each task says, truncated, or averaged over windows (chunk)",
+    )
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--max-documents", type=int, help="retrieval corpus limit")
@@ -73,6 +94,11 @@ def main(argv: list[str] | None = None) -> int:
             model_dir = resolve_model(args.model)
         except ModelUnavailable as err:
             raise UnknownTask(str(err)) from None
+        if args.longformer:
+            from core.data import cache_dir
+            from core.longformer import cached_longformer
+
+            model_dir = str(cached_longformer(model_dir, args.longformer, args.attention_window, cache_dir()))
     except UnknownTask as err:
         print(f"evaluators: error: {err.args[0]}", file=sys.stderr)
         return 2
@@ -95,25 +121,63 @@ def main(argv: list[str] | None = None) -> int:
             repeats=args.repeats,
             max_train=args.max_train,
             probe_head=args.probe_head,
+            long_length=args.long_length,
         ),
     )
     with tempfile.TemporaryDirectory() as scratch:
+        reading = Reading(long_inputs=None if args.long_inputs == "task" else args.long_inputs)
         evaluator = Evaluator(plan, str(args.cache_dir or scratch))
         pooling = _pooling(model_dir, args.pooling)
-        scores = evaluator.score(model_dir, pooling, tasks)
-    print(f"model {args.model} ({pooling} pooling, {args.max_length} tokens); main score ± standard error")
+        scores = evaluator.score(model_dir, pooling, tasks, reading=reading)
+        lengths = {t: evaluator.scoring_length(model_dir, t, reading) for t in tasks}
+    converted = f", converted to a {args.longformer}-token Longformer (untrained)" if args.longformer else ""
+    print(f"model {args.model}{converted} ({pooling} pooling); main score ± standard error")
     width = max(len(t) for t in tasks) + 6
     for task, values in scores.items():
+        print(f"{task}: scored at {lengths[task]} tokens, texts over it {_policy(values)}")
         for split in SPLITS:
             part = values[split]
             scored = sizes(part)
             counts = {*scored, *(f"{unit}{TOTAL_SUFFIX}" for unit in scored)}
-            details = ", ".join(f"{k} {v:.4f}" for k, v in part.items() if k not in ("main", "main_se", *counts))
+            hidden = {"main", "main_se", *counts, *stratum_keys(part)}
+            details = ", ".join(f"{k} {v:.4f}" for k, v in part.items() if k not in hidden)
             on = f"; {coverage(part)}" if scored else ""
             print(f"{task + ' ' + split:{width}s}  {part['main']:.4f} ± {part['main_se']:.4f}  ({details}{on})")
+            for line in strata_lines(part):
+                print(f"{'':{width}s}  {line}")
     if args.json:
         args.json.write_text(json.dumps({"model": args.model, "pooling": pooling, "scores": scores}, indent=2))
     return 0
+
+
+def _policy(values: dict) -> str:
+    if "chunked" in values:
+        return f"averaged over windows ({values['chunked']:.0%} of them)"
+    return f"truncated ({values.get('truncated', 0.0):.0%} of them)"
+
+
+def strata_lines(part: dict[str, float]) -> list[str]:
+    """One part's strata as lines: the length buckets in one line, a needle task's length x depth
+    grid (main score, n) beneath."""
+    by_stratum = strata(part)
+    if not by_stratum:
+        return []
+    grid = {label: v for label, v in by_stratum.items() if "_depth" in label}
+    lines = [
+        "by length (tokens of the document to find): "
+        + " | ".join(
+            f"{label} {v['main']:.3f} ± {1.96 * v['se']:.3f} (n {int(v['n'])})"
+            for label, v in by_stratum.items()
+            if label not in grid
+        )
+    ]
+    if grid:
+        depths = list(dict.fromkeys(label.split("_depth")[1] for label in grid))
+        lines.append("length \\ depth  " + "  ".join(f"{d + '%':>6s}" for d in depths))
+        for length in dict.fromkeys(label.split("_depth")[0][3:] for label in grid):
+            row = [grid.get(f"len{length}_depth{d}", {}).get("main", float("nan")) for d in depths]
+            lines.append(f"{length:>14s}  " + "  ".join(f"{v:6.3f}" for v in row))
+    return lines
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ Runs are ``{query_id: {doc_id: score}}``, judgments ``{query_id: {doc_id: releva
 BEIR: only queries with at least one relevant document are evaluated (a judged query missing
 from the run scores 0); nDCG@10 is trec_eval's ``ndcg_cut_10`` (linear gains), MAP@100 its
 ``map_cut_100``, Recall@100 its ``recall_100``; MRR@10 is the reciprocal rank of the first
-relevant document in the top 10. trec_eval ranks by descending score and breaks ties by
+relevant document in the top 10; acc@1 (LongEmbed's main score for its synthetic tasks) whether the
+first document ranked is relevant. trec_eval ranks by descending score and breaks ties by
 descending document id; the MRR cut-off uses the same order.
 """
 
@@ -21,7 +22,7 @@ def ranked(run: dict[str, float]) -> list[str]:
 
 
 def ranking_table(runs: dict[str, dict[str, float]], qrels: dict[str, dict[str, int]]) -> dict[str, np.ndarray]:
-    """nDCG@10, MAP@100, Recall@100 and MRR@10 of each judged query (in sorted id order; a judged
+    """nDCG@10, MAP@100, Recall@100, MRR@10 and acc@1 of each judged query (in sorted id order; a judged
     query missing from the run scores 0): the per-query values behind the means, which the noise
     estimates resample."""
     import pytrec_eval
@@ -41,6 +42,7 @@ def ranking_table(runs: dict[str, dict[str, float]], qrels: dict[str, dict[str, 
 
     table = {name: column(per_query, measure) for name, measure in MEASURES.items()}
     table["mrr_at_10"] = column(reciprocal, "recip_rank")
+    table["acc_at_1"] = (table["mrr_at_10"] == 1.0).astype(float)  # the first document ranked is relevant
     return table
 
 

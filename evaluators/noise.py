@@ -69,6 +69,13 @@ class Gain:
         return cls(**{f.name: record[f.name] for f in fields(cls)})
 
 
+def check_paired(task: str, a: Outcomes, b: Outcomes) -> None:
+    """Refuse to pair two rows' outcomes on ``task`` unless they scored the same items, in the same
+    order: by id where both know their items' ids, else by count."""
+    if len(a.items) != len(b.items) or (a.ids and b.ids and a.ids != b.ids):
+        raise ValueError(f"{task}: the two rows were scored on different items; a paired comparison needs the same")
+
+
 def paired_bootstrap(
     a: dict[str, Outcomes],
     b: dict[str, Outcomes],
@@ -79,8 +86,7 @@ def paired_bootstrap(
 ) -> Gain:
     """The weighted mean over ``weights``' tasks of main(a) - main(b), and its interval."""
     for task in weights:
-        if len(a[task].items) != len(b[task].items):
-            raise ValueError(f"{task}: the two encoders were scored on different items")
+        check_paired(task, a[task], b[task])
     total = sum(weights.values())
 
     def difference(pick: dict[str, np.ndarray | slice]) -> float:
@@ -101,6 +107,19 @@ def paired_bootstrap(
     return Gain(difference({t: slice(None) for t in weights}), float(low), float(high), rounds, level)
 
 
+def task_gain(a: Outcomes, b: Outcomes, task: str, min_items: int = 2) -> dict:
+    """Row a's gain over row b on one task's part, paired by item (``paired_bootstrap``), with the
+    same gain per stratum of a's (a retrieval task's length buckets, each with its ``n``) where the
+    stratum holds at least ``min_items`` items: a ``Gain`` record plus ``by_stratum``."""
+    record = paired_bootstrap({task: a}, {task: b}, {task: 1.0}).record()
+    record["by_stratum"] = {
+        label: paired_bootstrap({task: a.subset(rows)}, {task: b.subset(rows)}, {task: 1.0}).record() | {"n": len(rows)}
+        for label, rows in a.strata.items()
+        if len(rows) >= min_items
+    }
+    return record
+
+
 def joint_resamples(
     encoders: Sequence[dict[str, Outcomes]],
     weights: dict[str, float],
@@ -114,8 +133,9 @@ def joint_resamples(
     sqrt(m / (m - 1)) for its m items or draws (the bootstrap's variance of a mean is (m - 1) / m
     of the sampling variance; with a few-shot probe's 3 to 5 draws that matters)."""
     for task in weights:
-        sizes = {(len(e[task].items), e[task].draw_count) for e in encoders}
-        if len(sizes) > 1:
+        for other in encoders[1:]:
+            check_paired(task, encoders[0][task], other[task])
+        if len({e[task].draw_count for e in encoders}) > 1:
             raise ValueError(f"{task}: the encoders were scored on different items or draws")
     total = sum(weights.values())
     observed_tasks = {t: np.array([e[t].value() for e in encoders]) for t in weights}

@@ -28,6 +28,14 @@ class EvalBudget:
     max_train: int | None = field(
         default=None, metadata=constraint("full-probe training examples (stratified subsample)", 1)
     )
+    long_length: int = field(
+        default=4096,
+        metadata=constraint(
+            "tokens a long-document task's documents reach and are embedded at (the needle and passkey haystacks' "
+            "longest length); other tasks use evaluation.max_length",
+            8,
+        ),
+    )
     probe_head: ProbeHead = field(
         default="logistic",
         metadata=constraint("probe classifier on frozen embeddings: logistic (linear) or mlp (one hidden layer)"),
@@ -51,20 +59,38 @@ class EvalPlan:
     # where the embeddings of a model outside the run directory (the base a search starts from)
     # are kept for every run to find; None: in the run directory, like a checkpoint's
     shared_embeddings: str | None = None
+    references: bool = True  # score the reference rows (evaluators.references) and compare the winner with them
 
     @property
     def tasks(self) -> tuple[str, ...]:
         """Every task some objective uses, in spec order."""
         return tuple(dict.fromkeys(task for weights in self.objectives.values() for task in weights))
 
+    def scoring_length(self, long_documents: bool) -> int:
+        """The tokens per text a task is embedded at: the long length for a long-document task
+        (``TaskMetadata.long_documents``), ``max_length`` for any other (a model with fewer
+        positions embeds at its own: ``core.encoder.embedding_length``)."""
+        return self.budget.long_length if long_documents else self.max_length
+
     @property
     def multi_objective(self) -> bool:
         return len(self.objectives) > 1
 
     def objective_values(self, main_scores: dict[str, float]) -> dict[str, float]:
+        """Every objective's value; each of its tasks must have a score."""
+        values = self.covered_objective_values(main_scores)
+        if len(values) < len(self.objectives):
+            missing = sorted({t for w in self.objectives.values() for t in w} - set(main_scores))
+            raise KeyError(f"no score for {', '.join(missing)}")
+        return values
+
+    def covered_objective_values(self, main_scores: dict[str, float]) -> dict[str, float]:
+        """``objective_values`` of the objectives whose every task has a score (a reference row
+        such as BM25 scores the retrieval tasks only)."""
         return {
             name: sum(w * main_scores[task] for task, w in weights.items()) / sum(weights.values())
             for name, weights in self.objectives.items()
+            if all(task in main_scores for task in weights)
         }
 
     def objective_of(self, main_scores: dict[str, float]) -> float:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evaluators.plan import EvalPlan
+from evaluators.references import AS_TASKS_SAY, Reading, Reference
 from evaluators.scores import Scores, flatten, main_scores
 from evaluators.tasks.base import SPLITS
 
@@ -24,7 +25,7 @@ class CheckpointMissing(FileNotFoundError):
 
 
 class Evaluator:
-    """Holds every task of a search; scores a model directory on any of them."""
+    """Holds every task of a search; scores a model directory (or a reference row) on any of them."""
 
     def __init__(self, plan: EvalPlan, run_dir: str, device: str = "cpu") -> None:
         import torch
@@ -45,7 +46,7 @@ class Evaluator:
         self.tasks = {name: make_task(name, plan.budget) for name in (*plan.tasks, *plan.report_tasks)}
         for task in self.tasks.values():
             task.load()
-        self._over_length: dict[str, float] = {}  # task -> share of its texts over max_length
+        self._over_length: dict[tuple[str, int], float] = {}  # (task, length) -> share of its texts over it
 
     def ready(self) -> dict[str, int]:
         return {"tasks": len(self.tasks)}
@@ -59,41 +60,81 @@ class Evaluator:
                 counts[name] = (task.metadata.type, items)
         return counts
 
-    def score(self, model_dir: str, pooling: str, task_names: list[str] | None = None) -> dict[str, dict]:
+    def score(
+        self, model_dir: str, pooling: str, task_names: list[str] | None = None, reading: Reading = AS_TASKS_SAY
+    ) -> dict[str, dict]:
         """Each task's scores for the encoder in ``model_dir``, on its validation and its test part
         (``evaluators.scores``). A task's scores also say how its parts are made (``split``) and
-        which share of its texts exceeded ``max_length`` (``truncated`` or ``chunked``, per the
-        task's ``long_inputs``)."""
+        which share of its texts exceeded its length (``truncated`` or ``chunked``, per the task's
+        ``long_inputs`` unless ``reading`` says otherwise)."""
         scores = {}
-        for name, embed in self._embedders(model_dir, pooling, task_names):
+        for name, embed in self._embedders(model_dir, pooling, task_names, reading):
             task = self.tasks[name]
             scores[name] = {**task.evaluate(embed), "split": task.metadata.split}
             self._finish(name, model_dir, embed, scores[name])
         return scores
 
-    def outcomes(self, model_dir: str, pooling: str, task_names: list[str], split: str = "test") -> dict:
+    def outcomes(
+        self, model_dir: str, pooling: str, task_names: list[str], split: str = "test", reading: Reading = AS_TASKS_SAY
+    ) -> dict:
         """Each task's item-level ``Outcomes`` on one part, for comparing encoders item by item
         (``evaluators.noise``)."""
         outcomes = {}
-        for name, embed in self._embedders(model_dir, pooling, task_names):
+        for name, embed in self._embedders(model_dir, pooling, task_names, reading):
             outcomes[name] = self.tasks[name].outcomes(embed, split)
             self._finish(name, model_dir, embed, {})
         return outcomes
 
-    def _embedders(self, model_dir: str, pooling: str, task_names: list[str] | None):
+    def reference_scores(self, reference: Reference, pooling: str, task_names: list[str]) -> dict[str, dict]:
+        """A reference row's scores (``evaluators.references``): BM25 on the retrieval tasks among
+        ``task_names``, or the reference's encoder read as it says."""
+        if reference.model is not None:
+            return self.score(reference.model, pooling, task_names, reading=reference.reading)
+        scores = {}
+        for name in self._bm25_tasks(task_names):
+            task = self.tasks[name]
+            parts = {
+                split: {**self._bm25_outcomes(name, split).summary(), **task.part_sizes(split)} for split in SPLITS
+            }
+            scores[name] = {**parts, "split": task.metadata.split}
+        return scores
+
+    def reference_outcomes(self, reference: Reference, pooling: str, task_names: list[str], split: str = "test"):
+        """A reference row's item-level ``Outcomes`` on one part (BM25: its retrieval tasks only)."""
+        if reference.model is not None:
+            return self.outcomes(reference.model, pooling, task_names, split, reading=reference.reading)
+        return {name: self._bm25_outcomes(name, split) for name in self._bm25_tasks(task_names)}
+
+    def _bm25_tasks(self, task_names: list[str]) -> list[str]:
+        return [name for name in task_names if self.tasks[name].metadata.type == "retrieval"]
+
+    def _bm25_outcomes(self, name: str, split: str):
+        from evaluators.references import bm25_runs
+
+        task = self.tasks[name]
+        return task.ranked_outcomes(bm25_runs(task, split), split, len(task.parts[split][0]))
+
+    def scoring_length(self, model_dir: str, task_name: str, reading: Reading = AS_TASKS_SAY) -> int:
+        """The tokens per text ``task_name`` embeds ``model_dir``'s texts at: ``EvalPlan.scoring_length``,
+        at most ``reading.max_length`` and the model's positions."""
+        from core.encoder import embedding_length
+
+        length = self.plan.scoring_length(self.tasks[task_name].metadata.long_documents)
+        return embedding_length(model_dir, min(length, reading.max_length or length))
+
+    def _embedders(self, model_dir: str, pooling: str, task_names: list[str] | None, reading: Reading):
         """``(task name, embedder)`` for each task: embeddings come from the cache, the encoder is
         loaded on the first miss only."""
-        from core.encoder import embed_texts, embedding_length, load_encoder
+        from core.encoder import embed_texts, load_encoder
         from evaluators.cache import embedding_digest
 
         if not Path(model_dir).is_dir():
             raise CheckpointMissing(f"checkpoint {model_dir} no longer exists; it cannot be scored")
         digest = embedding_digest(model_dir)
-        max_length = embedding_length(model_dir, self.plan.max_length)
         cache = self.cache if self.run_dir in Path(model_dir).resolve().parents else self.shared_cache
         loaded: list = []  # (model, tokenizer), loaded on the first cache miss only
 
-        def embed_missing(texts: list[str], long_inputs: str):
+        def embed_missing(texts: list[str], long_inputs: str, max_length: int):
             if not loaded:
                 model, tokenizer = load_encoder(model_dir)
                 loaded.extend((model.to(self.device), tokenizer))
@@ -101,30 +142,32 @@ class Evaluator:
             return embed_texts(*loaded, texts, pooling=pooling, long_inputs=long_inputs, **settings)
 
         for name in task_names or list(self.plan.tasks):
-            policy = self.tasks[name].metadata.long_inputs
+            policy = reading.long_inputs or self.tasks[name].metadata.long_inputs
+            max_length = self.scoring_length(model_dir, name, reading)
             key = f"{digest}-{pooling}-{max_length}" + ("-chunk" if policy == "chunk" else "")
-            seen: dict[str, None] | None = {} if name not in self._over_length else None
+            seen: dict[str, None] | None = {} if (name, max_length) not in self._over_length else None
 
-            def embed(texts: list[str], key=key, policy=policy, seen=seen):
+            def embed(texts: list[str], key=key, policy=policy, max_length=max_length, seen=seen):
                 if seen is not None:  # only until the task's over-length share is known
                     seen.update(dict.fromkeys(texts))
-                return cache.embed(key, texts, lambda missing: embed_missing(missing, policy))
+                return cache.embed(key, texts, lambda missing: embed_missing(missing, policy, max_length))
 
-            embed.key, embed.seen, embed.max_length, embed.cache = key, seen, max_length, cache
+            embed.key, embed.seen, embed.max_length, embed.cache, embed.policy = key, seen, max_length, cache, policy
             yield name, embed
 
     def _finish(self, name: str, model_dir: str, embed, scores: dict) -> None:
         """Save the task's new embeddings; record its share of over-length texts (the same texts
-        for every checkpoint, so measured once)."""
+        for every checkpoint, so measured once per length)."""
         embed.cache.save(embed.key)
-        if name not in self._over_length:
+        measured = (name, embed.max_length)
+        if measured not in self._over_length:
             from transformers import AutoTokenizer
 
             from core.encoder import over_length_share
 
             tokenizer = AutoTokenizer.from_pretrained(model_dir)
-            self._over_length[name] = over_length_share(tokenizer, list(embed.seen), embed.max_length)
-        scores["chunked" if self.tasks[name].metadata.long_inputs == "chunk" else "truncated"] = self._over_length[name]
+            self._over_length[measured] = over_length_share(tokenizer, list(embed.seen), embed.max_length)
+        scores["chunked" if embed.policy == "chunk" else "truncated"] = self._over_length[measured]
 
 
 class EvaluatorPool:
@@ -182,7 +225,17 @@ class EvaluatorPool:
 def score_checkpoint(plan: EvalPlan, model_dir: str, pooling: str, task_names: list[str] | None = None) -> dict:
     """Score ``model_dir`` on one of the pool's actors (chosen by the path), retrying on another
     actor if that one dies mid-call."""
-    return _call_pool(plan, model_dir, "score", pooling, task_names)
+    return _call_pool(plan, model_dir, "score", model_dir, pooling, task_names)
+
+
+def score_reference(plan: EvalPlan, reference: Reference, pooling: str, task_names: list[str]) -> dict:
+    """A reference row's scores (``Evaluator.reference_scores``), from the pool."""
+    return _call_pool(plan, reference.id, "reference_scores", reference, pooling, task_names)
+
+
+def reference_outcomes(plan: EvalPlan, reference: Reference, pooling: str, task_names: list[str], split: str = "test"):
+    """A reference row's item-level ``Outcomes`` on one part, from the pool."""
+    return _call_pool(plan, reference.id, "reference_outcomes", reference, pooling, task_names, split)
 
 
 @dataclass(frozen=True)
@@ -208,20 +261,22 @@ class CheckpointScorer:
 
 def checkpoint_outcomes(plan: EvalPlan, model_dir: str, pooling: str, task_names: list[str], split: str = "test"):
     """Each task's item-level ``Outcomes`` for ``model_dir`` on one part, from the pool."""
-    return _call_pool(plan, model_dir, "outcomes", pooling, task_names, split)
+    return _call_pool(plan, model_dir, "outcomes", model_dir, pooling, task_names, split)
 
 
-def _call_pool(plan: EvalPlan, model_dir: str, method: str, *args):
+def _call_pool(plan: EvalPlan, what: str, method: str, *args):
+    """``method(*args)`` on one of the pool's actors (chosen by ``what``, the model or reference
+    scored), retrying on another actor if that one dies mid-call."""
     import ray
     from ray.exceptions import RayActorError
 
-    first = zlib.crc32(model_dir.encode()) % len(plan.actor_names)
+    first = zlib.crc32(what.encode()) % len(plan.actor_names)
     error: Exception | None = None
     for attempt in range(MAX_ATTEMPTS):
         name = plan.actor_names[(first + attempt) % len(plan.actor_names)]
         try:
             actor = ray.get_actor(name, namespace=plan.namespace)
-            return ray.get(getattr(actor, method).remote(model_dir, *args))
+            return ray.get(getattr(actor, method).remote(*args))
         except (RayActorError, ValueError) as err:  # ValueError: actor not (yet) registered by name
             error = err
-    raise RuntimeError(f"evaluation of {model_dir} failed {MAX_ATTEMPTS} times: {error}")
+    raise RuntimeError(f"evaluation of {what} failed {MAX_ATTEMPTS} times: {error}")

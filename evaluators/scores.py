@@ -50,6 +50,37 @@ def unflatten(metrics: dict, tasks: tuple[str, ...] | list[str]) -> Scores:
 TOTAL_SUFFIX = "_total"
 
 
+def strata(part_scores: dict[str, float]) -> dict[str, dict[str, float]]:
+    """One part's scores per stratum (``Outcomes.stratum_scores``): ``{label: {"main", "se", "n",
+    <metric>...}}``, in the order the task gave them (length buckets, then any of its own)."""
+    labels = [
+        k[:-2] for k in part_scores if k.endswith("_n") and k[:-2] in part_scores and f"{k[:-2]}_se" in part_scores
+    ]
+    out = {}
+    for label in labels:
+        prefix = f"{label}_"
+        extra = {
+            k[len(prefix) :]: v
+            for k, v in part_scores.items()
+            if k.startswith(prefix)
+            and k[len(prefix) :] not in ("se", "n")
+            and not any(k.startswith(f"{other}_") and len(other) > len(label) for other in labels)
+        }
+        out[label] = {
+            "main": part_scores[label],
+            "se": part_scores[f"{label}_se"],
+            "n": part_scores[f"{label}_n"],
+            **extra,
+        }
+    return out
+
+
+def stratum_keys(part_scores: dict[str, float]) -> set[str]:
+    """Every key of one part's scores that belongs to a stratum."""
+    labels = strata(part_scores)
+    return {k for k in part_scores for label in labels if k == label or k.startswith(f"{label}_")}
+
+
 def sizes(part_scores: dict[str, float]) -> dict[str, tuple[int, int]]:
     """``{unit: (scored, total)}`` of one part's scores (``Task.part_sizes``): documents, queries, pairs."""
     return {

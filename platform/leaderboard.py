@@ -14,6 +14,9 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from evaluators.lengths import bucket_title
+from evaluators.noise import Gain
+from evaluators.references import REFERENCE_PREFIX
 from evaluators.scores import coverage, main_scores, part, sizes, unflatten
 from evaluators.tasks.base import SPLITS
 from trainers.checkpoint import SCORES_FILE, checkpoint_in_run, step_dirs
@@ -43,6 +46,9 @@ class Row:
     test_objective: float | None = None
     # the winner's test-objective gain over each baseline row, with its paired-bootstrap interval
     gains: dict[str, dict] = field(default_factory=dict)
+    # the winner's test gain on each task over each baseline and reference row that scored it:
+    # row id -> task -> paired-bootstrap record (``evaluators.noise.Gain``)
+    task_gains: dict[str, dict[str, dict]] = field(default_factory=dict)
     # the winner's configuration retrained with new seeds (search.confirm_seeds): their test objective's
     # mean ± std, and the winner's own run apart (``confirmation_record``)
     confirmation: dict = field(default_factory=dict)
@@ -173,26 +179,40 @@ def baseline_rows(baselines: dict[str, dict], resolved) -> list[Row]:
     return [baseline_row(row, b["status"], b["model"], b["scores"], resolved) for row, b in baselines.items()]
 
 
-def baseline_row(trial: str, status: str, model: str, scores: dict, resolved) -> Row:
-    """A row for an encoder no trial trained (the base as given, the converted base)."""
+def baseline_row(trial: str, status: str, model: str | None, scores: dict, resolved) -> Row:
+    """A row for an encoder no trial trained (the base as given, the converted base, a reference).
+    Its objectives are those whose every task it scored (BM25 has none where a probe counts)."""
     evaluation = resolved.evaluation
-    tasks = {task: scores[task] for task in evaluation.tasks}
-    objectives = evaluation.objective_values(main_scores(tasks, "val"))
+    objectives = evaluation.covered_objective_values(main_scores(scores, "val"))
+    ranking = next(iter(evaluation.objectives))
     return Row(
         trial,
         status,
-        next(iter(objectives.values())),
+        objectives.get(ranking),
         0,
         model,
         {"pooling": resolved.fixed.pooling},
         scores,
         objectives,
-        test_objective=evaluation.objective_of(main_scores(tasks, "test")),
+        test_objective=evaluation.covered_objective_values(main_scores(scores, "test")).get(ranking),
     )
 
 
+def reference_rows(references: dict[str, dict], resolved) -> list[Row]:
+    """The rows of ``references.json`` (``tuner.score_references``): what a user already has."""
+    return [
+        baseline_row(row, f"reference: {r['description']}", r["model"], r["scores"], resolved)
+        for row, r in references.items()
+    ]
+
+
 def is_baseline(row: Row) -> bool:
-    return row.trial.startswith(BASELINE_ID)
+    """Whether no trial trained the row: a baseline (the base as given or converted) or a reference."""
+    return row.trial.startswith((BASELINE_ID, REFERENCE_PREFIX))
+
+
+def is_reference(row: Row) -> bool:
+    return row.trial.startswith(REFERENCE_PREFIX)
 
 
 def _rank_key(row: Row) -> float:
@@ -291,6 +311,38 @@ def describe_confirmation(confirmation: dict) -> str:
     seeds = "1 new training seed" if stats["n"] == 1 else f"{stats['n']} new training seeds"
     failed = f", {confirmation['failed']} more failed" if confirmation["failed"] else ""
     return f"retrained with {seeds}{failed}: test objective {stats['mean']:.4f}{spread}; {apart}"
+
+
+def task_gain_lines(best: Row) -> list[str]:
+    """The winner against each baseline and reference row on the test items, one table per task:
+    its gain over the whole part and per length bucket of the documents to find, each with its 95%
+    paired-bootstrap interval (``*``: beyond noise). For the terminal."""
+    if not best.task_gains:
+        return []
+    tasks = list(dict.fromkeys(task for by_task in best.task_gains.values() for task in by_task))
+    lines = [f"{best.trial}'s test gain over what you have (95% interval, * beyond noise):"]
+    for task in tasks:
+        gains = {row: by_task[task] for row, by_task in best.task_gains.items() if task in by_task}
+        buckets = {
+            label: bucket["n"]
+            for record in gains.values()
+            for label, bucket in record.get("by_stratum", {}).items()
+            if label.startswith("len_")
+        }
+        table = [[task, "all", *(f"{bucket_title(label)} tokens (n {n})" for label, n in buckets.items())]]
+        for row, record in gains.items():
+            strata = record.get("by_stratum", {})
+            table.append([f"over {row}", _gain_cell(record), *(_gain_cell(strata.get(label)) for label in buckets)])
+        widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
+        lines += ["  " + "  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in table]
+    return lines
+
+
+def _gain_cell(record: dict | None) -> str:
+    if record is None:
+        return "-"
+    gain = Gain.from_record(record)
+    return f"{gain.difference:+.3f} ({gain.low:+.3f} to {gain.high:+.3f}){'*' if gain.beyond_noise else ''}"
 
 
 def score_with_error(scores: dict[str, float]) -> str:

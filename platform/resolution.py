@@ -344,6 +344,7 @@ def resolve(
             t for t in evaluation.report_tasks if not any(t in w for w in spec.search.objective.named().values())
         ),
         shared_embeddings=str(cache_dir() / "embeddings"),
+        references=evaluation.references,
     )
     plan = TrainPlan(
         run_dir=str(run_dir.resolve()),

@@ -133,6 +133,10 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> int:
             if spec.base is not None:
                 state = "cached" if Path(model_dir).is_dir() else "not trained yet: a run trains it first"
                 print(f"doctune: base {spec.base.label} ({state}): {model_dir}")
+            from evaluators.lengths import task_length_lines
+
+            for line in task_length_lines(resolved.evaluation):
+                print(f"doctune: {line}")
             print(json.dumps(summary, indent=2, default=str))
             return EXIT_OK
         if not request.resume:
@@ -190,6 +194,7 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> int:
     trackers.start(spec, resolved.profile, run_dir)
     callback = trackers.callback(dataclasses.asdict(resolved.fixed))
     baseline, results = tuner.run_search(resolved, resume, clock, [callback] if callback else [])
+    reference_record = tuner.reference_record(resolved, clock) if resolved.evaluation.references else {}
     tasks = list(resolved.evaluation.tasks)
     rows = leaderboard.rows_from_results(results, resolved)
     scored = [r for r in rows if r.objective is not None]
@@ -198,12 +203,14 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> int:
             _score_report_tasks(scored, resolved)
     columns = tasks + list(resolved.evaluation.report_tasks)
     baselines = leaderboard.baseline_rows(baseline, resolved)
-    rows = leaderboard.write_leaderboard([*baselines, *rows], run_dir, columns)
+    references = leaderboard.reference_rows(reference_record, resolved)
+    rows = leaderboard.write_leaderboard([*baselines, *references, *rows], run_dir, columns)
     noise = None
     if scored:
         outcomes = ItemOutcomes(resolved)
         with clock.phase("noise"):
             _compare_with_baselines(leaderboard.winner(rows), baselines, outcomes)
+            _compare_per_task(leaderboard.winner(rows), baselines, resolved)
         if spec.search.confirm_seeds:
             with clock.phase("confirmation"):
                 leaderboard.winner(rows).confirmation = tuner.confirm_winner(resolved, leaderboard.winner(rows))
@@ -229,6 +236,8 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> int:
     else:
         for against, gain in best.gains.items():
             print(f"doctune: test objective of {best.trial} over {against}: {Gain.from_record(gain).describe()}")
+    for line in leaderboard.task_gain_lines(best):
+        print(f"doctune: {line}")
     if best.confirmation:
         print(f"doctune: {best.trial}'s configuration {leaderboard.describe_confirmation(best.confirmation)}")
     if exported.sentence_transformers_gap:
@@ -282,6 +291,35 @@ def _compare_with_baselines(best, baselines, outcomes: ItemOutcomes) -> None:
             best.gains[baseline.trial] = gain.record()
     except (CheckpointMissing, RuntimeError) as err:  # the leaderboard, best/ and the report still follow
         best.status += f"; not compared with the baselines: {err}"
+
+
+def _compare_per_task(best, baselines, resolved) -> None:
+    """Set ``best.task_gains``: the winner against each baseline and reference row on every task both
+    scored (the objective's and the report-only ones), test items paired by id, and on a retrieval task
+    per length bucket of the documents to find."""
+    from evaluators.noise import task_gain
+    from evaluators.pool import CheckpointMissing, checkpoint_outcomes, reference_outcomes
+    from evaluators.references import references
+
+    evaluation = resolved.evaluation
+    tasks = [t for t in (*evaluation.tasks, *evaluation.report_tasks) if t in best.scores]
+    print(
+        f"doctune: comparing {best.trial} with the baseline and reference rows, task by task (test items)", flush=True
+    )
+    try:
+        mine = checkpoint_outcomes(evaluation, best.checkpoint, best.hyperparameters["pooling"], tasks)
+        against = {
+            b.trial: checkpoint_outcomes(evaluation, b.checkpoint, b.hyperparameters["pooling"], tasks)
+            for b in baselines
+        }
+        for reference in references(resolved.source_model) if evaluation.references else ():
+            pooling = reference.pooling or resolved.fixed.pooling
+            against[reference.id] = reference_outcomes(evaluation, reference, pooling, tasks)
+    except (CheckpointMissing, RuntimeError) as err:  # the leaderboard, best/ and the report still follow
+        best.status += f"; not compared task by task: {err}"
+        return
+    for row, outcomes in against.items():
+        best.task_gains[row] = {task: task_gain(mine[task], outcomes[task], task) for task in tasks if task in outcomes}
 
 
 def _assess_ranking(rows, baselines, outcomes: ItemOutcomes) -> ranking.RankingNoise | None:

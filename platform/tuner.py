@@ -211,6 +211,40 @@ def score_baselines(resolved: ResolvedSearch) -> dict[str, dict]:
     }
 
 
+REFERENCES_RECORD = "references.json"
+
+
+def score_references(resolved: ResolvedSearch) -> dict[str, dict]:
+    """What a user already has (``evaluators.references``: BM25, the base as its users run it), each
+    row's description, model, reading and scores on every task. Never steers anything."""
+    from evaluators.pool import score_reference
+    from evaluators.references import references
+
+    evaluation = resolved.evaluation
+    tasks = [*evaluation.tasks, *evaluation.report_tasks]
+    return {
+        reference.id: {
+            "description": reference.description,
+            "model": reference.model,
+            "reading": dataclasses.asdict(reference.reading),
+            "scores": score_reference(evaluation, reference, reference.pooling or resolved.fixed.pooling, tasks),
+        }
+        for reference in references(resolved.source_model)
+    }
+
+
+def reference_record(resolved: ResolvedSearch, clock: PhaseClock) -> dict[str, dict]:
+    """The reference rows' record (``references.json``): scored once per run, read back on a resume."""
+    record_file = resolved.run_dir / REFERENCES_RECORD
+    if record_file.exists():
+        return json.loads(record_file.read_text())
+    print("doctune: scoring the reference rows (BM25, the base as its users run it)", flush=True)
+    with clock.phase("references"):
+        record = score_references(resolved)
+    record_file.write_text(json.dumps(record, indent=2))
+    return record
+
+
 def evaluator_pool(resolved: ResolvedSearch):
     """The search's evaluator actors (``evaluators.pool.EvaluatorPool``), alive for a ``with`` block."""
     from evaluators.pool import EvaluatorPool

@@ -65,10 +65,17 @@ def minilm_with_mlm_head(minilm_dir, tmp_path_factory) -> str:
 def spec_variant(name: str, directory: Path, **changes) -> str:
     """The shipped spec ``name`` with ``changes`` ({"train.steps": 6, ...}) applied to it and to its
     own smoke-profile overrides (so the built-in smoke profile does not undo them), written to
-    ``directory``; returns the file's path."""
+    ``directory``; returns the file's path. Its reference rows are off unless ``changes`` turns them
+    on: the suite scores them in the shared smoke search only."""
     from platform.spec import write_variant
 
+    changes = {"evaluation.references": False, **changes}
     return str(write_variant(name, directory, changes, profiles=("smoke",)))
+
+
+def trial_rows(rows: list[dict]) -> list[dict]:
+    """The rows of ``leaderboard.json`` a trial trained (not a baseline, not a reference)."""
+    return [r for r in rows if not r["trial"].startswith(("baseline", "reference"))]
 
 
 def smoke_search_command(spec: str | Path, run_dir: Path) -> list[str]:

@@ -27,6 +27,7 @@ from tests.conftest import (
     run_smoke_search,
     smoke_search_command,
     spec_variant,
+    trial_rows,
 )
 from tests.servers import mlflow_server, s3_server
 from tests.wandb_records import offline_runs
@@ -111,7 +112,7 @@ def killed(tmp_path_factory, tracking_server, bucket):
     Returns the spec, the run directory and ``Killed``."""
     directory = tmp_path_factory.mktemp("search")
     run_dir = directory / "smoke"
-    spec = spec_variant("smoke", directory, **_tracked(tracking_server))
+    spec = spec_variant("smoke", directory, **_tracked(tracking_server), **{"evaluation.references": True})
     command = [*smoke_search_command(spec, run_dir), "--storage", bucket]
     driver = subprocess.Popen(
         command,
@@ -162,7 +163,7 @@ def test_a_search_killed_with_sigkill_resumes_losing_and_rerunning_nothing(kille
     assert len(before.finished) == 1 and not before.had_leaderboard, "the first trial, and only it, had finished"
     assert before.scored == before.finished, "the second trial's first round was being scored at the kill"
     rows = json.loads((run_dir / "leaderboard.json").read_text())["rows"]
-    trials = [r for r in rows if r["trial"] != "baseline"]
+    trials = trial_rows(rows)
     assert len(trials) == 2 and {r["status"] for r in trials} == {"completed"}
     after = _checkpoints(run_dir)
     assert all(after[path] == mtime for path, mtime in before.checkpoints.items()), "a saved checkpoint was rewritten"
@@ -185,13 +186,16 @@ def test_a_search_killed_with_sigkill_resumes_losing_and_rerunning_nothing(kille
 def test_leaderboard_has_every_trial_and_the_baseline_with_finite_scores(smoke_run):
     run_dir, stdout = smoke_run
     rows = json.loads((run_dir / "leaderboard.json").read_text())["rows"]
-    assert [r["trial"] for r in rows].count("baseline") == 1 and len(rows) == 3
+    assert [r["trial"] for r in rows].count("baseline") == 1 and len(rows) == 6  # 2 trials, 3 references
     for row in rows:
+        if row["trial"] == "reference-bm25":  # no probe: no objective, its retrieval score only
+            assert row["objective"] is None and set(row["scores"]) == {"news-title-retrieval"}
+            continue
         assert math.isfinite(row["objective"]) and math.isfinite(row["test_objective"])
         assert set(row["scores"]) == {"news-title-retrieval", "r8-fewshot"}
         for scores in row["scores"].values():
             assert all(math.isfinite(scores[p]["main"]) and scores[p]["main_se"] >= 0 for p in ("val", "test"))
-    trials = [r for r in rows if r["trial"] != "baseline"]
+    trials = trial_rows(rows)
     for row in trials:  # the objective is the chosen checkpoint's validation objective; test is beside it
         scores = json.loads(
             (run_dir / "trials" / row["trial"] / "checkpoints" / f"step_{row['step']:06d}" / "scores.json").read_text()
@@ -212,8 +216,37 @@ def test_leaderboard_has_every_trial_and_the_baseline_with_finite_scores(smoke_r
     # the spec's two warm starts: DocSplit's own setting, and the same with a learning rate 100x too high
     assert sorted(r["hyperparameters"]["lr"] for r in trials) == [5e-5, 5e-3]
     csv_lines = (run_dir / "leaderboard.csv").read_text().splitlines()
-    assert len(csv_lines) == 4 and "hp.temperature" in csv_lines[0]
+    assert len(csv_lines) == 7 and "hp.temperature" in csv_lines[0]
     assert "rank  trial" in stdout and "baseline" in stdout
+
+
+def test_the_winner_is_placed_against_bm25_and_the_base_as_users_run_it_item_by_item_and_by_length(smoke_run):
+    """The reference rows (BM25, the off-the-shelf base truncated and windowed) scored the trials' own
+    items; the winner's gain over each, task by task and per length bucket of the documents to find,
+    is on the board, in the summary and on the page, with the score-against-length plot."""
+    run_dir, stdout = smoke_run
+    rows = {r["trial"]: r for r in json.loads((run_dir / "leaderboard.json").read_text())["rows"]}
+    references = {"reference-bm25", "reference-off-the-shelf", "reference-off-the-shelf-windowed"}
+    assert references <= set(rows) and all(rows[r]["status"].startswith("reference: ") for r in references)
+    record = json.loads((run_dir / "references.json").read_text())
+    assert record["reference-off-the-shelf-windowed"]["reading"] == {"max_length": 256, "long_inputs": "chunk"}
+    news = {name: row["scores"]["news-title-retrieval"]["test"] for name, row in rows.items()}
+    assert len({values["items_digest"] for values in news.values()}) == 1  # every row scored the same queries
+    buckets = [k for k in news["reference-bm25"] if k.startswith("len_") and k.endswith("_n")]
+    assert buckets and all(news[name][k] >= 2 for name in news for k in buckets)  # each bucket with its n
+    assert sum(news["baseline"][k] for k in buckets) <= news["baseline"]["n"]
+    assert news["reference-off-the-shelf-windowed"] != news["reference-off-the-shelf"]
+    best = max(trial_rows(list(rows.values())), key=lambda r: r["objective"])
+    assert set(best["task_gains"]) == {"baseline", *references}
+    bm25 = best["task_gains"]["reference-bm25"]
+    assert set(bm25) == {"news-title-retrieval"}  # paired on the task both scored
+    gain = bm25["news-title-retrieval"]
+    assert gain["difference"] == pytest.approx(news[best["trial"]]["main"] - news["reference-bm25"]["main"], abs=1e-9)
+    assert set(gain["by_stratum"]) == {k.removesuffix("_n") for k in buckets}
+    assert f"{best['trial']}'s test gain over what you have" in stdout and "  over reference-bm25  " in stdout
+    page = (run_dir / "report.html").read_text()
+    assert '<span class="badge">reference</span>' in page and "Against what a user already has" in page
+    assert "Score against document length" in page
 
 
 def test_the_ranking_tells_a_sensible_configuration_from_a_bad_one_beyond_noise(smoke_run):
@@ -222,7 +255,7 @@ def test_the_ranking_tells_a_sensible_configuration_from_a_bad_one_beyond_noise(
     run_dir, stdout = smoke_run
     board = json.loads((run_dir / "leaderboard.json").read_text())
     noise, rows = board["noise"], board["rows"]
-    winner = next(r for r in rows if r["trial"] != "baseline")
+    winner = trial_rows(rows)[0]
     assert winner["hyperparameters"]["lr"] == 5e-5
     assert noise["part"] == "val" and set(noise["tasks"]) == {"news-title-retrieval", "r8-fewshot"}
     for task, values in noise["tasks"].items():
@@ -245,7 +278,7 @@ def test_best_loads_with_transformers_and_describes_itself(smoke_run):
     best = run_dir / "best"
     record = json.loads((best / "doctune.json").read_text())
     rows = json.loads((run_dir / "leaderboard.json").read_text())["rows"]
-    winner = max((r for r in rows if r["trial"] != "baseline"), key=lambda r: r["objective"])
+    winner = max(trial_rows(rows), key=lambda r: r["objective"])
     assert record["trial_id"] == winner["trial"] and record["recipe"] == "docsplit"
     assert record["objective"] == pytest.approx(winner["objective"])
     assert record["base_model"] == "all-minilm-l6-v2" and record["corpus"] == "news-articles"
@@ -259,7 +292,7 @@ def test_best_loads_with_transformers_and_describes_itself(smoke_run):
 def test_every_round_was_scored_and_an_ended_trial_keeps_only_its_rows_weights(smoke_run, tmp_path):
     run_dir, _ = smoke_run
     rows = json.loads((run_dir / "leaderboard.json").read_text())["rows"]
-    trials = [r for r in rows if not r["trial"].startswith("baseline")]
+    trials = trial_rows(rows)
     checkpoints = sorted(run_dir.glob("trials/*/checkpoints/step_*"))
     assert len(checkpoints) == 4 and not list(run_dir.glob("trials/*/checkpoints/*.partial"))  # 2 trials x 2 rounds
     kept = {(r["trial"], Path(r["checkpoint"]).name) for r in trials}
@@ -313,7 +346,7 @@ def test_every_report_file_is_written(smoke_run):
     for name in ("leaderboard.csv", "leaderboard.json", "report.html", "optuna.journal", "search.json"):
         assert (run_dir / name).stat().st_size > 0, name
     plots = sorted(p.name for p in (run_dir / "plots").glob("*.png"))
-    assert plots == ["objective_over_time.png", "param_importance.png", "task_scores.png"]
+    assert plots == ["objective_over_time.png", "param_importance.png", "score_by_length.png", "task_scores.png"]
     assert all((run_dir / "plots" / p).stat().st_size > 10_000 for p in plots)
     assert "report in" in stdout
     environment = json.loads((run_dir / "search.json").read_text())["environment"]
@@ -485,7 +518,7 @@ def test_wandb_has_each_trial_every_round_and_the_winner_as_a_model(smoke_run):
             "objective" in values and not any(k.startswith("test") for k in values) for _, values in run["history"]
         )
         assert summary["chosen_step"] == row["step"]
-    winner = next(r["trial"] for r in rows if not r["trial"].startswith("baseline") and r["objective"] is not None)
+    winner = next(r["trial"] for r in trial_rows(rows) if r["objective"] is not None)
     assert search["summary"]["winner"] == winner
     assert {a["type"] for a in search["artifacts"].values()} == {"search", "model"}
     assert set(next(a for a in search["artifacts"].values() if a["type"] == "model")["aliases"]) == {"best", "latest"}
@@ -563,7 +596,7 @@ def test_each_recipes_gpu_sized_spec_runs_real_trials_under_the_smoke_profile(
     if converted:
         assert baselines["baseline"]["checkpoint"] != baselines["baseline-converted"]["checkpoint"]
         assert "longformer" in baselines["baseline-converted"]["checkpoint"]
-    trials = [r for r in rows if not r["trial"].startswith("baseline")]
+    trials = trial_rows(rows)
     assert {r["status"] for r in trials} == {"completed"}
     assert {r["hyperparameters"]["recipe"] for r in trials} <= recipes
     if tracked:

@@ -110,6 +110,14 @@ def source_dataset(source: str):
     return ray.data.from_items(units).flat_map(_unit_documents, num_cpus=0)
 
 
+def local_texts(source: str) -> Iterator[str]:
+    """The documents of a local file or directory source, read in this process (an evaluation
+    task's collection: small next to a pretraining corpus, so no Ray Data job)."""
+    whole_files = Path(source).expanduser().is_dir()
+    for path in _source_files(source):
+        yield from (row["text"] for row in _unit_documents({"unit": str(path), "whole_file": whole_files}))
+
+
 def _unit_documents(row: dict) -> Iterator[dict]:
     unit = row["unit"]
     if unit.startswith("hf:"):

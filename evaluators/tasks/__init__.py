@@ -10,8 +10,6 @@ Every module of this package is imported, so adding a task is one module with on
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from core.registry import Registry, import_plugins
 from evaluators.plan import EvalBudget
 from evaluators.tasks.base import Task, TaskMetadata
@@ -38,15 +36,9 @@ def check_task_name(name: str) -> None:
             location = name[len(prefix) :]
             if not location:
                 raise UnknownTask(f"task {name!r}: name a location after {prefix!r}")
-            required = TASK_FAMILIES[prefix].required_files
-            if required is not None:
-                directory = Path(location).expanduser()
-                missing = [p for p in required if not (directory / p).exists()]
-                if missing:
-                    raise UnknownTask(
-                        f"task {name!r}: {directory} lacks {', '.join(missing)} (a {prefix[:-1]} directory holds "
-                        f"{', '.join(required)})"
-                    )
+            problem = TASK_FAMILIES[prefix].location_problem(name, location)
+            if problem:
+                raise UnknownTask(problem)
             return
     prefixes = ", ".join(f"{p}<location>" for p in TASK_FAMILIES)
     raise UnknownTask(f"unknown task {name!r}; known: {', '.join(TASKS)}, or {prefixes}")

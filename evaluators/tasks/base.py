@@ -9,9 +9,11 @@ its ``metadata.split``.
 from __future__ import annotations
 
 import weakref
+import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -37,6 +39,9 @@ class TaskMetadata:
     # texts longer than the evaluation's max_length: truncated, or cut into windows whose pooled
     # vectors are averaged (core.encoder.embed_texts); the share affected is reported
     long_inputs: Literal["truncate", "chunk"] = "truncate"
+    # a long-document task is embedded at the evaluation's long length (``EvalBudget.long_length``),
+    # every other task at its max_length (``EvalPlan.scoring_length``)
+    long_documents: bool = False
 
 
 @dataclass
@@ -57,6 +62,13 @@ class Outcomes:
     statistic: Callable[[np.ndarray], float]
     draws: np.ndarray | None = field(default=None)
     draw_width: int = 0
+    # what each row is (a query id, a test document's index): encoders are compared on the same ids
+    ids: tuple[str, ...] = ()
+    # rows by a property of the item, scored on their own (a retrieval task's rows by the length of
+    # the document they must find: ``evaluators.lengths``); label -> row indices
+    strata: dict[str, np.ndarray] = field(default_factory=dict)
+    # other per-row metrics shown per stratum beside the main score (a mean over its rows)
+    per_item: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def draw_count(self) -> int:
@@ -101,8 +113,42 @@ class Outcomes:
         return self.standard_errors(rounds, seed)["main_se"]
 
     def summary(self) -> dict[str, float]:
-        """The scores with their standard errors (``standard_errors``) and ``n`` (items scored)."""
-        return {**self.scores, **self.standard_errors(), "n": float(len(self.items))}
+        """The scores with their standard errors (``standard_errors``), ``n`` (items scored), where the
+        items have ids their ``items_digest`` (two rows with the same digest scored the same items), and
+        each stratum's scores (``stratum_scores``)."""
+        digest = {"items_digest": items_digest(self.ids)} if self.ids else {}
+        return {
+            **self.scores,
+            **self.standard_errors(),
+            "n": float(len(self.items)),
+            **digest,
+            **self.stratum_scores(),
+        }
+
+    def subset(self, rows: np.ndarray) -> Outcomes:
+        """The outcomes of ``rows`` alone (a stratum), draws kept."""
+        ids = tuple(self.ids[i] for i in rows) if self.ids else ()
+        return Outcomes({}, self.items[rows], self.statistic, self.draws, self.draw_width, ids)
+
+    def stratum_scores(self) -> dict[str, float]:
+        """Per stratum ``label``: the main score on its rows (``label``), its standard error over them
+        (``label_se``; draws held fixed), their count (``label_n``) and the mean of each ``per_item``
+        metric (``label_<metric>``). A stratum of one item has no interval and is left out."""
+        out: dict[str, float] = {}
+        for label, rows in self.strata.items():
+            if len(rows) < 2:
+                continue
+            part = self.subset(rows)
+            out[label] = part.value()
+            out[f"{label}_se"] = part.item_standard_error()
+            out[f"{label}_n"] = float(len(rows))
+            out |= {f"{label}_{metric}": float(np.mean(values[rows])) for metric, values in self.per_item.items()}
+        return out
+
+
+def items_digest(ids: tuple[str, ...]) -> float:
+    """A checksum of the item ids a part scored (CRC-32, as a number so it travels with the scores)."""
+    return float(zlib.crc32("\n".join(ids).encode()))
 
 
 class PerEncoder:
@@ -130,6 +176,22 @@ class Task(ABC):
     # (None: the location need not be a local directory)
     required_files: tuple[str, ...] | None = None
 
+    @classmethod
+    def location_problem(cls, name: str, location: str) -> str | None:
+        """What is wrong with a family member's location, before any data is read (None: nothing):
+        by default, the files ``required_files`` names missing from its directory."""
+        if cls.required_files is None:
+            return None
+        directory = Path(location).expanduser()
+        missing = [p for p in cls.required_files if not (directory / p).exists()]
+        if missing:
+            prefix = name[: -len(location)]
+            return (
+                f"task {name!r}: {directory} lacks {', '.join(missing)} (a {prefix[:-1]} directory holds "
+                f"{', '.join(cls.required_files)})"
+            )
+        return None
+
     def __init__(self, budget: EvalBudget) -> None:
         self.budget = budget
         # what each part scores of what the collection holds, by unit ("documents", "queries"):
@@ -144,6 +206,11 @@ class Task(ABC):
         """How many items (queries, documents) one part scores, known once loaded; None for a task
         whose noise no reference measures (``evaluators.part_sizes``)."""
         return None
+
+    def document_texts(self) -> list[str]:
+        """The documents both parts score, once loaded (what the dry run's length table counts);
+        empty for a task whose items are not documents."""
+        return []
 
     @abstractmethod
     def outcomes(self, embed: Embedder, split: Split) -> Outcomes:

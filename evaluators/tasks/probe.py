@@ -160,6 +160,9 @@ class ProbeTask(Task):
     def item_count(self, split: Split) -> int:
         return len(self.parts[split][0])  # documents classified
 
+    def document_texts(self) -> list[str]:
+        return [text for texts, _ in self.parts.values() for text in texts]
+
     def outcomes(self, embed: Embedder, split: Split) -> Outcomes:
         texts, labels = self.parts[split]
         features = embed(texts)

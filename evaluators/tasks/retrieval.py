@@ -16,6 +16,7 @@ TOP_K = 100
 QUERY_BLOCK = 1024  # queries scored per matrix product
 FAISS_MIN_DOCUMENTS = 200_000  # below this, numpy's exact search is as fast
 BEIR_FILES = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv")
+STRATUM_METRICS = ("ndcg_at_10", "acc_at_1")  # shown per length bucket (the main one is always)
 
 
 Collection = tuple[dict[str, str], dict[str, str], dict[str, dict[str, int]]]  # corpus, queries, qrels
@@ -23,7 +24,11 @@ Collection = tuple[dict[str, str], dict[str, str], dict[str, dict[str, int]]]  #
 
 class RetrievalTask(Task):
     """Subclasses return each part's ``(corpus, queries, qrels)`` from ``read``; the two parts'
-    judged queries never overlap (they may search the same corpus)."""
+    judged queries never overlap (they may search the same corpus).
+
+    Every query's score is also reported by the length of the document it must find (its longest
+    relevant one, counted in full by ``evaluators.lengths``): ``len_upto512``, ``len_513to1024``, ...
+    each with its ``_se`` and ``_n``."""
 
     parts: dict[Split, Collection]
 
@@ -37,12 +42,45 @@ class RetrievalTask(Task):
             kept_corpus, kept_queries, _ = self.parts[split]
             judged = sum(1 for q in queries if any(r > 0 for r in qrels.get(q, {}).values()))
             self.sizes[split] = {"documents": (len(kept_corpus), len(corpus)), "queries": (len(kept_queries), judged)}
+        self._check_queries()
+        self.document_lengths = {split: self._relevant_lengths(*self.parts[split]) for split in self.parts}
+
+    def _check_queries(self) -> None:
         for split, (_, queries, _) in self.parts.items():
             if not queries:
                 raise ValueError(
                     f"task {self.metadata.name}: its {split} part has no judged query; a collection needs at least "
                     "two judged queries (or dev judgments) to have a validation and a test part"
                 )
+
+    @staticmethod
+    def _relevant_lengths(corpus, queries, qrels) -> dict[str, int]:
+        """Each document some query of the part must find: its full length in the fixed tokenizer."""
+        from evaluators.lengths import token_counts
+
+        relevant = sorted({d for q in queries for d, r in qrels.get(q, {}).items() if r > 0 and d in corpus})
+        return dict(zip(relevant, token_counts([corpus[d] for d in relevant])))
+
+    def pools(self, split: Split) -> list[tuple[list[str], list[str]]]:
+        """The candidate pools of one part, as (document ids, query ids): each query ranks the
+        documents of its own pool only. One pool, the whole corpus, unless a task says otherwise."""
+        corpus, queries, _ = self.parts[split]
+        return [(list(corpus), list(queries))]
+
+    def query_strata(self, split: Split, query_ids: list[str]) -> dict[str, np.ndarray]:
+        """Rows (in ``query_ids`` order) by the length of the document each query must find; a task
+        may add strata of its own."""
+        from evaluators.lengths import buckets
+
+        _, _, qrels = self.parts[split]
+        lengths = self.document_lengths[split]
+        longest = [
+            max((lengths[d] for d, r in qrels[q].items() if r > 0 and d in lengths), default=0) for q in query_ids
+        ]
+        return buckets(longest)
+
+    def document_texts(self) -> list[str]:
+        return list(dict.fromkeys(text for corpus, _, _ in self.parts.values() for text in corpus.values()))
 
     def _limited(self, corpus, queries, qrels) -> Collection:
         """The part within the budget: the first ``max_queries`` judged queries (by id) and a corpus
@@ -64,21 +102,41 @@ class RetrievalTask(Task):
     def item_count(self, split: Split) -> int:
         return len(self.parts[split][1])  # judged queries
 
+    main_metric = "ndcg_at_10"
+
     def outcomes(self, embed: Embedder, split: Split) -> Outcomes:
-        corpus, queries, qrels = self.parts[split]
-        doc_ids, query_ids = list(corpus), list(queries)
-        docs = embed([corpus[d] for d in doc_ids])
-        query_vectors = embed([queries[q] for q in query_ids])
-        top = top_k(query_vectors, docs, min(TOP_K, len(doc_ids)))
-        runs = {
-            q: {doc_ids[j]: score for j, score in hits if doc_ids[j] != q}  # BEIR drops a query's own id
-            for q, hits in zip(query_ids, top)
-        }
+        corpus, queries, _qrels = self.parts[split]
+        all_docs = list(corpus)
+        vectors = dict(zip(all_docs, embed([corpus[d] for d in all_docs])))
+        query_vectors = dict(zip(queries, embed(list(queries.values()))))
+        runs: dict[str, dict[str, float]] = {}
+        for doc_ids, query_ids in self.pools(split):
+            docs = np.stack([vectors[d] for d in doc_ids])
+            top = top_k(np.stack([query_vectors[q] for q in query_ids]), docs, min(TOP_K, len(doc_ids)))
+            for q, hits in zip(query_ids, top):
+                runs[q] = {doc_ids[j]: score for j, score in hits if doc_ids[j] != q}  # BEIR drops a query's own id
+        return self.ranked_outcomes(runs, split, len(all_docs))
+
+    def ranked_outcomes(self, runs: dict[str, dict[str, float]], split: Split, documents: int) -> Outcomes:
+        """Outcomes of one part from each query's ranking (any ranker's: an encoder's, BM25's)."""
+        _, _, qrels = self.parts[split]
         per_query = ranking_table(runs, qrels)
+        order = sorted(q for q, rel in qrels.items() if any(r > 0 for r in rel.values()))  # ranking_table's rows
         scores = {name: float(np.mean(values)) for name, values in per_query.items()}
-        if len(doc_ids) >= FAISS_MIN_DOCUMENTS:  # which exact search ran, where faiss was meant to
-            scores["faiss"] = float(search_backend(len(doc_ids)) == "faiss")
-        return Outcomes({"main": scores["ndcg_at_10"], **scores}, per_query["ndcg_at_10"], mean_of_rows)
+        if documents >= FAISS_MIN_DOCUMENTS:  # which exact search ran, where faiss was meant to
+            scores["faiss"] = float(search_backend(documents) == "faiss")
+        main = per_query[self.main_metric]
+        extra = {
+            name: values for name, values in per_query.items() if name in STRATUM_METRICS and name != self.main_metric
+        }
+        return Outcomes(
+            {"main": scores[self.main_metric], **scores},
+            main,
+            mean_of_rows,
+            ids=tuple(order),
+            strata=self.query_strata(split, order),
+            per_item=extra,
+        )
 
 
 def split_queries(qrels: dict[str, dict[str, int]], seed: int = SPLIT_SEED) -> tuple[set[str], set[str]]:

@@ -43,6 +43,7 @@ def write_reports(run_dir: Path, kept_at: str | None = None) -> list[Path]:
     figures: dict[str, tuple[str, Callable[[], Figure]]] = {
         "objective_over_time": ("Objective over time", lambda: _timeline(run)),
         "task_scores": ("Main score per task", lambda: _task_bars(run)),
+        "score_by_length": ("Score against document length", lambda: plots.score_by_length(run.rows, run.tasks)),
         "param_importance": (
             "Hyperparameter importance",
             lambda: plots.param_importance(param_importances(run.path / STUDY_FILE, run.name), _ranking_objective(run)),

@@ -9,6 +9,7 @@ import math
 from datetime import datetime, timezone
 from html import escape
 
+from evaluators.lengths import bucket_title
 from evaluators.noise import Gain
 from evaluators.scores import part
 from platform.leaderboard import (
@@ -16,6 +17,7 @@ from platform.leaderboard import (
     describe_confirmation,
     describe_lineage,
     is_baseline,
+    is_reference,
     score_with_error,
     winner,
 )
@@ -200,6 +202,7 @@ def _winner_section(run: Run) -> str:
             for against, gain in best.gains.items()
         )
         text += f"<p>Test-objective gain, paired bootstrap over the same test items:</p><ul>{items}</ul>"
+    text += _task_gains(best, run.tasks)
     if best.confirmation:
         text += f"<p>Its configuration {escape(describe_confirmation(best.confirmation))}.</p>"
     export = f"<code>python -m platform.export {escape(run.location)} --trial {escape(best.trial)} --to DIR</code>"
@@ -218,6 +221,42 @@ def _winner_section(run: Run) -> str:
         )
     held = f"holds trial {escape(str(exported))}" if exported else "does not exist"
     return text + f"<p>Not exported here: <code>best/</code> {held}. Export it with {export}.</p>"
+
+
+def _task_gains(best, tasks: list[str]) -> str:
+    """The winner against each baseline and reference row, task by task: test gain and its 95%
+    paired interval, in bold where beyond noise; a retrieval task's length buckets beneath."""
+    if not best.task_gains:
+        return ""
+    tasks = [t for t in tasks if any(t in by_task for by_task in best.task_gains.values())]
+
+    def cell(record: dict | None) -> str:
+        if record is None:
+            return "<td>–</td>"
+        gain = Gain.from_record(record)
+        text = f"{gain.difference:+.3f} ({gain.low:+.3f} to {gain.high:+.3f})"
+        return f'<td class="num">{"<b>" + text + "</b>" if gain.beyond_noise else text}</td>'
+
+    header = "<tr><th>over</th>" + "".join(f"<th>{escape(t)}</th>" for t in tasks) + "</tr>"
+    body = ""
+    for row, by_task in best.task_gains.items():
+        body += f"<tr><td>{escape(row)}</td>" + "".join(cell(by_task.get(t)) for t in tasks) + "</tr>"
+        labels = dict.fromkeys(
+            label for r in by_task.values() for label in r.get("by_stratum", {}) if label.startswith("len_")
+        )
+        for label in labels:
+            strata = [by_task.get(t, {}).get("by_stratum", {}).get(label) for t in tasks]
+            counts = ", ".join(f"n {s['n']}" for s in strata if s)
+            body += (
+                f"<tr class='stratum'><td>&nbsp;&nbsp;{escape(bucket_title(label))} tokens ({counts})</td>"
+                + "".join(map(cell, strata))
+                + "</tr>"
+            )
+    return (
+        "<p>Against what a user already has: the winner's test gain on each task (95% interval, paired bootstrap over "
+        "the same test items; bold: beyond noise), and on retrieval tasks per length of the documents to find:</p>"
+        f'<div class="table"><table><thead>{header}</thead><tbody>{body}</tbody></table></div>'
+    )
 
 
 ERROR_COLUMNS = ("main_se", "main_se_items", "main_se_draws")
@@ -274,7 +313,8 @@ def _leaderboard(run: Run) -> str:
     for rank, row in enumerate(run.rows, start=1):
         base = is_baseline(row)
         css = "baseline" if base else "winner" if row is best else ""
-        trial = escape(row.trial) + ('<span class="badge">base model</span>' if base else "")
+        badge = "reference" if is_reference(row) else "base model"
+        trial = escape(row.trial) + (f'<span class="badge">{badge}</span>' if base else "")
         objectives = [row.objectives.get(n) for n in objective_names] if multi else [row.objective]
         cells = [
             f'<td class="num">{rank}</td>',
@@ -296,7 +336,9 @@ def _leaderboard(run: Run) -> str:
         "the test objective and the task scores (main score ± standard error) are on the test parts, which "
         "steered nothing. The highlighted row is the winner, the "
         '<span class="badge">base model</span> rows the base encoder as given and, where the spec converts it, '
-        "after the conversion, untrained, on the same tasks"
+        "after the conversion, untrained, on the same tasks, and the "
+        '<span class="badge">reference</span> rows what a user already has (BM25 on retrieval tasks, the base '
+        "as its users run it, truncated and averaged over windows), on the same items; none of them steered anything"
         + (", ◆ marks the Pareto front of the trials" if multi else "")
         + (
             "; a PBT trial's lineage names each round at which it went on from another trial's checkpoint, and "

@@ -14,8 +14,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from evaluators.scores import part
+from evaluators.lengths import BUCKET_LABELS, bucket_title
+from evaluators.scores import part, strata
 from platform.leaderboard import BASELINE_ID, Row, is_baseline
+from platform.report.run import PlotSkipped
 
 SIZE = (8.0, 5.0)  # inches; at DPI, 960 x 600 pixels
 DPI = 120
@@ -110,6 +112,49 @@ def task_scores(rows: Sequence[Row], tasks: Sequence[str], n: int = TOP_TRIALS) 
     axes.set_ylabel("main test score ± standard error (higher is better)")
     axes.grid(axis="y", alpha=0.3)
     axes.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small", title="trial (val. objective)")
+    return figure
+
+
+def length_buckets(row: Row, task: str) -> dict[str, dict[str, float]]:
+    """A row's test scores on ``task`` per length bucket of the documents to find (``len_*`` strata)."""
+    return {label: v for label, v in strata(part(row.scores, task, "test")).items() if label in BUCKET_LABELS}
+
+
+def score_by_length(rows: Sequence[Row], tasks: Sequence[str]) -> Figure:
+    """Each task's main test score against the length of the documents to find (the retrieval
+    tasks' length buckets), one panel per task: the winner, the baseline rows and the reference
+    rows, each point with its 95% interval (± 1.96 standard errors over that bucket's queries)."""
+    best = next(iter(top_trials(rows, 1)), None)
+    drawn = ([best] if best else []) + [r for r in rows if is_baseline(r)]
+    tasks = [t for t in tasks if any(length_buckets(r, t) for r in drawn)]
+    if not tasks:
+        raise PlotSkipped("no task reports scores by document length (only retrieval tasks do)")
+    figure = _figure()
+    panels = figure.subplots(1, len(tasks), squeeze=False)[0]
+    for axes, task in zip(panels, tasks):
+        labels = [b for b in BUCKET_LABELS if any(b in length_buckets(r, task) for r in drawn)]
+        for i, row in enumerate(drawn):
+            buckets = length_buckets(row, task)
+            if not buckets:
+                continue
+            xs = [labels.index(b) + (i - (len(drawn) - 1) / 2) * 0.06 for b in buckets]
+            style = {"linestyle": "--"} if is_baseline(row) else {"linewidth": 2.5}
+            axes.errorbar(
+                xs,
+                [v["main"] for v in buckets.values()],
+                yerr=[1.96 * v["se"] for v in buckets.values()],
+                marker="o",
+                capsize=2,
+                label=f"{short(row.trial, 36)}{' (winner)' if row is best else ''}",
+                **style,
+            )
+        axes.set_xticks(range(len(labels)), [bucket_title(b) for b in labels])
+        axes.set_title(short(task, 32), fontsize="medium")
+        axes.set_xlabel("tokens of the document to find")
+        axes.grid(alpha=0.3)
+    panels[0].set_ylabel("main test score, 95% interval")
+    panels[-1].legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")
+    figure.suptitle("Score against document length: the winner, the baselines and the references")
     return figure
 
 

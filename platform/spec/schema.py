@@ -247,6 +247,13 @@ class EvaluationSection:
     batch_size: int = field(default=32, metadata=constraint("texts per embedding batch", 1))
     limits: EvalBudget = field(default_factory=EvalBudget, metadata=constraint("how much task data to use"))
     report_tasks: list[str] = field(default_factory=list, metadata=constraint("scored for the report, never steer"))
+    references: bool = field(
+        default=True,
+        metadata=constraint(
+            "score the reference rows once per run (BM25, the base as its users run it, truncated and windowed; "
+            "evaluators/references.py) and place the winner against them; never steer"
+        ),
+    )
 
 
 @dataclass(frozen=True)

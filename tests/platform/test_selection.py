@@ -67,6 +67,18 @@ def test_the_winner_and_its_checkpoint_are_chosen_on_validation_and_reported_on_
     assert "objective (val)" in table and "a (test)" in table and "0.6000±0.0100" in table
 
 
+def test_a_reference_row_has_an_objective_only_where_it_scored_every_task_and_never_wins(tmp_path):
+    rows = rows_from_results([_result("steady", [(0.70, 0.60)])], RESOLVED)
+    lexical = {"a": _scores(0.95, 0.93)["a"]}  # a retrieval task only, as BM25 scores
+    bm25 = baseline_row("reference-bm25", "reference: BM25", None, lexical, RESOLVED)
+    assert bm25.objective is None and bm25.test_objective is None and bm25.objectives == {}
+    as_users = baseline_row("reference-off-the-shelf", "reference: the base", "/m", _scores(0.9, 0.8), RESOLVED)
+    ranked = write_leaderboard([bm25, as_users, *rows], tmp_path, ["a", "b"])
+    assert [r.trial for r in ranked] == ["reference-off-the-shelf", "steady", "reference-bm25"]
+    assert winner(ranked).trial == "steady"  # a reference ranks, but is no trial
+    assert "reference-bm25" in format_table(ranked, ["a", "b"])
+
+
 @pytest.mark.parametrize(
     ("directory", "trial_id"),
     [

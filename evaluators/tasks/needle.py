@@ -1,0 +1,245 @@
+"""Needle and passkey retrieval: LongEmbed's synthetic long-document tasks (Zhu et al. 2024,
+arXiv 2404.12096, Sec. 3.1), built from real held-out text.
+
+Each document is a haystack of a set length (512, 1,024, 2,048, 4,096 tokens, the lengths up to the
+task's scoring length ``EvalBudget.long_length``; a shorter scoring length gets one haystack length,
+its own) with one fact planted at a set depth (10%, 50%, 90% of the way in); its query asks for that
+fact. A query ranks only the documents of its own length, as in LongEmbed, so a length's score says
+whether an encoder still carries one sentence of that many tokens. The main score is acc@1 (whether
+the planted document ranks first), with nDCG@10 beside it; both also per length (``len_*``), per
+depth (``depth10`` ...) and per cell (``len1024_depth50`` ...).
+
+- Needle: the fact is a sentence about a person, from ``NEEDLE_TEMPLATES`` ("{name} keeps bees on
+  the flat roof of a bakery.") and its question ("Where does {name} keep bees?").
+- Passkey: the fact is a number to remember, in LongEmbed's form ("Amara Szabo's locker combination
+  is 52817. Remember it. 52817 is Amara Szabo's locker combination."), asked as "What is Amara
+  Szabo's locker combination?"
+
+The haystack is the part's own held-out text (``evaluators.tasks.held_out_text``): whole sentences of
+documents in a seeded order, no sentence twice in one haystack. The two parts draw their templates,
+things and names from disjoint halves (``evaluators.tasks.needle_facts``) and their text from
+disjoint documents, so validation and test share nothing but the procedure. Every length is
+counted in the fixed tokenizer (``evaluators.lengths``), special tokens included: a 1,024-token
+document is at most 1,024 tokens there, and within a sentence of it.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from evaluators.lengths import token_counts
+from evaluators.tasks import TASK_FAMILIES, register_task
+from evaluators.tasks.base import SPLIT_SEED, SPLITS, Split, TaskMetadata
+from evaluators.tasks.held_out_text import PACKAGED, CollectionTask, part_rule, part_texts, sentences, source_label
+from evaluators.tasks.needle_facts import (
+    FIRST_NAMES,
+    NEEDLE_TEMPLATES,
+    PASSKEY_FACT,
+    PASSKEY_QUESTION,
+    PASSKEY_THINGS,
+    SURNAMES,
+    part_half,
+)
+from evaluators.tasks.retrieval import Collection, RetrievalTask
+
+HAYSTACK_LENGTHS = (512, 1024, 2048, 4096)  # LongEmbed's lengths up to 4,096 (its synthetic tasks go to 32k)
+DEPTHS = (0.1, 0.5, 0.9)
+DEFAULT_PER_LENGTH = 30  # queries (and haystacks) per length, spread evenly over the depths
+SPECIAL_TOKENS = 2  # [CLS] and [SEP] in the fixed tokenizer
+MIN_FILL = 0.9  # a haystack must reach this share of its length, or the text is too short for it
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One planted fact: the sentence and the question asking for it."""
+
+    sentence: str
+    question: str
+
+
+def haystack_lengths(long_length: int) -> tuple[int, ...]:
+    """The set lengths a task scored at ``long_length`` tokens builds: LongEmbed's up to it, or that
+    length alone where it is below the shortest (a smoke profile's)."""
+    return tuple(n for n in HAYSTACK_LENGTHS if n <= long_length) or (long_length,)
+
+
+class Haystack:
+    """The sentences of one part's text, their token counts, and documents of set lengths made of
+    them with a sentence planted at a set depth."""
+
+    def __init__(self, texts: list[str], rng: np.random.Generator) -> None:
+        self.documents = [sentences(t) for t in texts]
+        flat = [s for doc in self.documents for s in doc]
+        counts = iter(n - SPECIAL_TOKENS for n in token_counts(flat))
+        self.tokens = [[next(counts) for _ in doc] for doc in self.documents]
+        self.rng = rng
+
+    def build(self, length: int, depth: float, needle: str) -> list[str]:
+        """The sentences of a document of at most ``length`` tokens: filler sentences taken document by
+        document in a seeded order, none twice, with ``needle`` inserted at the sentence boundary
+        nearest ``depth``."""
+        (needle_tokens,) = token_counts([needle])
+        budget = length - needle_tokens  # token_counts counted the special tokens once, here
+        chosen: list[str] = []
+        sizes: list[int] = []
+        used: set[str] = set()
+        filled = 0
+        for d in self.rng.permutation(len(self.documents)):
+            for sentence, n in zip(self.documents[d], self.tokens[d]):
+                if sentence in used or filled + n > budget:
+                    continue
+                chosen.append(sentence)
+                sizes.append(n)
+                used.add(sentence)
+                filled += n
+            if filled >= MIN_FILL * budget:
+                break
+        if filled < MIN_FILL * budget:
+            raise ValueError(
+                f"its part holds {filled} tokens of distinct sentences that fit, too few for a "
+                f"{length}-token document; give it a larger collection or a shorter long_length"
+            )
+        ends = np.cumsum([0, *sizes])
+        at = int(np.argmin(np.abs(ends - depth * ends[-1])))
+        return [*chosen[:at], needle, *chosen[at:]]
+
+
+class NeedleRetrieval(RetrievalTask):
+    """Planted facts in haystacks of set lengths (module docstring); subclasses say which facts."""
+
+    main_metric = "acc_at_1"
+    source = PACKAGED
+
+    def facts(self, split: Split, names: list[str], rng: np.random.Generator) -> list[Fact]:
+        raise NotImplementedError
+
+    def read(self) -> dict[Split, Collection]:
+        lengths = haystack_lengths(self.budget.long_length)
+        per_cell = max(1, (self.budget.max_queries or DEFAULT_PER_LENGTH) // len(DEPTHS))
+        parts: dict[Split, Collection] = {}
+        self.cells: dict[Split, dict[str, tuple[int, float]]] = {}  # query id -> (length, depth)
+        for split in SPLITS:
+            rng = np.random.default_rng([SPLIT_SEED, zlib.crc32(f"{self.metadata.name}/{split}".encode())])
+            haystack = Haystack(part_texts(self.source, split), rng)
+            first, last = part_half(FIRST_NAMES, split), part_half(SURNAMES, split)
+            people = [f"{f} {s}" for f in first for s in last]
+            corpus, queries, qrels, cells = {}, {}, {}, {}
+            for length in lengths:
+                names = [people[i] for i in rng.choice(len(people), len(DEPTHS) * per_cell, replace=False)]
+                facts = iter(self.facts(split, names, rng))
+                for depth in DEPTHS:
+                    for i in range(per_cell):
+                        fact = next(facts)
+                        key = f"{length}-{round(depth * 100)}-{i}"
+                        try:
+                            corpus[f"d{key}"] = " ".join(haystack.build(length, depth, fact.sentence))
+                        except ValueError as err:
+                            raise ValueError(f"task {self.metadata.name}, {split} part: {err}") from None
+                        queries[f"q{key}"], qrels[f"q{key}"] = fact.question, {f"d{key}": 1}
+                        cells[f"q{key}"] = (length, depth)
+            parts[split], self.cells[split] = (corpus, queries, qrels), cells
+        return parts
+
+    def load(self) -> None:
+        self.parts = self.read()  # built within the budget: nothing to cut
+        for split, (corpus, queries, _) in self.parts.items():
+            self.sizes[split] = {"documents": (len(corpus), len(corpus)), "queries": (len(queries), len(queries))}
+        self._check_queries()
+        self.document_lengths = {split: self._relevant_lengths(*self.parts[split]) for split in self.parts}
+
+    def pools(self, split: Split) -> list[tuple[list[str], list[str]]]:
+        """One pool per haystack length: a query ranks the documents of its own length."""
+        _corpus, queries, _ = self.parts[split]
+        cells = self.cells[split]
+        lengths = dict.fromkeys(length for length, _ in cells.values())
+        return [
+            ([f"d{q[1:]}" for q in queries if cells[q][0] == length], [q for q in queries if cells[q][0] == length])
+            for length in lengths
+        ]
+
+    def query_strata(self, split: Split, query_ids: list[str]) -> dict[str, np.ndarray]:
+        """The length buckets, then rows by depth and by (length, depth) cell."""
+        cells = [self.cells[split][q] for q in query_ids]
+        strata = super().query_strata(split, query_ids)
+        for depth in DEPTHS:
+            strata[f"depth{round(depth * 100)}"] = np.flatnonzero([d == depth for _, d in cells])
+        for length in dict.fromkeys(n for n, _ in cells):
+            for depth in DEPTHS:
+                rows = np.flatnonzero([c == (length, depth) for c in cells])
+                strata[f"len{length}_depth{round(depth * 100)}"] = rows
+        return strata
+
+
+def _cycled(items: tuple, count: int, rng: np.random.Generator) -> list:
+    """``count`` items, every one used before any is used again, in seeded orders."""
+    out: list = []
+    while len(out) < count:
+        out.extend(items[i] for i in rng.permutation(len(items)))
+    return out[:count]
+
+
+class NeedleFacts(NeedleRetrieval):
+    def facts(self, split: Split, names: list[str], rng: np.random.Generator) -> list[Fact]:
+        templates = _cycled(part_half(NEEDLE_TEMPLATES, split), len(names), rng)
+        return [Fact(fact.format(name=n), question.format(name=n)) for n, (fact, question) in zip(names, templates)]
+
+
+class PasskeyFacts(NeedleRetrieval):
+    def facts(self, split: Split, names: list[str], rng: np.random.Generator) -> list[Fact]:
+        things = _cycled(part_half(PASSKEY_THINGS, split), len(names), rng)
+        keys = rng.integers(10_000, 100_000, len(names))
+        return [
+            Fact(PASSKEY_FACT.format(name=n, thing=t, key=k), PASSKEY_QUESTION.format(name=n, thing=t))
+            for n, t, k in zip(names, things, keys.tolist())
+        ]
+
+
+def _metadata(kind: str, source: str) -> TaskMetadata:
+    what = {
+        "needle": "a sentence about a person planted in real text (one of 21 templates per part)",
+        "passkey": "a person's five-digit code planted in real text (one of 20 kinds of code per part)",
+    }[kind]
+    name = f"{kind}-retrieval" if source == PACKAGED else f"{kind}:{source}"
+    return TaskMetadata(
+        name=name,
+        type="retrieval",
+        description=f"LongEmbed-style {kind} retrieval: {what} at 10/50/90% depth of documents of 512 to "
+        "4,096 tokens; its question ranks the documents of the same length; acc@1",
+        source=source_label(source),
+        split=part_rule(source) + "; templates, kinds of code and names from disjoint halves",
+        main_score="acc_at_1",
+        long_documents=True,
+    )
+
+
+@register_task
+class NeedleRetrievalTask(NeedleFacts):
+    metadata = _metadata("needle", PACKAGED)
+
+
+@register_task
+class PasskeyRetrievalTask(PasskeyFacts):
+    metadata = _metadata("passkey", PACKAGED)
+
+
+@TASK_FAMILIES.register("needle:")
+class CollectionNeedleTask(CollectionTask, NeedleFacts):
+    """Needle retrieval in haystacks of a local collection's text (.jsonl, .txt, .parquet, or a directory)."""
+
+    def __init__(self, budget, source: str) -> None:
+        super().__init__(budget)
+        self.source = source
+        self.metadata = _metadata("needle", source)
+
+
+@TASK_FAMILIES.register("passkey:")
+class CollectionPasskeyTask(CollectionTask, PasskeyFacts):
+    """Passkey retrieval in haystacks of a local collection's text (.jsonl, .txt, .parquet, or a directory)."""
+
+    def __init__(self, budget, source: str) -> None:
+        super().__init__(budget)
+        self.source = source
+        self.metadata = _metadata("passkey", source)

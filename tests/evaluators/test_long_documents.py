@@ -1,0 +1,213 @@
+"""Long-document tasks (needle, passkey, long passage) and scores by document length, on the
+packaged held-out news text and a user's collection made of it."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from evaluators.lengths import BUCKET_LABELS, bucket_label, buckets, token_counts
+from evaluators.plan import EvalBudget
+from evaluators.tasks import make_task
+from evaluators.tasks.base import SPLITS
+from evaluators.tasks.held_out_text import part_texts, sentences
+from evaluators.tasks.long_passage import MIN_TOKENS
+from evaluators.tasks.needle import DEPTHS, HAYSTACK_LENGTHS, Haystack, haystack_lengths
+from evaluators.tasks.needle_facts import FIRST_NAMES, NEEDLE_TEMPLATES, PASSKEY_THINGS, SURNAMES, part_half
+from tests.conftest import ROOT
+
+SMALL = EvalBudget(max_queries=6, long_length=1024)  # two haystack lengths, two documents per cell
+
+
+@pytest.fixture(scope="module")
+def needle():
+    task = make_task("needle-retrieval", SMALL)
+    task.load()
+    return task
+
+
+@pytest.fixture(scope="module")
+def passkey():
+    task = make_task("passkey-retrieval", SMALL)
+    task.load()
+    return task
+
+
+def test_length_buckets_are_upper_inclusive_and_cover_every_length():
+    assert [bucket_label(n) for n in (1, 512, 513, 1024, 2048, 4096, 4097)] == [
+        "len_upto512",
+        "len_upto512",
+        "len_513to1024",
+        "len_513to1024",
+        "len_1025to2048",
+        "len_2049to4096",
+        "len_over4096",
+    ]
+    rows = buckets([100, 600, 5000, 300])
+    assert list(rows) == ["len_upto512", "len_513to1024", "len_over4096"]  # in BUCKET_LABELS order, empty left out
+    assert sorted(np.concatenate(list(rows.values())).tolist()) == [0, 1, 2, 3]
+    assert len(BUCKET_LABELS) == 5
+
+
+def test_each_part_has_at_least_20_templates_and_the_parts_share_none():
+    for facts in (NEEDLE_TEMPLATES, PASSKEY_THINGS, FIRST_NAMES, SURNAMES):
+        val, test = part_half(facts, "val"), part_half(facts, "test")
+        assert len(set(val)) == len(val) and len(set(test)) == len(test)
+        assert not set(val) & set(test)
+    assert len(part_half(NEEDLE_TEMPLATES, "val")) >= 20 and len(part_half(PASSKEY_THINGS, "test")) >= 20
+
+
+PERSON = re.compile(r"[A-Z][a-z]+ [A-Z][a-z]+")
+
+
+def _person(question: str) -> str:
+    return PERSON.search(question.removeprefix("What ")).group(0)
+
+
+@pytest.mark.parametrize("fixture", ["needle", "passkey"])
+def test_the_parts_plant_disjoint_facts_about_disjoint_people(fixture, request):
+    task = request.getfixturevalue(fixture)
+    used_templates = {}
+    for split in SPLITS:
+        _, queries, _ = task.parts[split]
+        first, last = part_half(FIRST_NAMES, split), part_half(SURNAMES, split)
+        for question in queries.values():
+            assert any(f in question for f in first) and any(s in question for s in last)
+        used_templates[split] = {question.replace(_person(question), "") for question in queries.values()}
+    assert not used_templates["val"] & used_templates["test"]
+    assert len(used_templates["val"]) > 1
+
+
+def test_filler_comes_from_its_own_parts_text_none_repeated_within_a_document():
+    own = {split: {s for text in part_texts("news-articles", split) for s in sentences(text)} for split in SPLITS}
+    for split in SPLITS:
+        haystack = Haystack(part_texts("news-articles", split), np.random.default_rng(0))
+        other = "test" if split == "val" else "val"
+        for length in (512, 2048):
+            units = haystack.build(length, 0.5, "A planted sentence.")
+            filler = [u for u in units if u != "A planted sentence."]
+            assert len(filler) == len(set(filler)) and len(filler) == len(units) - 1
+            assert all(s in own[split] for s in filler)
+            assert not any(s in own[other] - own[split] for s in filler)
+            assert 0.9 * length <= token_counts([" ".join(units)])[0] <= length
+
+
+@pytest.mark.parametrize("fixture", ["needle", "passkey"])
+def test_haystacks_reach_their_length_with_the_fact_at_its_depth(fixture, request):
+    task = request.getfixturevalue(fixture)
+    corpus, queries, _ = task.parts["test"]
+    lengths = dict(zip(corpus, token_counts(list(corpus.values()))))
+    cells = task.cells["test"]
+    assert sorted({n for n, _ in cells.values()}) == [512, 1024]
+    for q, (length, depth) in cells.items():
+        doc = f"d{q[1:]}"
+        assert 0.9 * length <= lengths[doc] <= length
+        before = corpus[doc][: corpus[doc].index(_person(queries[q]))]
+        (tokens_before,) = token_counts([before])
+        assert abs((tokens_before - 2) / lengths[doc] - depth) < 0.12  # at a sentence boundary near the depth
+    assert sorted(queries) == sorted(cells)
+    assert {d for _, d in cells.values()} == set(DEPTHS)
+
+
+def test_haystack_lengths_follow_the_scoring_length():
+    assert haystack_lengths(4096) == HAYSTACK_LENGTHS
+    assert haystack_lengths(2048) == (512, 1024, 2048)
+    assert haystack_lengths(256) == (256,)  # a smoke profile's: its own length alone
+
+
+def test_long_passage_queries_come_from_past_token_512_and_the_middle_of_their_document():
+    task = make_task("news-passage-retrieval", EvalBudget())
+    task.load()
+    for split in SPLITS:
+        corpus, queries, qrels = task.parts[split]
+        assert all(n > MIN_TOKENS for n in token_counts(list(corpus.values())))
+        assert len(queries) >= 50
+        for q, passage in queries.items():
+            (doc,) = qrels[q]
+            text = " ".join(sentences(corpus[doc]))
+            assert passage in text
+            (before,) = token_counts([text[: text.index(passage)]])
+            (whole,) = token_counts([text])
+            assert before - 2 >= MIN_TOKENS and before >= whole // 2 - 2
+
+
+def test_every_retrieval_score_is_broken_down_by_the_length_of_the_document_to_find(minilm_dir):
+    from core.encoder import embed_texts, load_encoder
+
+    model = load_encoder(minilm_dir)
+    task = make_task("news-title-retrieval", EvalBudget(max_queries=40))
+    task.load()
+    outcomes = task.outcomes(lambda texts: embed_texts(*model, texts, pooling="mean", max_length=64), "test")
+    assert len(outcomes.ids) == len(outcomes.items) == 40
+    assert sum(len(rows) for rows in outcomes.strata.values()) == 40
+    summary = outcomes.summary()
+    for label, rows in outcomes.strata.items():
+        if len(rows) == 1:  # no interval: left out
+            assert label not in summary
+            continue
+        assert summary[f"{label}_n"] == len(rows)
+        assert summary[label] == pytest.approx(float(np.mean(outcomes.items[rows])))
+        assert summary[f"{label}_acc_at_1"] <= 1
+    corpus, _, qrels = task.parts["test"]
+    lengths = token_counts([corpus[next(iter(qrels[q]))] for q in outcomes.ids])
+    assert {label: len(rows) for label, rows in outcomes.strata.items()} == {
+        label: len(rows) for label, rows in buckets(lengths).items()
+    }
+
+
+def test_a_users_collection_gets_needle_and_passage_tasks(tmp_path):
+    collection = tmp_path / "long.jsonl"
+    texts = part_texts("news-articles", "val") + part_texts("news-articles", "test")
+    collection.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    for name in (f"needle:{collection}", f"passkey:{collection}", f"long-passage:{collection}"):
+        task = make_task(name, EvalBudget(max_queries=3, long_length=512))
+        task.load()
+        assert task.metadata.long_documents
+        val_docs, test_docs = (set(task.parts[s][0].values()) for s in SPLITS)
+        assert val_docs and test_docs and not val_docs & test_docs
+
+
+def test_a_collection_too_small_for_its_haystacks_is_refused_by_name(tmp_path):
+    collection = tmp_path / "short.txt"
+    collection.write_text("One short sentence here.\nAnother short one there.\n" * 2)
+    task = make_task(f"needle:{collection}", EvalBudget(max_queries=3, long_length=512))
+    with pytest.raises(ValueError, match=r"needle:.*part: its part holds \d+ tokens"):
+        task.load()
+
+
+@pytest.mark.slow  # a real encoder over 24 haystacks of 512 and 1,024 tokens: about 30 s
+def test_cli_prints_acc_at_1_per_length_and_depth(tmp_path):
+    out = tmp_path / "scores.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "evaluators",
+            "--model",
+            "all-minilm-l6-v2",
+            "--task",
+            "needle-retrieval",
+            "--max-queries",
+            "6",
+            "--long-length",
+            "1024",
+            "--json",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "needle-retrieval: scored at 512 tokens" in done.stdout  # MiniLM's 512 positions cap the 1,024
+    assert re.search(r"length \\ depth\s+10%\s+50%\s+90%", done.stdout)
+    assert re.search(r"^\s+1024(\s+\d\.\d{3}){3}$", done.stdout, re.M)
+    test = json.loads(out.read_text())["scores"]["needle-retrieval"]["test"]
+    assert test["len1024_depth10_n"] == 2 and test["len_513to1024_n"] == 6
+    assert test["main"] == pytest.approx(np.mean([test[f"len{n}_depth{d}"] for n in (512, 1024) for d in (10, 50, 90)]))
