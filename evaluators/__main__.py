@@ -98,6 +98,11 @@ def main(argv: list[str] | None = None) -> int:
             from core.data import cache_dir
             from core.longformer import cached_longformer
 
+            if args.attention_window % 2 or not 0 < args.attention_window <= args.longformer:
+                raise UnknownTask(
+                    f"--attention-window {args.attention_window}: give an even window of at most --longformer's "
+                    f"{args.longformer} positions (256 is the default spec's)"
+                )
             model_dir = str(cached_longformer(model_dir, args.longformer, args.attention_window, cache_dir()))
     except UnknownTask as err:
         print(f"evaluators: error: {err.args[0]}", file=sys.stderr)
@@ -139,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
             part = values[split]
             scored = sizes(part)
             counts = {*scored, *(f"{unit}{TOTAL_SUFFIX}" for unit in scored)}
-            hidden = {"main", "main_se", *counts, *stratum_keys(part)}
+            hidden = {"main", "main_se", "items_digest", *counts, *stratum_keys(part)}
             details = ", ".join(f"{k} {v:.4f}" for k, v in part.items() if k not in hidden)
             on = f"; {coverage(part)}" if scored else ""
             print(f"{task + ' ' + split:{width}s}  {part['main']:.4f} ± {part['main_se']:.4f}  ({details}{on})")

@@ -12,10 +12,13 @@ document or pair) are compared by resampling the items with replacement, the sam
 both, and recomputing the difference of their (weighted) main scores each time (Efron &
 Tibshirani, *An Introduction to the Bootstrap*, 1993, ch. 16; the paired form is the standard one
 for comparing two systems on one test collection, e.g. Sakai, SIGIR 2006). The 95% percentile
-interval of those differences says whether the gain is beyond the noise of the test items: it is
-when the interval excludes 0. Tasks are resampled independently; a probe's draws stay fixed
-(both encoders are scored with the same draws), so the interval covers the test documents' noise,
-not the few-shot draws' (``main_se`` of a probe covers those).
+interval of those differences says whether the gain is beyond noise: it is when the interval
+excludes 0. Tasks are resampled independently; a few-shot probe's draws are resampled too, the
+same draws for both encoders, and where the training seeds' spread was measured
+(``search.confirm_seeds``) it is added, since the trained encoder's score is one training run's;
+without it the gain says "seed noise not included". The interval's coverage of a known gain,
+with item, draw and seed noise at the sizes the default search measures, is calibrated in
+``bench/gain_calibration.py`` (bench/RESULTS.md).
 
 **A spread.** The trials of one search are scored on the same validation items, so their scores
 share the items' noise; what separates them is each trial's own part of it. ``joint_resamples``
@@ -52,6 +55,9 @@ class Gain:
     high: float
     rounds: int
     level: float = LEVEL
+    # whether the interval holds the training seeds' noise (measured by search.confirm_seeds); a
+    # trained row's score is one training run's, so without it the interval is too narrow
+    seed_noise: bool = False
 
     @property
     def beyond_noise(self) -> bool:
@@ -59,14 +65,17 @@ class Gain:
 
     def describe(self) -> str:
         verdict = "beyond noise" if self.beyond_noise else "within noise"
-        return f"{self.difference:+.4f} ({self.level:.0%} interval {self.low:+.4f} to {self.high:+.4f}: {verdict})"
+        seeds = "" if self.seed_noise else "; seed noise not included"
+        return (
+            f"{self.difference:+.4f} ({self.level:.0%} interval {self.low:+.4f} to {self.high:+.4f}: {verdict}{seeds})"
+        )
 
     def record(self) -> dict:
         return asdict(self) | {"beyond_noise": self.beyond_noise}
 
     @classmethod
     def from_record(cls, record: dict) -> Gain:
-        return cls(**{f.name: record[f.name] for f in fields(cls)})
+        return cls(**{f.name: record[f.name] for f in fields(cls) if f.name in record})
 
 
 def check_paired(task: str, a: Outcomes, b: Outcomes) -> None:
@@ -83,28 +92,42 @@ def paired_bootstrap(
     rounds: int = BOOTSTRAP_ROUNDS,
     seed: int = 0,
     level: float = LEVEL,
+    seed_sd: float | None = None,
 ) -> Gain:
-    """The weighted mean over ``weights``' tasks of main(a) - main(b), and its interval."""
+    """The weighted mean over ``weights``' tasks of main(a) - main(b), and its interval.
+
+    Each resample draws every task's items with replacement, the same rows for both rows, and, for a
+    task with several draws (a few-shot probe's), separately its draws, the same for both; each
+    deviation from the observed difference is widened by sqrt(m / (m - 1)) for its m items or draws
+    and the two are added (as ``joint_resamples`` does). ``seed_sd``, where the training seeds' spread
+    of the difference is known (``search.confirm_seeds``), adds a normal deviation of that size per
+    resample: the trained row's score is one training run's. The interval's coverage is calibrated
+    on simulated comparisons with all three sources (bench/gain_calibration.py)."""
     for task in weights:
         check_paired(task, a[task], b[task])
+        if a[task].draw_count and b[task].draw_count and a[task].draw_count != b[task].draw_count:
+            raise ValueError(f"{task}: the two rows were scored on different draws")
     total = sum(weights.values())
-
-    def difference(pick: dict[str, np.ndarray | slice]) -> float:
-        return (
-            sum(
-                w * (a[t].statistic(a[t].items[pick[t]]) - b[t].statistic(b[t].items[pick[t]]))
-                for t, w in weights.items()
-            )
-            / total
-        )
-
+    observed_tasks = {t: a[t].value() - b[t].value() for t in weights}
+    observed = sum(w * observed_tasks[t] for t, w in weights.items()) / total
     rng = np.random.default_rng(seed)
-    resampled = [
-        difference({t: rng.integers(0, len(a[t].items), len(a[t].items)) for t in weights}) for _ in range(rounds)
-    ]
+    resampled = np.empty(rounds)
+    for r in range(rounds):
+        deviation = 0.0
+        for task, weight in weights.items():
+            n, draws = len(a[task].items), a[task].draw_count
+            if n > 1:
+                rows = rng.integers(0, n, n)
+                shift = a[task].value(rows) - b[task].value(rows) - observed_tasks[task]
+                deviation += weight * shift * math.sqrt(n / (n - 1))
+            if draws > 1:
+                picked = rng.integers(0, draws, draws)
+                shift = a[task].value(draws=picked) - b[task].value(draws=picked) - observed_tasks[task]
+                deviation += weight * shift * math.sqrt(draws / (draws - 1))
+        resampled[r] = observed + deviation / total + (rng.normal(0.0, seed_sd) if seed_sd else 0.0)
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(resampled, [tail, 100 - tail])
-    return Gain(difference({t: slice(None) for t in weights}), float(low), float(high), rounds, level)
+    return Gain(float(observed), float(low), float(high), rounds, level, seed_noise=seed_sd is not None)
 
 
 def task_gain(a: Outcomes, b: Outcomes, task: str, min_items: int = 2) -> dict:

@@ -99,16 +99,17 @@ def task_noise(rows, tasks: list[str]) -> dict[str, dict[str, float]]:
     return noise
 
 
-def seed_spread(best) -> float | None:
-    """The standard deviation of the winner's configuration's validation objective over the extra
-    training seeds of ``search.confirm_seeds`` (the winner's own run left out: it was chosen for
-    its score), or None with fewer than two of them."""
+def seed_spread(best, metric: str = "objective") -> float | None:
+    """The standard deviation of the winner's configuration's validation objective (or, with
+    ``metric="test_objective"``, its test objective) over the extra training seeds of
+    ``search.confirm_seeds`` (the winner's own run left out: it was chosen for its score), or None
+    with fewer than two of them."""
     if not best.confirmation:
         return None
     values = [
-        run["objective"]
+        run[metric]
         for run in best.confirmation.get("seeds", {}).values()
-        if run.get("trial") != best.trial and run.get("objective") is not None
+        if run.get("trial") != best.trial and run.get(metric) is not None
     ]
     return statistics.stdev(values) if len(values) >= 2 else None
 
@@ -139,9 +140,13 @@ def assess(trials: list, baselines: list, outcomes, weights: dict[str, float], s
     observed, resampled = joint_resamples(per_trial, weights)
     spread = spread_test(observed, resampled, seed_sd)
     best = per_trial[0]
-    noise = RankingNoise(tasks, spread, runner_up=paired_bootstrap(best, per_trial[1], weights))
+    # two trained rows each carry one training run's noise; an untrained baseline none
+    between_trials = seed_sd * math.sqrt(2) if seed_sd is not None else None
+    noise = RankingNoise(
+        tasks, spread, runner_up=paired_bootstrap(best, per_trial[1], weights, seed_sd=between_trials)
+    )
     for baseline in baselines:
-        noise.over_baselines[baseline.trial] = paired_bootstrap(best, outcomes(baseline), weights)
+        noise.over_baselines[baseline.trial] = paired_bootstrap(best, outcomes(baseline), weights, seed_sd=seed_sd)
     if not spread.beyond_noise:
         noise.items_factor = items_needed(spread, 1)
         noise.trials_needed = trials_needed_for(spread)

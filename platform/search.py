@@ -208,13 +208,12 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> int:
     noise = None
     if scored:
         outcomes = ItemOutcomes(resolved)
-        with clock.phase("noise"):
-            _compare_with_baselines(leaderboard.winner(rows), baselines, outcomes)
-            _compare_per_task(leaderboard.winner(rows), baselines, resolved)
-        if spec.search.confirm_seeds:
+        if spec.search.confirm_seeds:  # first: the training seeds' spread joins every interval below
             with clock.phase("confirmation"):
                 leaderboard.winner(rows).confirmation = tuner.confirm_winner(resolved, leaderboard.winner(rows))
         with clock.phase("noise"):
+            _compare_with_baselines(leaderboard.winner(rows), baselines, outcomes)
+            _compare_per_task(leaderboard.winner(rows), baselines, resolved)
             noise = _assess_ranking(rows, baselines, outcomes)
         rows = leaderboard.write_leaderboard(rows, run_dir, columns, noise.record() if noise else None)
     print("\n" + leaderboard.format_table(rows, columns) + "\n")
@@ -284,10 +283,13 @@ def _compare_with_baselines(best, baselines, outcomes: ItemOutcomes) -> None:
     from evaluators.noise import paired_bootstrap
     from evaluators.pool import CheckpointMissing
 
+    seed_sd = ranking.seed_spread(best, "test_objective")  # None unless search.confirm_seeds measured it
     print(f"doctune: comparing {best.trial} with the baseline rows on the test items (paired bootstrap)", flush=True)
     try:
         for baseline in baselines:
-            gain = paired_bootstrap(outcomes(best, "test"), outcomes(baseline, "test"), outcomes.weights)
+            gain = paired_bootstrap(
+                outcomes(best, "test"), outcomes(baseline, "test"), outcomes.weights, seed_sd=seed_sd
+            )
             best.gains[baseline.trial] = gain.record()
     except (CheckpointMissing, RuntimeError) as err:  # the leaderboard, best/ and the report still follow
         best.status += f"; not compared with the baselines: {err}"

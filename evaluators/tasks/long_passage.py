@@ -55,7 +55,12 @@ def passage(sentence_tokens: list[int], rng: np.random.Generator) -> tuple[int, 
 
 
 class LongPassageRetrieval(RetrievalTask):
-    source = PACKAGED
+    """Long-passage retrieval over ``source``'s long documents (module docstring)."""
+
+    def __init__(self, budget, source: str = PACKAGED) -> None:
+        super().__init__(budget)
+        self.source = source
+        self.metadata = _metadata(source)
 
     def read(self) -> dict[Split, Collection]:
         parts: dict[Split, Collection] = {}
@@ -97,8 +102,3 @@ class NewsPassageRetrieval(LongPassageRetrieval):
 @TASK_FAMILIES.register("long-passage:")
 class CollectionPassageRetrieval(CollectionTask, LongPassageRetrieval):
     """Long-passage retrieval over a local collection's long documents (.jsonl, .txt, .parquet, or a directory)."""
-
-    def __init__(self, budget, source: str) -> None:
-        super().__init__(budget)
-        self.source = source
-        self.metadata = _metadata(source)

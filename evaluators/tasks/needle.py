@@ -108,10 +108,16 @@ class Haystack:
 
 
 class NeedleRetrieval(RetrievalTask):
-    """Planted facts in haystacks of set lengths (module docstring); subclasses say which facts."""
+    """Planted facts in haystacks of set lengths (module docstring) made of ``source``'s text
+    (``evaluators.tasks.held_out_text``); subclasses say which facts (``kind``)."""
 
     main_metric = "acc_at_1"
-    source = PACKAGED
+    kind: str
+
+    def __init__(self, budget, source: str = PACKAGED) -> None:
+        super().__init__(budget)
+        self.source = source
+        self.metadata = _metadata(self.kind, source)
 
     def facts(self, split: Split, names: list[str], rng: np.random.Generator) -> list[Fact]:
         raise NotImplementedError
@@ -182,12 +188,16 @@ def _cycled(items: tuple, count: int, rng: np.random.Generator) -> list:
 
 
 class NeedleFacts(NeedleRetrieval):
+    kind = "needle"
+
     def facts(self, split: Split, names: list[str], rng: np.random.Generator) -> list[Fact]:
         templates = _cycled(part_half(NEEDLE_TEMPLATES, split), len(names), rng)
         return [Fact(fact.format(name=n), question.format(name=n)) for n, (fact, question) in zip(names, templates)]
 
 
 class PasskeyFacts(NeedleRetrieval):
+    kind = "passkey"
+
     def facts(self, split: Split, names: list[str], rng: np.random.Generator) -> list[Fact]:
         things = _cycled(part_half(PASSKEY_THINGS, split), len(names), rng)
         keys = rng.integers(10_000, 100_000, len(names))
@@ -229,17 +239,7 @@ class PasskeyRetrievalTask(PasskeyFacts):
 class CollectionNeedleTask(CollectionTask, NeedleFacts):
     """Needle retrieval in haystacks of a local collection's text (.jsonl, .txt, .parquet, or a directory)."""
 
-    def __init__(self, budget, source: str) -> None:
-        super().__init__(budget)
-        self.source = source
-        self.metadata = _metadata("needle", source)
-
 
 @TASK_FAMILIES.register("passkey:")
 class CollectionPasskeyTask(CollectionTask, PasskeyFacts):
     """Passkey retrieval in haystacks of a local collection's text (.jsonl, .txt, .parquet, or a directory)."""
-
-    def __init__(self, budget, source: str) -> None:
-        super().__init__(budget)
-        self.source = source
-        self.metadata = _metadata("passkey", source)

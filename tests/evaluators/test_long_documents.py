@@ -211,3 +211,14 @@ def test_cli_prints_acc_at_1_per_length_and_depth(tmp_path):
     test = json.loads(out.read_text())["scores"]["needle-retrieval"]["test"]
     assert test["len1024_depth10_n"] == 2 and test["len_513to1024_n"] == 6
     assert test["main"] == pytest.approx(np.mean([test[f"len{n}_depth{d}"] for n in (512, 1024) for d in (10, 50, 90)]))
+
+
+def test_a_collection_task_over_a_missing_or_binary_source_is_refused_before_anything_is_read(tmp_path):
+    from evaluators.tasks import UnknownTask, check_task_name
+
+    with pytest.raises(UnknownTask, match=r"task 'needle:.*nowhere.jsonl'.* neither 'news-articles'"):
+        check_task_name(f"needle:{tmp_path / 'nowhere.jsonl'}")
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(UnknownTask, match="is binary, not text"):
+        check_task_name(f"long-passage:{binary}")
