@@ -1,6 +1,6 @@
 """How often the paired bootstrap's 95% interval (``evaluators.noise.paired_bootstrap``) covers a known gain.
 
-    .venv/bin/python bench/gain_calibration.py [--comparisons 2000] [--rounds 400] [--out bench/results/gain_calibration.json]
+    .venv/bin/python bench/gain_calibration.py [--comparisons 2000] [--rounds 400] [--out FILE]
 
 Simulated comparisons of a trained encoder (a) with an untrained one (b) on the default search's two
 kinds of task, at the sizes measured here, with the three sources of noise a real comparison has:
@@ -19,7 +19,8 @@ The true gain is the gain over the population of items, draws and training seeds
 so the objective's is 0.02). Each row counts, over ``--comparisons`` independent comparisons, how
 often the interval covers it, with Wilson's 95% interval on that share; the bar is 93-97%. "items
 only" is the bootstrap before this calibration (draws held fixed, no seed term), kept as the
-comparison. Prints a Markdown table and writes the rows to ``--out``.
+comparison. Prints a Markdown table and writes the rows to ``--out`` (bench/results/gain_calibration.json)
+as each finishes; a run started again goes on where it stopped.
 """
 
 from __future__ import annotations
@@ -147,7 +148,10 @@ def main(argv: list[str] | None = None) -> int:
         args.out.write_text(json.dumps(record, indent=1))
         print(f"{method}, seed sd {seed_sd}: {record['rows'][-1]['coverage']:.1%}", flush=True)
     print(f"\n{record['machine']}\n")
-    print("| interval from | seed noise | coverage of the true gain | 95% interval | median width | called beyond noise |")
+    print(
+        "| interval from | seed noise | coverage of the true gain | 95% interval | median width "
+        "| called beyond noise |"
+    )
     print("|---|---|---:|---|---:|---:|")
     for row in record["rows"]:
         seeds = f"sd {row['seed_sd']}" if row["seed_sd"] else "none"
