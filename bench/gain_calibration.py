@@ -149,8 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{method}, seed sd {seed_sd}: {record['rows'][-1]['coverage']:.1%}", flush=True)
     print(f"\n{record['machine']}\n")
     print(
-        "| interval from | seed noise | coverage of the true gain | 95% interval | median width "
-        "| called beyond noise |"
+        "| interval from | seed noise | coverage of the true gain | 95% interval | median width | called beyond noise |"
     )
     print("|---|---|---:|---|---:|---:|")
     for row in record["rows"]:
