@@ -7,7 +7,7 @@ it (256 tokens truncated; averaged over 256-token windows), at its 512 positions
 Each (row, task) is scored through the evaluators' own ``Evaluator`` (no Ray), on both parts; the
 two parts are independent draws (their own templates, names and filler text: evaluators/tasks/needle.py),
 so a difference that holds on both is not one draw's luck. Results are written to ``--out`` as each
-row finishes, and a run started again skips what the file holds. Prints Markdown tables for
+row finishes, and a run started again scores only the (row, task) pairs the file lacks. Prints Markdown tables for
 bench/RESULTS.md: the main score ± 95% interval per row, task and part, then acc@1 per haystack
 length and depth.
 """
@@ -46,13 +46,13 @@ def _row(name: str):
     }[name]
 
 
-def score_row(name: str, per_length: int, scratch: str) -> dict:
+def score_row(name: str, tasks: list[str], per_length: int, scratch: str) -> dict:
     from evaluators.plan import EvalBudget, EvalPlan
     from evaluators.pool import Evaluator
     from evaluators.references import Reference
 
     plan = EvalPlan(
-        objectives={"objective": dict.fromkeys(TASKS, 1.0)},
+        objectives={"objective": dict.fromkeys(tasks, 1.0)},
         actor_names=(),
         namespace="",
         budget=EvalBudget(max_queries=per_length, long_length=4096),
@@ -62,7 +62,7 @@ def score_row(name: str, per_length: int, scratch: str) -> dict:
     )
     model, reading = _row(name)
     began = time.perf_counter()
-    scores = Evaluator(plan, scratch).reference_scores(Reference(name, name, model, reading), "mean", list(TASKS))
+    scores = Evaluator(plan, scratch).reference_scores(Reference(name, name, model, reading), "mean", tasks)
     return {"scores": scores, "seconds": round(time.perf_counter() - began, 1)}
 
 
@@ -81,11 +81,15 @@ def main() -> None:
     rows = results.setdefault("rows", {})
     with tempfile.TemporaryDirectory() as scratch:
         for name in ROWS:
-            if name in rows:
+            row = rows.setdefault(name, {"scores": {}, "seconds": {}})
+            missing = [t for t in TASKS if t not in row["scores"]]
+            if not missing:  # a run started again goes on where it stopped
                 continue
-            rows[name] = score_row(name, args.per_length, scratch)
+            scored = score_row(name, missing, args.per_length, scratch)
+            row["scores"] |= scored["scores"]
+            row["seconds"][", ".join(missing)] = scored["seconds"]  # both parts, embedding included
             args.out.write_text(json.dumps(results, indent=1))
-            print(f"{name}: {rows[name]['seconds']} s", flush=True)
+            print(f"{name}: {scored['seconds']} s for {', '.join(missing)}", flush=True)
     print_tables(results)
 
 

@@ -4,10 +4,11 @@ arXiv 2404.12096, Sec. 3.2, whose queries likewise need content spread through l
 
 For each document of the part longer than ``MIN_TOKENS`` (512) in the fixed tokenizer
 (``evaluators.lengths``), the query is a run of consecutive sentences (``PASSAGE_TOKENS``: 32 to 96
-tokens) starting at a seeded sentence that begins past both token 512 and the document's middle; the
-passage stays where it is, and the query ranks every long document of the part. A model that reads
-512 tokens never sees the passage and can only match the document's topic; one that reads the
-whole document can match the passage itself.
+tokens) starting at a seeded sentence that begins past both token 512 and the document's middle,
+taken out of the document; the query ranks every long document of the part, each the rest of its
+text. The passage's own words are gone, so no exact match finds it (BM25 scored 1.000 on both parts
+while the passage stayed in place); what ties it to its document is the text around where it was,
+past token 512, which a model that reads 512 tokens never sees.
 
 Only as long as the text really is: the packaged news articles are mostly under 1,024 tokens, so
 few queries fall in the longer buckets; every score is also reported per length bucket with its n,
@@ -70,12 +71,15 @@ class LongPassageRetrieval(RetrievalTask):
             long_texts = [t for t, n in zip(texts, token_counts(texts)) if n > MIN_TOKENS]
             corpus, queries, qrels = {}, {}, {}
             for i, text in enumerate(long_texts):
-                corpus[f"d{i}"] = text
                 units = sentences(text)
                 found = passage([n - SPECIAL_TOKENS for n in token_counts(units)], rng)
-                if found is not None:
-                    queries[f"q{i}"] = " ".join(units[found[0] : found[1]])
-                    qrels[f"q{i}"] = {f"d{i}": 1}
+                if found is None:
+                    corpus[f"d{i}"] = text
+                    continue
+                first, end = found
+                corpus[f"d{i}"] = " ".join(units[:first] + units[end:])
+                queries[f"q{i}"] = " ".join(units[first:end])
+                qrels[f"q{i}"] = {f"d{i}": 1}
             parts[split] = (corpus, queries, qrels)
         return parts
 
@@ -85,8 +89,8 @@ def _metadata(source: str) -> TaskMetadata:
     return TaskMetadata(
         name=name,
         type="retrieval",
-        description="a passage of 32-96 tokens from past token 512 and the middle of a long document retrieves "
-        "it among the part's documents over 512 tokens, each read whole",
+        description="a passage of 32-96 tokens taken out of a long document, from past token 512 and its middle, "
+        "retrieves the rest of that document among the part's documents over 512 tokens, each read whole",
         source=source_label(source),
         split=part_rule(source),
         main_score="ndcg_at_10",

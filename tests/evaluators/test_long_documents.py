@@ -120,20 +120,23 @@ def test_haystack_lengths_follow_the_scoring_length():
     assert haystack_lengths(256) == (256,)  # a smoke profile's: its own length alone
 
 
-def test_long_passage_queries_come_from_past_token_512_and_the_middle_of_their_document():
+def test_long_passage_queries_are_taken_out_of_their_document_past_token_512_and_its_middle():
     task = make_task("news-passage-retrieval", EvalBudget())
     task.load()
+    originals = {split: {" ".join(sentences(t)) for t in part_texts("news-articles", split)} for split in SPLITS}
     for split in SPLITS:
         corpus, queries, qrels = task.parts[split]
-        assert all(n > MIN_TOKENS for n in token_counts(list(corpus.values())))
         assert len(queries) >= 50
         for q, passage in queries.items():
             (doc,) = qrels[q]
-            text = " ".join(sentences(corpus[doc]))
-            assert passage in text
-            (before,) = token_counts([text[: text.index(passage)]])
-            (whole,) = token_counts([text])
-            assert before - 2 >= MIN_TOKENS and before >= whole // 2 - 2
+            assert passage not in corpus[doc]  # taken out: no exact match finds it
+            # the article it came from: the rest with the passage put back where it was
+            (whole,) = [
+                t for t in originals[split] if passage in t and t.replace(passage, "").split() == corpus[doc].split()
+            ]
+            (before,) = token_counts([whole[: whole.index(passage)]])
+            (length,) = token_counts([whole])
+            assert length > MIN_TOKENS and before - 2 >= MIN_TOKENS and before >= length // 2 - 2
 
 
 def test_every_retrieval_score_is_broken_down_by_the_length_of_the_document_to_find(minilm_dir):
