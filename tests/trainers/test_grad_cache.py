@@ -60,7 +60,10 @@ def test_cached_gradients_equal_the_plain_ones(minilm_with_mlm_head, hp, chunk_s
     assert terms["loss"] == pytest.approx(loss.item(), rel=1e-5)
     assert plain.keys() == cached.keys() and len(plain) > 50
     for name in plain:
-        torch.testing.assert_close(cached[name], plain[name], rtol=1e-4, atol=1e-6, msg=name)
+        # float32 sums in another order differ by about 1e-6 of a tensor's largest gradient (2.3e-6 seen on a
+        # value projection whose gradients reach 0.72): the absolute tolerance follows each tensor's scale
+        scale = float(plain[name].abs().max())
+        torch.testing.assert_close(cached[name], plain[name], rtol=1e-4, atol=max(1e-6, 1e-5 * scale), msg=name)
 
 
 def test_dropout_is_replayed_so_the_gradients_are_exact_in_train_mode(minilm_dir):
