@@ -135,7 +135,9 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> int:
                 print(f"doctune: base {spec.base.label} ({state}): {model_dir}")
             from evaluators.lengths import task_length_lines
 
-            for line in task_length_lines(resolved.evaluation):
+            lines = task_length_lines(resolved.evaluation)
+            ray.shutdown()  # first: Ray's own last words (its log deduplication's) never follow the summary
+            for line in lines:
                 print(f"doctune: {line}")
             print(json.dumps(summary, indent=2, default=str))
             return EXIT_OK
@@ -301,7 +303,7 @@ def _compare_per_task(best, baselines, resolved) -> None:
     per length bucket of the documents to find."""
     from evaluators.noise import task_gain
     from evaluators.pool import CheckpointMissing, checkpoint_outcomes, reference_outcomes
-    from evaluators.references import references
+    from platform import tuner
 
     evaluation = resolved.evaluation
     tasks = [t for t in (*evaluation.tasks, *evaluation.report_tasks) if t in best.scores]
@@ -314,7 +316,7 @@ def _compare_per_task(best, baselines, resolved) -> None:
             b.trial: checkpoint_outcomes(evaluation, b.checkpoint, b.hyperparameters["pooling"], tasks)
             for b in baselines
         }
-        for reference in references(resolved.source_model) if evaluation.references else ():
+        for reference in tuner.search_references(resolved) if evaluation.references else ():
             pooling = reference.pooling or resolved.fixed.pooling
             against[reference.id] = reference_outcomes(evaluation, reference, pooling, tasks)
     except (CheckpointMissing, RuntimeError) as err:  # the leaderboard, best/ and the report still follow

@@ -214,11 +214,19 @@ def score_baselines(resolved: ResolvedSearch) -> dict[str, dict]:
 REFERENCES_RECORD = "references.json"
 
 
+def search_references(resolved: ResolvedSearch) -> tuple:
+    """The reference rows of a search (``evaluators.references``): the base as the spec names it,
+    as its users run it (the packaged or Hub model itself, not a copy given an MLM head or converted)."""
+    from core.encoder import resolve_model
+    from evaluators.references import references
+
+    return references(resolve_model(resolved.plan.base_model_name))
+
+
 def score_references(resolved: ResolvedSearch) -> dict[str, dict]:
-    """What a user already has (``evaluators.references``: BM25, the base as its users run it), each
+    """What a user already has (``search_references``: BM25, the base as its users run it), each
     row's description, model, reading and scores on every task. Never steers anything."""
     from evaluators.pool import score_reference
-    from evaluators.references import references
 
     evaluation = resolved.evaluation
     tasks = [*evaluation.tasks, *evaluation.report_tasks]
@@ -229,7 +237,7 @@ def score_references(resolved: ResolvedSearch) -> dict[str, dict]:
             "reading": dataclasses.asdict(reference.reading),
             "scores": score_reference(evaluation, reference, reference.pooling or resolved.fixed.pooling, tasks),
         }
-        for reference in references(resolved.source_model)
+        for reference in search_references(resolved)
     }
 
 

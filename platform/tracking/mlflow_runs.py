@@ -122,7 +122,8 @@ class MlflowRuns:
             logged_rounds = row.trial in state["steps"]
             run_id = self._trial_run(state, row.trial, row.hyperparameters)
             self._log_chosen_round(run_id, row, logged_rounds)
-            self.client.set_terminated(run_id, status="FINISHED" if row.objective is not None else "FAILED")
+            # a row with no score failed; BM25's reference row has scores but no objective (no probe)
+            self.client.set_terminated(run_id, status="FINISHED" if row.scores else "FAILED")
         search_run = state["search_run"]
         if (winner := leaderboard.winner(rows)) is not None:
             self.client.set_tag(search_run, "doctune.winner", winner.trial)

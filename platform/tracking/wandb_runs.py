@@ -93,7 +93,7 @@ class WandbRuns:
             run = self._trial_run(state, row.trial, row.hyperparameters)
             run.summary.update(chosen_round_scores(row, logged_rounds))
             run.summary.update({"status": row.status, **({"chosen_step": row.step} if row.step is not None else {})})
-            self._close(run, failed=row.objective is None)
+            self._close(run, failed=not row.scores)  # BM25's reference row: scores, no objective
         search = self._run(state["search_run"], state["group"], "search", state["group"], {})
         if (winner := leaderboard.winner(rows)) is not None:
             search.summary.update(
