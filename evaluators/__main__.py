@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
             part = values[split]
             scored = sizes(part)
             counts = {*scored, *(f"{unit}{TOTAL_SUFFIX}" for unit in scored)}
-            hidden = {"main", "main_se", "items_digest", *counts, *stratum_keys(part)}
+            hidden = {"main", "main_se", "items_digest", "part_digest", *counts, *stratum_keys(part)}
             details = ", ".join(f"{k} {v:.4f}" for k, v in part.items() if k not in hidden)
             on = f"; {coverage(part)}" if scored else ""
             print(f"{task + ' ' + split:{width}s}  {part['main']:.4f} ± {part['main_se']:.4f}  ({details}{on})")

@@ -60,6 +60,9 @@ class EvalPlan:
     # are kept for every run to find; None: in the run directory, like a checkpoint's
     shared_embeddings: str | None = None
     references: bool = True  # score the reference rows (evaluators.references) and compare the winner with them
+    # the parts scored: a search scores both; a benchmark scores validation only, so that no
+    # benchmark file ever holds a score on a locked test part (tests/bench/test_locked_parts.py)
+    parts: tuple[Literal["val", "test"], ...] = ("val", "test")
 
     @property
     def tasks(self) -> tuple[str, ...]:

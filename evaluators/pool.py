@@ -70,7 +70,7 @@ class Evaluator:
         scores = {}
         for name, embed in self._embedders(model_dir, pooling, task_names, reading):
             task = self.tasks[name]
-            scores[name] = {**task.evaluate(embed), "split": task.metadata.split}
+            scores[name] = {**task.evaluate(embed, self.plan.parts), "split": task.metadata.split}
             self._finish(name, model_dir, embed, scores[name])
         return scores
 
@@ -94,7 +94,8 @@ class Evaluator:
         for name in self._bm25_tasks(task_names):
             task = self.tasks[name]
             parts = {
-                split: {**self._bm25_outcomes(name, split).summary(), **task.part_sizes(split)} for split in SPLITS
+                split: {**self._bm25_outcomes(name, split).summary(), **task.part_sizes(split)}
+                for split in self.plan.parts
             }
             scores[name] = {**parts, "split": task.metadata.split}
         return scores

