@@ -59,7 +59,7 @@ def score_row(name: str, tasks: list[str], per_length: int | None, scratch: str)
         objectives={"objective": dict.fromkeys(tasks, 1.0)},
         actor_names=(),
         namespace="",
-        budget=EvalBudget(max_queries=per_length, long_length=4096),
+        budget=EvalBudget(long_queries=per_length, long_length=4096),
         max_length=512,
         batch_size=8,
         threads=int(os.environ.get("BENCH_THREADS", "2")),

@@ -52,6 +52,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--max-documents", type=int, help="retrieval corpus limit")
     parser.add_argument("--max-queries", type=int, help="retrieval queries (and length-robustness pairs) limit")
+    parser.add_argument("--long-queries", type=int, default=30, help="needle and passkey queries per haystack length")
+    parser.add_argument(
+        "--haystacks", choices=["grid", "longest"], default="grid", help="needle, passkey lengths: all or longest"
+    )
     parser.add_argument("--max-test", type=int, help="probe / clustering test examples (and test pairs) limit")
     parser.add_argument("--max-train", type=int, help="full-probe training examples (and training pairs) limit")
     parser.add_argument("--probe-head", choices=("logistic", "mlp"), default="logistic", help="probe classifier")
@@ -127,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
             max_train=args.max_train,
             probe_head=args.probe_head,
             long_length=args.long_length,
+            long_queries=args.long_queries,
+            haystacks=args.haystacks,
         ),
     )
     with tempfile.TemporaryDirectory() as scratch:

@@ -36,6 +36,17 @@ class EvalBudget:
             8,
         ),
     )
+    haystacks: Literal["grid", "longest"] = field(
+        default="grid",
+        metadata=constraint(
+            "the needle and passkey haystack lengths a round scores: grid (every LongEmbed length up to long_length) "
+            "or longest (long_length alone; a search then scores the whole grid once, at its end, for the winner, "
+            "the baselines and the reference rows)"
+        ),
+    )
+    long_queries: int = field(
+        default=30, metadata=constraint("needle and passkey queries per haystack length (spread over the depths)", 3)
+    )
     probe_head: ProbeHead = field(
         default="logistic",
         metadata=constraint("probe classifier on frozen embeddings: logistic (linear) or mlp (one hidden layer)"),

@@ -317,6 +317,19 @@ def plan_search_resources(spec: SearchSpec, cluster: dict[str, float]) -> Resour
     return plan_resources(spec.train, spec.evaluation, spec.search.samples, spec.search.max_concurrent, cluster)
 
 
+def _report_tasks(spec: SearchSpec) -> tuple[str, ...]:
+    """The spec's report-only tasks that no objective uses, then, where a round scores the longest
+    haystacks only (``evaluation.limits.haystacks: longest``), the length grid of every objective
+    task that has one (``evaluators.tasks.grid_task``): scored once, at the end."""
+    from evaluators.tasks import grid_task, task_class
+
+    objective = [task for weights in spec.search.objective.named().values() for task in weights]
+    tasks = [t for t in spec.evaluation.report_tasks if t not in objective]
+    if spec.evaluation.limits.haystacks == "longest":
+        tasks += [grid_task(t) for t in objective if task_class(t).length_grid]
+    return tuple(dict.fromkeys(tasks))
+
+
 def resolve(
     spec: SearchSpec,
     spec_path: Path,
@@ -340,9 +353,7 @@ def resolve(
         max_length=evaluation.max_length,
         batch_size=evaluation.batch_size,
         threads=evaluation.threads,
-        report_tasks=tuple(
-            t for t in evaluation.report_tasks if not any(t in w for w in spec.search.objective.named().values())
-        ),
+        report_tasks=_report_tasks(spec),
         shared_embeddings=str(cache_dir() / "embeddings"),
         references=evaluation.references,
     )

@@ -350,16 +350,20 @@ def _assess_ranking(rows, baselines, outcomes: ItemOutcomes) -> ranking.RankingN
 
 def _score_report_tasks(scored, resolved) -> None:
     """Score the best trials on the tasks that never steered the search (the baseline already
-    has them), so the report shows whether the winners generalise beyond their objective."""
+    has them), so the report shows whether the winners generalise beyond their objective; a length
+    grid (``@grid``), the costliest, for the best trial alone."""
     from evaluators.pool import CheckpointMissing, score_checkpoint
+    from evaluators.tasks import GRID
 
     evaluation = resolved.evaluation
     print(f"doctune: scoring the top {REPORT_TOP_TRIALS} trials on the report-only tasks", flush=True)
-    for row in sorted(scored, key=lambda r: r.objective, reverse=True)[:REPORT_TOP_TRIALS]:
+    ranked = sorted(scored, key=lambda r: r.objective, reverse=True)[:REPORT_TOP_TRIALS]
+    for place, row in enumerate(ranked):
+        tasks = [t for t in evaluation.report_tasks if place == 0 or not t.endswith(GRID)]
+        if not tasks:
+            continue
         try:
-            row.scores |= score_checkpoint(
-                evaluation, row.checkpoint, row.hyperparameters["pooling"], list(evaluation.report_tasks)
-            )
+            row.scores |= score_checkpoint(evaluation, row.checkpoint, row.hyperparameters["pooling"], tasks)
         except CheckpointMissing as err:
             row.status += f"; report-only tasks not scored: {err}"
 

@@ -175,6 +175,8 @@ class Task(ABC):
     # a family of tasks over a location (``beir:<directory>``): the files its directory must hold
     # (None: the location need not be a local directory)
     required_files: tuple[str, ...] | None = None
+    # whose documents come in set lengths (``EvalBudget.haystacks``): it has a ``@grid`` variant
+    length_grid: bool = False
 
     @classmethod
     def location_problem(cls, name: str, location: str) -> str | None:

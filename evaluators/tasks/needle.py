@@ -3,9 +3,10 @@ arXiv 2404.12096, Sec. 3.1), built from real held-out text.
 
 Each document is a haystack of a set length (512, 1,024, 2,048, 4,096 tokens, the lengths up to the
 task's scoring length ``EvalBudget.long_length``; a shorter scoring length gets one haystack length,
-its own) with one fact planted at a set depth (10%, 50%, 90% of the way in); its query asks for that
-fact. A query ranks only the documents of its own length, as in LongEmbed, so a length's score says
-whether an encoder still carries one sentence of that many tokens. The main score is acc@1 (whether
+its own; ``EvalBudget.haystacks: longest`` keeps the longest alone) with one fact planted at a set
+depth (10%, 50%, 90% of the way in); its query asks for that fact. A query ranks only the documents
+of its own length, as in LongEmbed, so a length's score says whether an encoder still carries one
+sentence of that many tokens. The main score is acc@1 (whether
 the planted document ranks first), with nDCG@10 beside it; both also per length (``len_*``), per
 depth (``depth10`` ...) and per cell (``len1024_depth50`` ...).
 
@@ -47,7 +48,6 @@ from evaluators.tasks.retrieval import Collection, RetrievalTask
 
 HAYSTACK_LENGTHS = (512, 1024, 2048, 4096)  # LongEmbed's lengths up to 4,096 (its synthetic tasks go to 32k)
 DEPTHS = (0.1, 0.5, 0.9)
-DEFAULT_PER_LENGTH = 30  # queries (and haystacks) per length, spread evenly over the depths
 SPECIAL_TOKENS = 2  # [CLS] and [SEP] in the fixed tokenizer
 MIN_FILL = 0.9  # a haystack must reach this share of its length, or the text is too short for it
 
@@ -112,6 +112,7 @@ class NeedleRetrieval(RetrievalTask):
     (``evaluators.tasks.held_out_text``); subclasses say which facts (``kind``)."""
 
     main_metric = "acc_at_1"
+    length_grid = True
     kind: str
 
     def __init__(self, budget, source: str = PACKAGED) -> None:
@@ -124,7 +125,9 @@ class NeedleRetrieval(RetrievalTask):
 
     def read(self) -> dict[Split, Collection]:
         lengths = haystack_lengths(self.budget.long_length)
-        per_cell = max(1, (self.budget.max_queries or DEFAULT_PER_LENGTH) // len(DEPTHS))
+        if self.budget.haystacks == "longest":
+            lengths = lengths[-1:]
+        per_cell = max(1, self.budget.long_queries // len(DEPTHS))
         parts: dict[Split, Collection] = {}
         self.cells: dict[Split, dict[str, tuple[int, float]]] = {}  # query id -> (length, depth)
         for split in SPLITS:

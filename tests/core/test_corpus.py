@@ -209,7 +209,7 @@ def test_the_packaged_news_corpus_excludes_the_held_out_articles():
 
     held, trained = held_out_articles(), pretraining_articles()
     assert len(held) + len(trained) == len(news_articles()) > 3500
-    assert 0.07 < len(held) / len(news_articles()) < 0.13
+    assert 0.16 < len(held) / len(news_articles()) < 0.24  # two tenths: validation and retired, the locked test
     assert not {a.article_id for a in held} & {a.article_id for a in trained}
 
 

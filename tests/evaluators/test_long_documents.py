@@ -7,13 +7,14 @@ import json
 import re
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from evaluators.lengths import BUCKET_LABELS, bucket_label, buckets, token_counts
 from evaluators.plan import EvalBudget
-from evaluators.tasks import make_task
+from evaluators.tasks import UnknownTask, check_task_name, grid_task, make_task
 from evaluators.tasks.base import SPLITS
 from evaluators.tasks.held_out_text import part_texts, sentences
 from evaluators.tasks.long_passage import MIN_TOKENS
@@ -21,7 +22,7 @@ from evaluators.tasks.needle import DEPTHS, HAYSTACK_LENGTHS, Haystack, haystack
 from evaluators.tasks.needle_facts import FIRST_NAMES, NEEDLE_TEMPLATES, PASSKEY_THINGS, SURNAMES, part_half
 from tests.conftest import ROOT
 
-SMALL = EvalBudget(max_queries=6, long_length=1024)  # two haystack lengths, two documents per cell
+SMALL = EvalBudget(max_queries=6, long_queries=6, long_length=1024)  # two haystack lengths, two documents per cell
 
 
 @pytest.fixture(scope="module")
@@ -120,6 +121,33 @@ def test_haystack_lengths_follow_the_scoring_length():
     assert haystack_lengths(256) == (256,)  # a smoke profile's: its own length alone
 
 
+def test_a_round_may_score_the_longest_haystacks_and_the_grid_variant_every_length():
+    longest = make_task("needle-retrieval", EvalBudget(long_queries=6, long_length=1024, haystacks="longest"))
+    longest.load()
+    grid = make_task(grid_task("needle-retrieval"), longest.budget)
+    grid.load()
+    lengths = lambda task: sorted({n for n, _ in task.cells["val"].values()})  # noqa: E731
+    assert lengths(longest) == [1024] and lengths(grid) == [512, 1024]
+    assert len(longest.parts["val"][1]) == 6 and len(grid.parts["val"][1]) == 12
+    assert grid.metadata.name == "needle-retrieval"  # scored and described as the task it is a grid of
+    with pytest.raises(UnknownTask, match="no documents of set lengths"):
+        check_task_name(grid_task("r8-fewshot"))
+
+
+def test_a_search_whose_rounds_score_the_longest_haystacks_reports_the_grid():
+    from platform.resolution import _report_tasks
+    from platform.spec import load_spec
+
+    spec = load_spec("docsplit_long", "smoke")[0]
+    assert _report_tasks(spec) == ()
+    limits = replace(spec.evaluation.limits, haystacks="longest")
+    objective = replace(spec.search.objective, tasks={"needle-retrieval": 1.0, "r8-fewshot": 1.0})
+    spec = replace(
+        spec, evaluation=replace(spec.evaluation, limits=limits), search=replace(spec.search, objective=objective)
+    )
+    assert _report_tasks(spec) == ("needle-retrieval@grid",)
+
+
 def test_long_passage_queries_are_taken_out_of_their_document_past_token_512_and_its_middle():
     task = make_task("news-passage-retrieval", EvalBudget())
     task.load()
@@ -170,7 +198,7 @@ def test_a_users_collection_gets_needle_and_passage_tasks(tmp_path):
     texts = part_texts("news-articles", "val") + part_texts("news-articles", "test")
     collection.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
     for name in (f"needle:{collection}", f"passkey:{collection}", f"long-passage:{collection}"):
-        task = make_task(name, EvalBudget(max_queries=3, long_length=512))
+        task = make_task(name, EvalBudget(long_queries=3, long_length=512))
         task.load()
         assert task.metadata.long_documents
         val_docs, test_docs = (set(task.parts[s][0].values()) for s in SPLITS)
@@ -180,7 +208,7 @@ def test_a_users_collection_gets_needle_and_passage_tasks(tmp_path):
 def test_a_collection_too_small_for_its_haystacks_is_refused_by_name(tmp_path):
     collection = tmp_path / "short.txt"
     collection.write_text("One short sentence here.\nAnother short one there.\n" * 2)
-    task = make_task(f"needle:{collection}", EvalBudget(max_queries=3, long_length=512))
+    task = make_task(f"needle:{collection}", EvalBudget(long_queries=3, long_length=512))
     with pytest.raises(ValueError, match=r"needle:.*part: its part holds \d+ tokens"):
         task.load()
 
@@ -197,7 +225,7 @@ def test_cli_prints_acc_at_1_per_length_and_depth(tmp_path):
             "all-minilm-l6-v2",
             "--task",
             "needle-retrieval",
-            "--max-queries",
+            "--long-queries",
             "6",
             "--long-length",
             "1024",

@@ -16,7 +16,9 @@ def _plan(tmp_path, **budget) -> EvalPlan:
         objectives={"objective": {"news-title-retrieval": 1.0, "r8-fewshot": 1.0}},
         actor_names=(),
         namespace="",
-        budget=EvalBudget(max_queries=20, max_documents=40, max_test=32, fewshot_k=2, repeats=2, **budget),
+        budget=EvalBudget(
+            max_queries=20, long_queries=6, max_documents=40, max_test=32, fewshot_k=2, repeats=2, **budget
+        ),
         max_length=64,
         batch_size=16,
         threads=2,
