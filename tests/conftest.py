@@ -19,7 +19,16 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED_IR = ROOT.parent / "shared" / "data" / "ir"
 # evaluation limits below the smoke profile's, for searches that show something runs and resumes,
 # not how well it ranks (the smoke spec's own search is ranked on the profile's parts)
-FEW_ITEMS = {"max_documents": 30, "max_queries": 16, "max_test": 32, "fewshot_k": 4, "repeats": 2}
+# long-document tasks (docsplit_long's objective) at one short haystack length, 6 needles a part
+FEW_ITEMS = {
+    "max_documents": 30,
+    "max_queries": 16,
+    "max_test": 32,
+    "fewshot_k": 4,
+    "repeats": 2,
+    "long_length": 256,
+    "long_queries": 6,
+}
 
 
 def closed_port() -> int:

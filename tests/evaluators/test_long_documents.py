@@ -138,14 +138,10 @@ def test_a_search_whose_rounds_score_the_longest_haystacks_reports_the_grid():
     from platform.resolution import _report_tasks
     from platform.spec import load_spec
 
-    spec = load_spec("docsplit_long", "smoke")[0]
-    assert _report_tasks(spec) == ()
-    limits = replace(spec.evaluation.limits, haystacks="longest")
-    objective = replace(spec.search.objective, tasks={"needle-retrieval": 1.0, "r8-fewshot": 1.0})
-    spec = replace(
-        spec, evaluation=replace(spec.evaluation, limits=limits), search=replace(spec.search, objective=objective)
-    )
-    assert _report_tasks(spec) == ("needle-retrieval@grid",)
+    spec = load_spec("docsplit_long", "smoke")[0]  # haystacks: longest, needle and passkey in the objective
+    assert _report_tasks(spec) == ("needle-retrieval@grid", "passkey-retrieval@grid")
+    every_length = replace(spec.evaluation.limits, haystacks="grid")
+    assert _report_tasks(replace(spec, evaluation=replace(spec.evaluation, limits=every_length))) == ()
 
 
 def test_long_passage_queries_are_taken_out_of_their_document_past_token_512_and_its_middle():

@@ -132,11 +132,27 @@ def test_docsplit_longs_dry_run_shows_the_six_dimensions_and_docsplits_setting_f
         ]
     )
     assert summary["searched"]["views"] == {"choice": ["split", "split+elongation", "elongation", "word"]}
+    # the spec's own base converted, trained at 512 tokens, long documents half the objective
+    resolved = summary["resolved_spec"]
+    assert resolved["base_model"] == "all-minilm-l6-v2" and resolved["base"] is None
+    assert resolved["backbone"]["longformer"]["max_length"] == 4096 and resolved["train"]["max_length"] >= 512
+    weights = resolved["search"]["objective"]["tasks"]
+    long_tasks = ("needle-retrieval", "passkey-retrieval", "news-passage-retrieval")
+    assert sum(weights[t] for t in long_tasks) == sum(weights.values()) / 2
     # each task's scoring length and its documents' lengths, counted in the fixed tokenizer
     assert re.search(
-        r"^doctune: task news-title-retrieval: scored at 128 tokens; 385 documents, median \d", done.stdout, re.M
+        r"^doctune: task news-title-retrieval: scored at 256 tokens; 200 documents, median \d", done.stdout, re.M
     )
-    assert re.search(r"^doctune: task r8-fewshot: scored at 128 tokens; \d+ documents", done.stdout, re.M)
+    assert re.search(r"^doctune: task r8-fewshot: scored at 256 tokens; \d+ documents", done.stdout, re.M)
+    for task in long_tasks:
+        assert re.search(
+            rf"^doctune: long-document task {task}: scored at 2,048 tokens; \d+ documents", done.stdout, re.M
+        )
+    # a round scores the longest haystacks; the grid of every length is scored once, at the end
+    assert re.search(
+        r"^doctune: long-document task needle-retrieval: scored at 2,048 tokens; 42 documents", done.stdout, re.M
+    )
+    assert re.search(r"^doctune: long-document task needle-retrieval@grid: .*; 126 documents", done.stdout, re.M)
     assert space["split_probability"]["when"] == [["views", ["split", "split+elongation"]]]
     assert space["elongation_max"]["when"] == [["views", ["split+elongation", "elongation"]]]
     assert summary["resolved_spec"]["search"]["warm_start"][0] == {
