@@ -199,6 +199,7 @@ class Task(ABC):
         # what each part scores of what the collection holds, by unit ("documents", "queries"):
         # (scored, total), set by ``load`` where the budget can cut a part
         self.sizes: dict[Split, dict[str, tuple[int, int]]] = {}
+        self._part_digests: dict[Split, float] = {}  # part_digest's, once per part
 
     @abstractmethod
     def load(self) -> None:
@@ -234,10 +235,9 @@ class Task(ABC):
 
     def part_digest(self, split: Split) -> float:
         """CRC-32 of the loaded part's content (``self.parts[split]``, as every task keeps it), as a number."""
-        digests = self.__dict__.setdefault("_part_digests", {})
-        if split not in digests:
-            digests[split] = float(zlib.crc32(repr(self.parts[split]).encode()))
-        return digests[split]
+        if split not in self._part_digests:
+            self._part_digests[split] = float(zlib.crc32(repr(self.parts[split]).encode()))
+        return self._part_digests[split]
 
     def check_parts(self, sizes: dict[Split, int]) -> None:
         """Refuse, with the reason, a part with nothing to score (data too small to split)."""
