@@ -2,8 +2,10 @@
 
 The table (``bench/data/<spec name>.csv`` and ``.json``, the format ``bench/search_efficiency.py
 replay`` reads) holds, for every configuration of a spec's grid (``sampler: grid``, no early
-stopping), its validation and test objective (the spec's objective weights over each task's
-``val`` and ``test`` main scores) after every evaluation round. Only configurations with every
+stopping), its validation objective (the spec's objective weights over each task's ``val`` main
+scores) after every evaluation round, and the test objective where a round scored the test part
+(rounds built before the locked test parts did; a search's rounds now read validation only, so a
+configuration trained now has none). Only configurations with every
 round scored have rows, so a partly built table is refused by the replay until it is complete.
 
 ``build`` makes progress from wherever the table stands, on any machine:
@@ -64,7 +66,7 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parent.parent
 MERGE_EVERY_S = 60  # how often a running build merges what its search has completed into the table
 
-Cells = dict[tuple[int, ...], dict[int, tuple[float, float]]]  # grid point -> round -> (val, test)
+Cells = dict[tuple[int, ...], dict[int, tuple[float, float | None]]]  # grid point -> round -> (val, test)
 Errors = dict[tuple[int, ...], dict[int, dict[str, float]]]  # grid point -> round -> task -> validation main_se
 
 
@@ -102,7 +104,11 @@ class Layout:
     def values_at(self, point: tuple[int, ...]) -> dict:
         return {name: self.grid[name][i] for name, i in zip(self.names, point)}
 
-    def objective(self, scores: dict, split: str) -> float:
+    def objective(self, scores: dict, split: str) -> float | None:
+        """The objective on one part; None where a task was not scored on it (a search's rounds score
+        validation only)."""
+        if not all(split in scores[t] for t in self.weights):
+            return None
         return sum(w * scores[t][split]["main"] for t, w in self.weights.items()) / sum(self.weights.values())
 
     def objective_se(self, task_errors: dict[str, float]) -> float:
@@ -160,7 +166,7 @@ def cells_of_table(layout: Layout, csv_path: Path) -> Cells:
     for row in _rows(csv_path):
         if row["val_objective"]:
             point = layout.point_of({n: _cell(row[f"hp.{n}"]) for n in layout.names})
-            pair = (float(row["val_objective"]), float(row["test_objective"]))
+            pair = (float(row["val_objective"]), float(row["test_objective"]) if row["test_objective"] else None)
             cells.setdefault(point, {})[int(row["round"])] = pair
     return cells
 
@@ -381,8 +387,8 @@ def write_table(
         "configurations": len(layout.points()),
         **({"baseline": baseline} if baseline is not None else {}),
         **({"noise": noise} if noise is not None else {}),
-        # which test part the test objectives are of: a table built now scores the locked part, which
-        # tests/bench/test_locked_parts.py refuses (the tables built before the lock say "retired")
+        # which test part the test objectives are of: a table built now holds the baseline's score on the
+        # locked part, which tests/bench/test_locked_parts.py refuses (tables built before the lock say "retired")
         "test_part": "locked",
         "made_by": {"runs": made_by},
     }

@@ -61,16 +61,21 @@ class Evaluator:
         return counts
 
     def score(
-        self, model_dir: str, pooling: str, task_names: list[str] | None = None, reading: Reading = AS_TASKS_SAY
+        self,
+        model_dir: str,
+        pooling: str,
+        task_names: list[str] | None = None,
+        reading: Reading = AS_TASKS_SAY,
+        parts: tuple[str, ...] | None = None,
     ) -> dict[str, dict]:
-        """Each task's scores for the encoder in ``model_dir``, on its validation and its test part
-        (``evaluators.scores``). A task's scores also say how its parts are made (``split``) and
-        which share of its texts exceeded its length (``truncated`` or ``chunked``, per the task's
-        ``long_inputs`` unless ``reading`` says otherwise)."""
+        """Each task's scores for the encoder in ``model_dir`` on ``parts`` (default the plan's:
+        validation and test), as ``evaluators.scores`` keeps them. A task's scores also say how its
+        parts are made (``split``) and which share of its texts exceeded its length (``truncated`` or
+        ``chunked``, per the task's ``long_inputs`` unless ``reading`` says otherwise)."""
         scores = {}
         for name, embed in self._embedders(model_dir, pooling, task_names, reading):
             task = self.tasks[name]
-            scores[name] = {**task.evaluate(embed, self.plan.parts), "split": task.metadata.split}
+            scores[name] = {**task.evaluate(embed, parts or self.plan.parts), "split": task.metadata.split}
             self._finish(name, model_dir, embed, scores[name])
         return scores
 
@@ -224,9 +229,9 @@ class EvaluatorPool:
 
 
 def score_checkpoint(plan: EvalPlan, model_dir: str, pooling: str, task_names: list[str] | None = None) -> dict:
-    """Score ``model_dir`` on one of the pool's actors (chosen by the path), retrying on another
-    actor if that one dies mid-call."""
-    return _call_pool(plan, model_dir, "score", model_dir, pooling, task_names)
+    """Score ``model_dir`` on ``plan.parts`` on one of the pool's actors (chosen by the path),
+    retrying on another actor if that one dies mid-call."""
+    return _call_pool(plan, model_dir, "score", model_dir, pooling, task_names, AS_TASKS_SAY, plan.parts)
 
 
 def score_reference(plan: EvalPlan, reference: Reference, pooling: str, task_names: list[str]) -> dict:
@@ -250,14 +255,14 @@ class CheckpointScorer:
         return score_checkpoint(self.plan, checkpoint, pooling)
 
     def metrics(self, scores: Scores) -> dict[str, float]:
-        """What a round reports of its scores: every score flattened, the objectives, which read
-        validation scores only (what Optuna, ASHA and the best round see), and the test objective,
-        logged beside them for the leaderboard and never steering anything."""
-        return {
-            **flatten(scores),
-            **self.plan.reported_objectives(main_scores(scores, "val")),
-            "test_objective": self.plan.objective_of(main_scores(scores, "test")),
-        }
+        """What a round reports of its scores: every score flattened and the objectives, which read
+        validation scores only (what Optuna, ASHA and the best round see). A search's rounds score
+        validation alone (``platform.resolution``); where a plan scores the test part too, its
+        objective is logged beside them and never steers anything."""
+        reported = {**flatten(scores), **self.plan.reported_objectives(main_scores(scores, "val"))}
+        if "test" in self.plan.parts:
+            reported["test_objective"] = self.plan.objective_of(main_scores(scores, "test"))
+        return reported
 
 
 def checkpoint_outcomes(plan: EvalPlan, model_dir: str, pooling: str, task_names: list[str], split: str = "test"):

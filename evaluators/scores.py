@@ -17,8 +17,8 @@ Scores = dict[str, dict]
 
 
 def main_scores(scores: Scores, split: Split) -> dict[str, float]:
-    """Each task's main score on one part."""
-    return {task: values[split]["main"] for task, values in scores.items()}
+    """Each task's main score on one part, for the tasks scored on it."""
+    return {task: values[split]["main"] for task, values in scores.items() if split in values}
 
 
 def part(scores: Scores, task: str, split: Split) -> dict[str, float]:

@@ -31,7 +31,8 @@ CONVERTED_BASELINE_ID = "baseline-converted"  # the same after the backbone conv
 class Row:
     """One leaderboard row. ``objective`` (and ``objectives``) are the validation objective that
     chose this row's checkpoint and ranks it; ``test_objective`` and each task's ``test`` scores
-    are what the row reports (``evaluators.scores``)."""
+    are what the row reports (``evaluators.scores``): read once the search has chosen, for the
+    baselines, the reference rows and the winner only (None on the other trials)."""
 
     trial: str
     status: str
@@ -137,7 +138,8 @@ def rows_from_results(results, resolved) -> list[Row]:
                 hp,
                 unflatten(best, evaluation.tasks),
                 {n: float(best[m]) for n, m in zip(evaluation.objectives, evaluation.objective_metrics)},
-                test_objective=float(best["test_objective"]),
+                # None: a search's rounds score validation only; the winner's test part is read later
+                test_objective=_finite_or_none(best.get("test_objective")),
             )
         )
     for row in rows:
@@ -145,6 +147,11 @@ def rows_from_results(results, resolved) -> list[Row]:
     if resolved.evaluation.multi_objective:
         mark_pareto_front(rows)
     return rows
+
+
+def _finite_or_none(value) -> float | None:
+    """A reported number, or None where a round did not report it (a missing column reads as NaN)."""
+    return float(value) if value is not None and math.isfinite(float(value)) else None
 
 
 def chosen_checkpoint(checkpoints: Path, evaluation) -> Path | None:
@@ -353,13 +360,17 @@ def score_with_error(scores: dict[str, float]) -> str:
 
 
 def coverage_lines(rows: list[Row], tasks: list[str]) -> list[str]:
-    """What each task's parts scored of what its collection holds, from the first row scored on it
-    (every row is scored on the same items), e.g. ``beir:cranfield: val 200 of 1,400 documents,
-    56 of 112 queries; ...``; tasks without sizes are left out."""
+    """What each task's parts scored of what its collection holds, each part from the first row scored
+    on it (every row is scored on the same items; most trials on validation only), e.g.
+    ``beir:cranfield: val 200 of 1,400 documents, 56 of 112 queries; ...``; tasks without sizes are
+    left out."""
     lines = []
     for task in tasks:
-        scored = next((row.scores[task] for row in rows if task in row.scores), {})
-        parts = [f"{split} {coverage(scored[split])}" for split in SPLITS if split in scored and sizes(scored[split])]
+        scored = {
+            split: next((row.scores[task][split] for row in rows if split in row.scores.get(task, {})), {})
+            for split in SPLITS
+        }
+        parts = [f"{split} {coverage(scored[split])}" for split in SPLITS if sizes(scored[split])]
         if parts:
             lines.append(f"{task}: " + "; ".join(parts))
     return lines

@@ -200,6 +200,9 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> int:
     tasks = list(resolved.evaluation.tasks)
     rows = leaderboard.rows_from_results(results, resolved)
     scored = [r for r in rows if r.objective is not None]
+    if scored:
+        with clock.phase("locked test part"):
+            _read_winners_locked_part(scored, resolved)
     if scored and resolved.evaluation.report_tasks:
         with clock.phase("report-only tasks"):
             _score_report_tasks(scored, resolved)
@@ -227,9 +230,10 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> int:
         return EXIT_FAILURE
     best = leaderboard.winner(rows)
     exported = export.export_best(best, run_dir)
+    test = f"{best.test_objective:.4f}" if best.test_objective is not None else "not scored"
     print(
         f"doctune: best trial {best.trial} (validation objective {best.objective:.4f}, test objective "
-        f"{best.test_objective:.4f}) exported to {exported.path}"
+        f"{test}) exported to {exported.path}"
     )
     if noise is not None:
         for line in ranking.verdict(noise, best.gains):
@@ -348,22 +352,42 @@ def _assess_ranking(rows, baselines, outcomes: ItemOutcomes) -> ranking.RankingN
         return None
 
 
+def _ranked_trials(scored) -> list:
+    """The scored trials, best validation objective first (the leaderboard's order: the first is the winner)."""
+    return sorted(scored, key=lambda r: r.objective, reverse=True)
+
+
+def _read_winners_locked_part(scored, resolved) -> None:
+    """The winner's test objective: its locked test part, read once, now that validation has chosen
+    it (``tuner.read_locked_part``). The other trials' test parts are never read."""
+    from evaluators.pool import CheckpointMissing
+    from platform import tuner
+
+    best = _ranked_trials(scored)[0]
+    print(f"doctune: scoring {best.trial}, the winner on validation, on the locked test part", flush=True)
+    try:
+        tuner.read_locked_part(resolved, best)
+    except CheckpointMissing as err:
+        best.status += f"; test part not scored: {err}"
+
+
 def _score_report_tasks(scored, resolved) -> None:
     """Score the best trials on the tasks that never steered the search (the baseline already
-    has them), so the report shows whether the winners generalise beyond their objective; a length
-    grid (``@grid``), the costliest, for the best trial alone."""
+    has them), so the report shows whether the winners generalise beyond their objective: the
+    winner on both parts, the runners-up on validation only; a length grid (``@grid``), the
+    costliest, for the winner alone."""
     from evaluators.pool import CheckpointMissing, score_checkpoint
     from evaluators.tasks import GRID
 
     evaluation = resolved.evaluation
     print(f"doctune: scoring the top {REPORT_TOP_TRIALS} trials on the report-only tasks", flush=True)
-    ranked = sorted(scored, key=lambda r: r.objective, reverse=True)[:REPORT_TOP_TRIALS]
-    for place, row in enumerate(ranked):
+    for place, row in enumerate(_ranked_trials(scored)[:REPORT_TOP_TRIALS]):
         tasks = [t for t in evaluation.report_tasks if place == 0 or not t.endswith(GRID)]
         if not tasks:
             continue
+        plan = evaluation if place == 0 else dataclasses.replace(evaluation, parts=("val",))
         try:
-            row.scores |= score_checkpoint(evaluation, row.checkpoint, row.hyperparameters["pooling"], tasks)
+            row.scores |= score_checkpoint(plan, row.checkpoint, row.hyperparameters["pooling"], tasks)
         except CheckpointMissing as err:
             row.status += f"; report-only tasks not scored: {err}"
 

@@ -178,10 +178,11 @@ class Study:
         return resolve(spec, self.spec_path, self.profile, run_dir, self.model_dir, self.corpus, self.cluster)
 
     def score(self, resolved: ResolvedSearch, checkpoint: str, have: dict) -> dict:
-        """``have`` completed with the table tasks it lacks, scored on ``checkpoint``."""
+        """``have`` completed with the table tasks it lacks, scored on ``checkpoint``: those it has on
+        validation only (a search's rounds read no test part) too."""
         from evaluators.pool import score_checkpoint
 
-        missing = [t for t in self.tasks if t not in have]
+        missing = [t for t in self.tasks if "test" not in have.get(t, {})]
         if not missing:
             return have
         return have | score_checkpoint(resolved.evaluation, checkpoint, resolved.fixed.pooling, missing)

@@ -381,6 +381,21 @@ def confirm_winner(resolved: ResolvedSearch, winner) -> dict:
     results = train_seeds(resolved, config, seeds, f"{spec.name}{CONFIRM_SUFFIX}")
     runs = {}
     for result, row in zip(results, rows_from_results(results, resolved)):
-        if row.test_objective is not None:
+        if row.checkpoint is not None:
+            read_locked_part(resolved, row)
             runs[int(result.config["seed"])] = row
     return confirmation_record(winner, resolved.plan.seed, runs, len(seeds))
+
+
+def read_locked_part(resolved: ResolvedSearch, row) -> None:
+    """Score ``row``'s chosen checkpoint on the objective's test parts and set its ``test_objective``.
+    A search's rounds read validation only, so a trial's locked test part is read here, once the
+    search has chosen, for the rows it reports (the winner and its confirmation runs)."""
+    from evaluators.pool import score_checkpoint
+    from evaluators.scores import main_scores
+
+    evaluation = dataclasses.replace(resolved.evaluation, parts=("test",))
+    scores = score_checkpoint(evaluation, row.checkpoint, row.hyperparameters["pooling"], list(evaluation.tasks))
+    for task, parts in scores.items():
+        row.scores.setdefault(task, {}).update(parts)
+    row.test_objective = evaluation.objective_of(main_scores(row.scores, "test"))

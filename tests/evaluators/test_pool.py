@@ -1,7 +1,9 @@
-"""The evaluator actor pool on a real local Ray: restart after a kill, missing checkpoints."""
+"""The evaluator actor pool on a real local Ray: restart after a kill, missing checkpoints, the parts a
+caller's plan reads."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import signal
@@ -11,7 +13,13 @@ import time
 import pytest
 
 from evaluators.plan import EvalBudget, EvalPlan
-from evaluators.pool import CheckpointMissing, EvaluatorPool, checkpoint_outcomes, score_checkpoint
+from evaluators.pool import (
+    CheckpointMissing,
+    CheckpointScorer,
+    EvaluatorPool,
+    checkpoint_outcomes,
+    score_checkpoint,
+)
 
 pytestmark = pytest.mark.slow  # starts Ray
 
@@ -60,6 +68,18 @@ def test_a_killed_evaluator_restarts_and_the_score_still_arrives(pool, minilm_di
     n = int(result["r8-clustering"]["test"]["n"])
     assert outcomes.items.shape == (n, 4) and n > 100  # label, then the cluster of each k-means seed
     assert outcomes.statistic(outcomes.items) == pytest.approx(result["r8-clustering"]["test"]["main"])
+
+
+def test_a_plan_that_reads_validation_only_gets_no_test_score(pool, minilm_dir, tmp_path):
+    """A search's rounds score through such a plan: the actors hold both parts, the caller's plan
+    says which are read, so no round reads the locked test part."""
+    checkpoint = shutil.copytree(minilm_dir, tmp_path / "checkpoint")
+    rounds = dataclasses.replace(PLAN, parts=("val",))
+    scores = score_checkpoint(rounds, str(checkpoint), "mean")
+    assert "val" in scores["r8-clustering"] and "test" not in scores["r8-clustering"]
+    reported = CheckpointScorer(rounds).metrics(scores)
+    assert reported["objective"] == scores["r8-clustering"]["val"]["main"]
+    assert not any(key.startswith("test") for key in reported), sorted(reported)
 
 
 def test_a_deleted_checkpoint_is_reported_not_retried(pool, tmp_path):

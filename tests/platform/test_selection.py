@@ -67,6 +67,26 @@ def test_the_winner_and_its_checkpoint_are_chosen_on_validation_and_reported_on_
     assert "objective (val)" in table and "a (test)" in table and "0.6000±0.0100" in table
 
 
+def test_rounds_that_read_validation_only_give_rows_with_no_test_score_until_one_is_read(tmp_path):
+    """A search's rounds score validation alone: a row's test objective is empty, and the table and
+    the coverage lines still read, until the locked part is read for the winner."""
+    from platform.leaderboard import coverage_lines
+
+    frame = pd.DataFrame([_round("steady", 2, 0.8, 0.0)]).drop(columns="test_objective")
+    frame = frame.drop(columns=[c for c in frame.columns if c.startswith("test/")])
+    result = SimpleNamespace(path="/tune/steady", metrics_dataframe=frame, config={"lr": 1e-4}, error=None)
+    (row,) = rows_from_results([result], RESOLVED)
+    assert row.objective == 0.8 and row.test_objective is None and all("test" not in s for s in row.scores.values())
+    base = baseline_row("baseline", "base model, untouched", "/models/base", _scores(0.75, 0.99), RESOLVED)
+    base.scores["a"]["test"] |= {"documents": 5, "documents_total": 9}
+    row.scores["a"]["val"] |= {"documents": 4, "documents_total": 9}
+    ranked = write_leaderboard([base, row], tmp_path, ["a", "b"])
+    assert [r.trial for r in ranked] == ["steady", "baseline"]
+    assert format_table(ranked, ["a", "b"]).splitlines()[1].split()[3] == "-"  # the trial's test objective
+    (line,) = coverage_lines(ranked, ["a"])  # each part from the first row scored on it
+    assert line.startswith("a: val 4 of 9 documents") and "; test 5 of 9 documents" in line
+
+
 def test_a_reference_row_has_an_objective_only_where_it_scored_every_task_and_never_wins(tmp_path):
     rows = rows_from_results([_result("steady", [(0.70, 0.60)])], RESOLVED)
     lexical = {"a": _scores(0.95, 0.93)["a"]}  # a retrieval task only, as BM25 scores
