@@ -21,16 +21,18 @@ import json
 import os
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
-from child import gpus  # bench/child.py, beside this script
-
-import platform
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the project's ``platform``: the stdlib module's names, and the driver's submodules
+
+from child import gpus  # noqa: E402  bench/child.py, beside this script
+
+import platform  # noqa: E402
 
 
 def load_average() -> str:
@@ -62,6 +64,7 @@ def one_run(checkout: Path, spec: str, profile: str, run_dir: Path) -> dict:
         text=True,
     )
     wall = time.perf_counter() - began
+    (run_dir / "search.out").write_text(done.stdout)  # the search's own summary, its verdicts, beside its files
     if done.returncode != 0:
         raise SystemExit(f"search failed ({done.returncode}):\n{done.stderr[-3000:]}")
     return {
@@ -90,16 +93,22 @@ def main() -> None:
     report(args, runs, setup_seconds)
 
 
+def _number(value: float | None) -> str:
+    return "–" if value is None else f"{value:.4f}"  # BM25 has no objective where a probe counts
+
+
 def _gain(gain: dict) -> str:
     verdict = "beyond noise" if gain["beyond_noise"] else "within noise"
     return f"{gain['difference']:+.4f} (95% interval {gain['low']:+.4f} to {gain['high']:+.4f}: {verdict})"
 
 
 def report(args: argparse.Namespace, runs: list[dict], setup_seconds: float | None) -> None:
+    from platform.leaderboard import BASELINE_ID, REFERENCE_PREFIX
+
     walls = [run["wall"] for run in runs]
     rows, timings = runs[-1]["rows"], runs[-1]["timings"]
-    baselines = [r for r in rows if r["trial"].startswith("baseline")]
-    trials = [r for r in rows if not r["trial"].startswith("baseline")]
+    baselines = [r for r in rows if r["trial"].startswith((BASELINE_ID, REFERENCE_PREFIX))]  # and the references
+    trials = [r for r in rows if r not in baselines]
     best = max((r for r in trials if r["objective"] is not None), key=lambda r: r["objective"])
 
     import ray
@@ -137,7 +146,7 @@ def report(args: argparse.Namespace, runs: list[dict], setup_seconds: float | No
     print("| row | validation objective | test objective |")
     print("|---|---|---|")
     for row in [best, *baselines]:
-        print(f"| {row['trial']} | {row['objective']:.4f} | {row['test_objective']:.4f} |")
+        print(f"| {row['trial']} | {_number(row['objective'])} | {_number(row['test_objective'])} |")
     for against, gain in best["gains"].items():
         print(f"\nWinner's test objective over `{against}`: {_gain(gain)}")
     print()

@@ -39,7 +39,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--profile",
         choices=PROFILES,
-        help="full (GPU cluster), local (2 CPUs, 11-16 min), smoke (minutes); "
+        help="full (GPU cluster), local (2 CPUs, about 30 min warm), smoke (minutes); "
         "default: full when the cluster has GPUs, else local",
     )
     parser.add_argument("--run-dir", type=Path, help="default: runs/<spec name> in the current directory")
