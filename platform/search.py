@@ -367,7 +367,7 @@ def _read_winners_locked_part(scored, resolved) -> None:
     print(f"doctune: scoring {best.trial}, the winner on validation, on the locked test part", flush=True)
     try:
         tuner.read_locked_part(resolved, best)
-    except CheckpointMissing as err:
+    except (CheckpointMissing, RuntimeError) as err:  # the leaderboard, best/ and the report still follow
         best.status += f"; test part not scored: {err}"
 
 
