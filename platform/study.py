@@ -42,10 +42,17 @@ from platform.spec import SearchSpec, SpecError, load_spec
 from platform.study_table import RowResult, rank_rows, write_table
 from platform.timings import TIMINGS_FILE, PhaseClock
 
-BASE_ROW = "base (MLM only)"
 RESULT_FILE = "result.json"
 BASE_FILE = "base.json"  # the base model's scores on every table task
 MARKER = "study_spec.json"  # the resolved spec a study directory was started with
+
+
+def base_row_name(spec: SearchSpec) -> str:
+    """The untouched base's row: a vanilla base made here has seen the masked-LM objective only; the
+    spec's own encoder is shown as loaded (converted to a Longformer, where the backbone says so)."""
+    if spec.base is not None:
+        return "base (MLM only)"
+    return "base (converted, untrained)" if spec.backbone.longformer is not None else "base (untrained here)"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -236,7 +243,7 @@ class Study:
             evaluation = pool_plan.evaluation
             scores = score_checkpoint(evaluation, self.model_dir, pool_plan.fixed.pooling, self.tasks)
             common.write_atomic(base_file, json.dumps(scores, indent=2))
-        return RowResult(BASE_ROW, {}, {self.spec.study.seeds[0]: json.loads(base_file.read_text())}, {})
+        return RowResult(base_row_name(self.spec), {}, {self.spec.study.seeds[0]: json.loads(base_file.read_text())}, {})
 
     def seeded(self, name: str, values: dict) -> RowResult:
         """``values`` trained once per seed."""
