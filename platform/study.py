@@ -243,7 +243,8 @@ class Study:
             evaluation = pool_plan.evaluation
             scores = score_checkpoint(evaluation, self.model_dir, pool_plan.fixed.pooling, self.tasks)
             common.write_atomic(base_file, json.dumps(scores, indent=2))
-        return RowResult(base_row_name(self.spec), {}, {self.spec.study.seeds[0]: json.loads(base_file.read_text())}, {})
+        scores = json.loads(base_file.read_text())
+        return RowResult(base_row_name(self.spec), {}, {self.spec.study.seeds[0]: scores}, {})
 
     def seeded(self, name: str, values: dict) -> RowResult:
         """``values`` trained once per seed."""
