@@ -23,25 +23,26 @@ python="$root/.venv/bin/python"
 if [ "$#" -gt 0 ]; then
   exec "$python" -m pytest "$@"
 fi
-# Two lanes at once: the slow tests (Ray, searches; never two at once) in this process, and the fast
-# tier (no Ray) beside them, in the CPU a search leaves idle; its output follows the slow lane's.
+# Two lanes at once: the tests that start Ray (searches, studies, corpus preparations; never two at
+# once, as some find their workers among the host's processes) in this process, and every other test
+# beside them, in the CPU a search leaves idle (about a third); its output follows the Ray lane's.
 # Ctrl-C (or a kill) stops both lanes.
-fast_log="$(mktemp)"
-fast_lane=""
-stop_fast_lane() {
-  [ -z "$fast_lane" ] || kill "$fast_lane" 2>/dev/null || true
-  rm -f "$fast_log"
+other_log="$(mktemp)"
+other_lane=""
+stop_other_lane() {
+  [ -z "$other_lane" ] || kill "$other_lane" 2>/dev/null || true
+  rm -f "$other_log"
 }
-trap stop_fast_lane EXIT
+trap stop_other_lane EXIT
 trap 'exit 130' INT TERM
-"$python" -m pytest -m "not slow" -p no:cacheprovider >"$fast_log" 2>&1 &
-fast_lane=$!
-slow_status=0
-"$python" -m pytest -m "slow and not onprem and not autoscaling" || slow_status=$?
-fast_status=0
-wait "$fast_lane" || fast_status=$?
-fast_lane=""
-echo "== the fast tier (pytest -m 'not slow'), run beside the slow tests =="
-cat "$fast_log"
-[ "$slow_status" -eq 0 ] && [ "$fast_status" -eq 0 ] || exit 1
+"$python" -m pytest -m "not ray" -p no:cacheprovider >"$other_log" 2>&1 &
+other_lane=$!
+ray_status=0
+"$python" -m pytest -m "ray and not onprem and not autoscaling" || ray_status=$?
+other_status=0
+wait "$other_lane" || other_status=$?
+other_lane=""
+echo "== the tests that start no Ray (pytest -m 'not ray'), run beside those that do =="
+cat "$other_log"
+[ "$ray_status" -eq 0 ] && [ "$other_status" -eq 0 ] || exit 1
 exec "$python" -m pytest -m "onprem or autoscaling"

@@ -14,6 +14,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # Every Ray a test starts is its own: never a cluster this node runs or once ran (`ray start`
 # records its address, and a record left by a killed Ray would make ray.init() wait forever).
 os.environ["RAY_ADDRESS"] = "local"
+# A Ray started while the other lane of scripts/test.sh keeps both CPUs busy can take over Ray's
+# default 30 s to publish its GCS port; 120 s is what Ray itself allows a GCS on RocksDB.
+os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "120")
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_IR = ROOT.parent / "shared" / "data" / "ir"
@@ -29,6 +32,14 @@ FEW_ITEMS = {
     "long_length": 256,
     "long_queries": 6,
 }
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects on the markers
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that starts Ray is slow too: ``-m "not slow"`` stays the quick tier."""
+    for item in items:
+        if item.get_closest_marker("ray") is not None:
+            item.add_marker(pytest.mark.slow)
 
 
 def closed_port() -> int:

@@ -39,7 +39,7 @@ def _wait_for_checkpoint(search: subprocess.Popen, run_dir, step: int) -> None:
         time.sleep(0.2)
 
 
-@pytest.mark.slow  # runs a search
+@pytest.mark.ray  # runs a search
 def test_killed_workers_resume_from_their_checkpoints_and_a_later_divergence_ends_the_trial(tmp_path):
     """One search, three faults, each answered by its own mechanism:
 
@@ -145,7 +145,7 @@ def one_sentence_corpus(tmp_path_factory) -> Path:
     return corpus
 
 
-@pytest.mark.slow  # preparing the corpus starts Ray
+@pytest.mark.ray  # preparing the corpus starts Ray
 @pytest.mark.parametrize(("recipe", "refused"), [("docsplit", True), ("simcse", False)])
 def test_a_corpus_of_one_sentence_documents_is_refused_for_docsplit_only(
     tmp_path, one_sentence_corpus, recipe, refused
@@ -162,7 +162,7 @@ def test_a_corpus_of_one_sentence_documents_is_refused_for_docsplit_only(
         assert done.returncode == 0, done.stderr[-2000:]
 
 
-@pytest.mark.slow  # preparing the corpus starts Ray
+@pytest.mark.ray  # preparing the corpus starts Ray
 def test_a_corrupt_corpus_found_while_preparing_it_is_refused_with_nothing_left(tmp_path):
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text(json.dumps({"text": "A fine first document. It has two sentences."}) + "\n{broken\n")

@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import outside_the_checkout
 
-pytestmark = pytest.mark.slow  # builds a wheel, makes a venv and prepares a corpus with Ray
+pytestmark = pytest.mark.ray  # builds a wheel, makes a venv and prepares a corpus with Ray
 
 
 def test_the_installed_command_plans_the_default_search_from_any_directory(installed_doctune, tmp_path):

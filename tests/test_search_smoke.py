@@ -32,7 +32,7 @@ from tests.conftest import (
 from tests.servers import mlflow_server, s3_server
 from tests.wandb_records import offline_runs
 
-pytestmark = pytest.mark.slow  # starts Ray and runs searches
+pytestmark = pytest.mark.ray  # starts Ray and runs searches
 
 
 def _tracked(mlflow_url: str) -> dict:

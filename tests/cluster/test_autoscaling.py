@@ -25,7 +25,7 @@ from core.data import cache_dir
 from tests.conftest import FEW_ITEMS, ROOT, run_smoke_search, spec_variant
 from tests.local_nodes import LocalNodes
 
-pytestmark = [pytest.mark.autoscaling, pytest.mark.slow]
+pytestmark = [pytest.mark.autoscaling, pytest.mark.ray]
 
 HEAD_CPUS = 8
 GPU_NODE = {"CPU": 8, "GPU": 1}

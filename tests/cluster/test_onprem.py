@@ -32,7 +32,7 @@ from core.data import cache_dir
 from core.encoder import embed_texts, load_encoder
 from tests.conftest import FEW_ITEMS, ROOT, spec_variant
 
-pytestmark = [pytest.mark.onprem, pytest.mark.slow]
+pytestmark = [pytest.mark.onprem, pytest.mark.ray]
 
 SSHD = Path("/usr/sbin/sshd")
 VENV = Path(sys.executable).parent.parent

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -13,7 +14,7 @@ import pytest
 
 from core.data import DataUnavailable, DocumentStream, PreparedCorpus, StreamPosition, check_source, prepare_corpus
 
-pytestmark = pytest.mark.slow  # every preparation is a Ray Data job
+pytestmark = pytest.mark.ray  # every preparation is a Ray Data job
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -132,18 +133,25 @@ def _many_documents(path, count: int) -> None:
     path.write_text("\n".join(f"Document {i} begins. It has a second sentence." for i in range(count)))
 
 
-def _corpus(tmp_path, count: int) -> PreparedCorpus:
-    source = tmp_path / "c.txt"
-    _many_documents(source, count)
-    return prepare_corpus(str(source))
+STREAMED = 3001  # documents of the corpus the stream tests share: split 1000/1000/1001 over three workers
 
 
-def test_workers_parts_are_disjoint_and_cover_the_corpus(tmp_path, local_ray):
-    corpus = _corpus(tmp_path, 1000)
-    parts = [DocumentStream(corpus, rank, 3, seed=0, window_rows=100) for rank in range(3)]
+@pytest.fixture(scope="module")
+def streamed(tmp_path_factory, local_ray) -> PreparedCorpus:
+    """One corpus of ``STREAMED`` numbered documents, prepared once, for the tests of how workers read it."""
+    directory = tmp_path_factory.mktemp("streamed")
+    source = directory / "c.txt"
+    _many_documents(source, STREAMED)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DOCTUNE_CACHE", str(directory / "cache"))
+        return prepare_corpus(str(source))
+
+
+def test_workers_parts_are_disjoint_and_cover_the_corpus(streamed):
+    parts = [DocumentStream(streamed, rank, 3, seed=0, window_rows=100) for rank in range(3)]
     seen = [{d[0] for d, _ in _take(part.read(), part.rows)} for part in parts]
-    assert sorted(len(s) for s in seen) == [333, 333, 334]
-    assert set.union(*seen) == {f"Document {i} begins." for i in range(1000)}
+    assert sorted(len(s) for s in seen) == [1000, 1000, 1001]
+    assert set.union(*seen) == {f"Document {i} begins." for i in range(STREAMED)}
     assert not (seen[0] & seen[1]) and not (seen[1] & seen[2])
 
 
@@ -151,24 +159,24 @@ def _take(iterator, count: int) -> list:
     return [next(iterator) for _ in range(count)]
 
 
-def test_the_order_is_seeded_per_epoch_and_a_stream_resumes_where_it_stood(tmp_path, local_ray):
-    corpus = _corpus(tmp_path, 600)
-    stream = DocumentStream(corpus, 0, 2, seed=3, window_rows=64)
-    first = _take(stream.read(), 700)  # all of epoch 0 (300 rows), then on into epochs 1 and 2
-    assert first == _take(DocumentStream(corpus, 0, 2, seed=3, window_rows=64).read(), 700)
-    epoch0 = [d[0] for d, _ in first[:300]]
-    assert sorted(epoch0) == sorted({d[0] for d, _ in first[:300]}) and len(set(epoch0)) == 300
-    assert epoch0 != [d[0] for d, _ in first[300:600]]  # a new order each epoch
-    assert epoch0 != [d[0] for d, _ in _take(DocumentStream(corpus, 0, 2, seed=4, window_rows=64).read(), 300)]
-    for cut in (1, 150, 299, 300, 450):
+def test_the_order_is_seeded_per_epoch_and_a_stream_resumes_where_it_stood(streamed):
+    stream = DocumentStream(streamed, 0, 2, seed=3, window_rows=64)
+    rows = stream.rows  # one epoch of this worker's half
+    first = _take(stream.read(), 2 * rows + 100)  # all of epoch 0, then on into epochs 1 and 2
+    assert first == _take(DocumentStream(streamed, 0, 2, seed=3, window_rows=64).read(), 2 * rows + 100)
+    epoch0 = [d[0] for d, _ in first[:rows]]
+    assert len(set(epoch0)) == rows  # every document of the half once
+    assert epoch0 != [d[0] for d, _ in first[rows : 2 * rows]]  # a new order each epoch
+    assert epoch0 != [d[0] for d, _ in _take(DocumentStream(streamed, 0, 2, seed=4, window_rows=64).read(), rows)]
+    for cut in (1, rows // 2, rows - 1, rows, rows + rows // 2):
         position = first[cut - 1][1]
-        resumed = _take(stream.read(position), 700 - cut)
+        resumed = _take(stream.read(position), len(first) - cut)
         assert resumed == first[cut:], cut
-    assert first[299][1] == StreamPosition(0, 300) and first[300][1] == StreamPosition(1, 1)
+    assert first[rows - 1][1] == StreamPosition(0, rows) and first[rows][1] == StreamPosition(1, 1)
 
 
-def test_a_worker_holds_one_window_of_documents(tmp_path, local_ray):
-    corpus = _corpus(tmp_path, 3000)
+def test_a_worker_holds_one_window_of_documents(streamed):
+    corpus = dataclasses.replace(streamed)  # its own, to count the row groups it reads
     reads = []
     stream = DocumentStream(corpus, 0, 1, seed=0, window_rows=512)
     original = corpus.read_group

@@ -19,7 +19,7 @@ import pytest
 from tests.conftest import ROOT, run_smoke_search, spec_variant
 from tests.local_nodes import LocalNodes
 
-pytestmark = pytest.mark.slow  # starts a three-node Ray and a search
+pytestmark = pytest.mark.ray  # starts a three-node Ray and a search
 
 # A driver of its own process for each question: Ray keeps its settings (the auth mode among
 # them) for the life of a process, and the suite's process must keep its own.

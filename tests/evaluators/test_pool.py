@@ -21,7 +21,7 @@ from evaluators.pool import (
     score_checkpoint,
 )
 
-pytestmark = pytest.mark.slow  # starts Ray
+pytestmark = pytest.mark.ray  # starts Ray
 
 PLAN = EvalPlan(
     objectives={"objective": {"r8-clustering": 1.0}},

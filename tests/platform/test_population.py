@@ -15,7 +15,7 @@ from tests.conftest import FEW_ITEMS, run_smoke_search, spec_variant
 from trainers.checkpoint import weights_digest
 from trainers.loop import FAULT_NAN_ENV, FAULT_TRIAL_ENV
 
-pytestmark = pytest.mark.slow  # runs a search
+pytestmark = pytest.mark.ray  # runs a search
 
 
 def _digest(checkpoint) -> str:

@@ -46,7 +46,7 @@ def test_a_record_nothing_answers_at_starts_a_local_ray_and_says_why(tmp_path, c
     assert not (tmp_path / "ray_current_cluster").exists()  # as `ray stop` would have left it
 
 
-@pytest.mark.slow  # starts Ray
+@pytest.mark.ray  # starts Ray
 def test_the_driver_starts_its_own_ray_beside_a_stale_record():
     # Ray's temp dir follows TMPDIR; a short one keeps its socket paths under the 107-byte limit
     with tempfile.TemporaryDirectory(dir="/tmp", prefix="r") as short:
@@ -62,7 +62,7 @@ def test_the_driver_starts_its_own_ray_beside_a_stale_record():
     assert "starting a local Ray" in done.stderr
 
 
-@pytest.mark.slow  # starts Ray
+@pytest.mark.ray  # starts Ray
 def test_a_resumed_search_lets_restored_trials_wait_for_workers():
     """Tune restarts every unfinished trial of a restored experiment at once (and PBT every trial it
     paused); the driver gives their Ray Train worker groups time to wait for the trials ahead
@@ -112,7 +112,7 @@ def test_resources_this_machine_lacks_are_refused_before_ray_starts(tmp_path):
     assert not started_ray and not (tmp_path / "run").exists()
 
 
-@pytest.mark.slow  # preparing the corpus starts Ray
+@pytest.mark.ray  # preparing the corpus starts Ray
 def test_docsplit_longs_dry_run_shows_the_six_dimensions_and_docsplits_setting_first(tmp_path):
     done, _ = _search("docsplit_long", "--profile", "local", "--run-dir", str(tmp_path / "run"), "--dry-run")
     assert done.returncode == 0, done.stderr[-2000:]
@@ -176,7 +176,7 @@ def test_a_resume_with_another_spec_is_refused_before_ray_starts(tmp_path):
     assert not started_ray and sorted(p.name for p in run_dir.iterdir()) == ["search.json"]
 
 
-@pytest.mark.slow  # starts Ray
+@pytest.mark.ray  # starts Ray
 def test_a_profile_says_once_which_values_of_the_spec_it_replaced(tmp_path):
     spec = yaml.safe_load((ROOT / "search_spaces" / "smoke.yaml").read_text())
     spec["search"]["samples"] = 3  # the smoke profile makes it 2

@@ -16,7 +16,7 @@ from platform import study
 from platform.spec import load_spec
 from tests.conftest import FEW_ITEMS, ROOT, spec_variant
 
-pytestmark = pytest.mark.slow  # starts Ray and runs searches
+pytestmark = pytest.mark.ray  # starts Ray and runs searches
 
 
 @pytest.fixture(scope="module")

@@ -186,7 +186,7 @@ ray.shutdown()
 """
 
 
-@pytest.mark.slow  # starts Ray
+@pytest.mark.ray  # starts Ray
 def test_an_interrupted_tune_run_is_not_taken_for_a_finished_one(tmp_path):
     """Tune saves an interrupted run's state with its trials RUNNING, then stops them and marks them
     TERMINATED in memory: only the saved state tells it from a finished run (a finished run of fewer

@@ -115,7 +115,7 @@ def finished(built, corpus, local_ray):
     return entry
 
 
-@pytest.mark.slow  # starts Ray
+@pytest.mark.ray  # starts Ray
 def test_a_killed_stage_leaves_no_entry_and_the_next_attempt_resumes_and_trains_the_model(built, corpus, local_ray):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -155,7 +155,7 @@ def test_a_killed_stage_leaves_no_entry_and_the_next_attempt_resumes_and_trains_
     assert sorted(p.name for p in (run_dir / "tensorboard").glob("events.*")) == [p.name for p in events]
 
 
-@pytest.mark.slow  # needs the stage trained on Ray
+@pytest.mark.ray  # needs the stage trained on Ray
 def test_the_base_loads_as_an_ordinary_hugging_face_model(finished):
     import torch
     from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
@@ -178,7 +178,7 @@ def test_the_base_loads_as_an_ordinary_hugging_face_model(finished):
         assert torch.isfinite(auto(**text).last_hidden_state).all() and torch.isfinite(mlm(**text).logits).all()
 
 
-@pytest.mark.slow  # starts Ray
+@pytest.mark.ray  # starts Ray
 def test_the_same_settings_reuse_the_cache_without_training(finished, built, corpus, local_ray):
     entry, _, cache, _ = built
     before = {p: p.stat().st_mtime_ns for p in cache.rglob("*")}
