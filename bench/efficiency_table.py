@@ -54,7 +54,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -513,7 +513,7 @@ def build(spec_path: Path, run_dir: Path, csv_path: Path, profile: str, train: b
             "merged": len(merged),
             "versions": _versions(),
             "machine": _machine(),
-            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+            "date": datetime.now(UTC).strftime("%Y-%m-%d"),
             "wall_seconds": round(time.monotonic() - began) if train and ended else None,
             **({"base_stage_seconds": base_stage_seconds(run_dir, started, spec.base)} if train and ended else {}),
             **({} if ended else {"ended": False}),

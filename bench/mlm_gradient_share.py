@@ -175,7 +175,7 @@ def main() -> None:
     }
     record = {
         "command": " ".join(["python bench/mlm_gradient_share.py", *sys.argv[1:]]),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": f"{os.cpu_count()} CPUs, {machine()}, {gpus()}",
         "load_average_1min_at_end": os.getloadavg()[0],
         "versions": {

@@ -113,7 +113,7 @@ def main() -> None:
             rounds[size].append(run_child(__file__, config))
     record = {
         "command": " ".join(["python bench/mlm_head_training.py", *sys.argv[1:]]),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": f"{os.cpu_count()} CPUs, {machine()}, {gpus()}",
         "versions": {
             "python": sys.version.split()[0],

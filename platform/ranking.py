@@ -142,9 +142,7 @@ def assess(trials: list, baselines: list, outcomes, weights: dict[str, float], s
     best = per_trial[0]
     # two trained rows each carry one training run's noise; an untrained baseline none
     between_trials = seed_sd * math.sqrt(2) if seed_sd is not None else None
-    noise = RankingNoise(
-        tasks, spread, runner_up=paired_bootstrap(best, per_trial[1], weights, seed_sd=between_trials)
-    )
+    noise = RankingNoise(tasks, spread, runner_up=paired_bootstrap(best, per_trial[1], weights, seed_sd=between_trials))
     for baseline in baselines:
         noise.over_baselines[baseline.trial] = paired_bootstrap(best, outcomes(baseline), weights, seed_sd=seed_sd)
     if not spread.beyond_noise:

@@ -9,8 +9,9 @@
 3. ``SearchRequest.spec_for``: the spec validated for that profile, and for ``--resume`` checked
    against the recorded one (``check_matches_recording``);
 4. ``fit_to_cluster``: ``train.workers: auto`` made a count, one worker per GPU of the largest
-   node that splits the global batch evenly, and ``evaluation.gpus_per_evaluator: auto`` a share of
-   a GPU where the cluster has one (a resumed search keeps what it started with);
+   node that splits the global batch evenly, ``evaluation.gpus_per_evaluator: auto`` a share of
+   a GPU where the cluster has one, and ``evaluation.cpus_per_evaluator: auto`` what one trial
+   leaves of the cluster's CPUs (a resumed search keeps what it started with);
 5. ``resolve``: with the prepared inputs (base encoder, corpus) and the cluster's resources, the
    ``ResolvedSearch`` that ``--dry-run`` prints, ``search.json`` records and the search runs.
 
@@ -37,10 +38,13 @@ from evaluators.pool import CheckpointScorer
 from platform.common import ROOT, UsageError, check_run_dir
 from platform.environment import environment
 from platform.resources import (
+    EVALUATOR_CPUS_CAP,
     EVALUATOR_GPU_SHARE,
     EVALUATORS_GPU_CAP,
     LARGEST_NODE_GPUS,
+    TRIAL_CPU,
     ResourcePlan,
+    auto_evaluator_cpus,
     auto_workers,
     plan_resources,
 )
@@ -165,6 +169,10 @@ def check_matches_recording(spec: SearchSpec, recorded: dict, run_dir: Path) -> 
         spec = dataclasses.replace(
             spec, train=train, evaluation=dataclasses.replace(spec.evaluation, gpus_per_evaluator=share)
         )
+    if spec.evaluation.cpus_per_evaluator == "auto":
+        cpus, threads = started["evaluation"]["cpus_per_evaluator"], started["evaluation"]["threads"]
+        evaluation = dataclasses.replace(spec.evaluation, cpus_per_evaluator=cpus, threads=threads)
+        spec = dataclasses.replace(spec, evaluation=evaluation)
     if recorded["resolved_spec"] != _jsonable(dataclasses.asdict(spec)):
         raise UsageError(
             f"--resume: the spec or profile differs from the one {run_dir} was started with "
@@ -198,8 +206,9 @@ def fit_to_cluster(spec: SearchSpec, cluster: dict[str, float]) -> tuple[SearchS
     recorded in search.json): ``train.workers`` first, then ``evaluation.gpus_per_evaluator``. Values
     the spec gives are kept as written."""
     spec, workers = _fit_workers(spec, cluster)
-    spec, evaluators = _fit_evaluator_gpus(spec, cluster)
-    notes = [note for note in (workers, evaluators) if note]
+    spec, evaluator_gpus = _fit_evaluator_gpus(spec, cluster)
+    spec, evaluator_cpus = _fit_evaluator_cpus(spec, cluster)
+    notes = [note for note in (workers, evaluator_gpus, evaluator_cpus) if note]
     return spec, "; ".join(notes) or None
 
 
@@ -257,6 +266,29 @@ def _fit_evaluator_gpus(spec: SearchSpec, cluster: dict[str, float]) -> tuple[Se
     evaluation = dataclasses.replace(evaluation, gpus_per_evaluator=share)
     fitted = dataclasses.replace(spec, train=train, evaluation=evaluation)
     check_semantics(fitted)
+    return fitted, note
+
+
+def _fit_evaluator_cpus(spec: SearchSpec, cluster: dict[str, float]) -> tuple[SearchSpec, str | None]:
+    """``evaluation.cpus_per_evaluator: auto``: what one trial leaves of the cluster's CPUs, split
+    between the evaluators (``auto_evaluator_cpus``), so a one-GPU workstation of 8 CPUs runs a trial
+    and its evaluators; their torch threads at most their CPUs."""
+    evaluation, train = spec.evaluation, spec.train
+    if evaluation.cpus_per_evaluator != "auto":
+        return spec, None
+    trial = TRIAL_CPU + train.workers * train.cpus_per_worker
+    cpus = auto_evaluator_cpus(cluster.get("CPU", 0.0), trial, evaluation.evaluators)
+    threads = min(evaluation.threads, int(cpus))
+    fitted = dataclasses.replace(
+        spec, evaluation=dataclasses.replace(evaluation, cpus_per_evaluator=cpus, threads=threads)
+    )
+    check_semantics(fitted)
+    note = (
+        f"evaluation.cpus_per_evaluator auto → {cpus:g} (what a trial's {trial:g} CPU leave of the cluster's "
+        f"{cluster.get('CPU', 0.0):g}, between {evaluation.evaluators} evaluators, at most {EVALUATOR_CPUS_CAP} each)"
+    )
+    if threads != evaluation.threads:
+        note += f"; evaluation.threads {evaluation.threads} → {threads}"
     return fitted, note
 
 

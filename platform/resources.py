@@ -29,6 +29,10 @@ LARGEST_NODE_GPUS = "largest_node_GPU"
 # CPUs (bench/RESULTS.md, "Training on a GPU").
 EVALUATOR_GPU_SHARE = 0.125
 EVALUATORS_GPU_CAP = 0.25
+# ``evaluation.cpus_per_evaluator: auto``: at most the 4 CPUs each the shipped GPU specs gave their two
+# evaluators, so a 16-CPU machine keeps them; fewer where one trial leaves fewer (a 1-GPU, 8-CPU
+# workstation), at least one each.
+EVALUATOR_CPUS_CAP = 4
 
 
 class InfeasibleResources(ValueError):
@@ -63,6 +67,13 @@ def auto_workers(node_gpus: float, gpus_per_worker: float, batch_sizes: tuple[in
     most = max(1, math.floor(node_gpus / gpus_per_worker + 1e-9)) if gpus_per_worker > 0 else 1
     fits = [w for w in range(1, most + 1) if all(b % w == 0 and b // w >= min_per_worker for b in batch_sizes)]
     return max(fits, default=1)
+
+
+def auto_evaluator_cpus(cluster_cpus: float, trial_cpus: float, evaluators: int) -> float:
+    """``evaluation.cpus_per_evaluator: auto``: the CPUs one trial leaves of the cluster's, split
+    between the evaluators in whole CPUs, at least 1 and at most ``EVALUATOR_CPUS_CAP`` each."""
+    each = math.floor((cluster_cpus - trial_cpus) / evaluators + 1e-9)
+    return float(min(EVALUATOR_CPUS_CAP, max(1, each)))
 
 
 def _workers_per_gpu(gpus_per_worker: float) -> int:

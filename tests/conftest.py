@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import os
-import site
 import subprocess
 import sys
 import venv
@@ -111,24 +110,37 @@ def run_smoke_search(
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def _reachable(url: str) -> bool:
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(url, timeout=5)
+    except OSError:
+        return False
+    return True
+
+
 @pytest.fixture(scope="session")
 def installed_doctune(tmp_path_factory) -> Path:
-    """A fresh virtual environment with a wheel of the checkout installed into it, not editable; its
-    bin directory. Its dependencies (torch, Ray, ...) are this environment's, reached through a
-    ``.pth`` line, so the checkout's doctune itself is installed, not gigabytes again; the ``.pth``
-    adds the directory only, so this environment's editable doctune is not active there."""
+    """A fresh virtual environment built from the CPU lock alone (every package checked against its
+    hashes, nothing resolved, nothing from this environment) with a wheel of the checkout installed
+    into it, not editable; its bin directory. torch's CPU build comes from PyTorch's CPU index where
+    that answers, else from the configured index or find-links (as scripts/setup.sh does)."""
     where = tmp_path_factory.mktemp("install")
     wheels, env_dir = where / "wheels", where / "venv"
-    build = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels)]  # setuptools from the registry
+    build = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels)]
     subprocess.run([*build, str(ROOT)], check=True, capture_output=True, timeout=300)
     venv.EnvBuilder(with_pip=True).create(env_dir)
-    python = env_dir / "bin" / "python"
-    purelib = subprocess.run(
-        [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], capture_output=True, text=True
-    ).stdout.strip()
-    (env_dir / purelib / "dependencies.pth").write_text(site.getsitepackages()[0] + "\n")
+    pip = [str(env_dir / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+    lock = [*pip, "--require-hashes", "--no-deps", "-r", str(ROOT / "locks" / "cpu.txt")]
+    if _reachable(f"{TORCH_CPU_INDEX}/torch/"):
+        lock += ["--extra-index-url", TORCH_CPU_INDEX]
+    subprocess.run(lock, check=True, capture_output=True, timeout=1800)
     (wheel,) = wheels.glob("doctune-*.whl")
-    subprocess.run([python, "-m", "pip", "install", "--no-deps", "-q", str(wheel)], check=True, timeout=300)
+    subprocess.run([*pip, "--no-deps", str(wheel)], check=True, timeout=300)
     return env_dir / "bin"
 
 

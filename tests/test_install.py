@@ -1,5 +1,6 @@
-"""``pip install .`` gives a ``doctune`` command that works from any directory and leaves the
-standard library's ``platform`` module alone (the environment: ``installed_doctune`` in conftest).
+"""An environment built from the CPU lock alone passes ``pip check``, and ``pip install .`` into it
+gives a ``doctune`` command that works from any directory and leaves the standard library's
+``platform`` module alone (the environment: ``installed_doctune`` in conftest).
 The installed command also runs a real search from outside the checkout: bregman_longformer's
 smoke search in tests/test_search_smoke.py.
 """
@@ -13,7 +14,14 @@ import pytest
 
 from tests.conftest import outside_the_checkout
 
-pytestmark = pytest.mark.ray  # builds a wheel, makes a venv and prepares a corpus with Ray
+pytestmark = pytest.mark.ray  # builds a wheel, makes a venv from the lock and prepares a corpus with Ray
+
+
+def test_the_environment_built_from_the_lock_alone_is_consistent(installed_doctune, tmp_path):
+    done = outside_the_checkout([installed_doctune / "python", "-m", "pip", "check"], tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    freeze = outside_the_checkout([installed_doctune / "python", "-m", "pip", "freeze"], tmp_path).stdout
+    assert "torch==2.13.0+cpu" in freeze.splitlines() and "doctune==0.1.0" in freeze.splitlines()
 
 
 def test_the_installed_command_plans_the_default_search_from_any_directory(installed_doctune, tmp_path):

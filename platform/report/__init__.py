@@ -16,7 +16,7 @@ Reading the run is ``platform.report.run``, the page ``platform.report.page``, t
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from matplotlib.figure import Figure
@@ -56,7 +56,7 @@ def write_reports(run_dir: Path, kept_at: str | None = None) -> list[Path]:
         if plot.reason:
             print(f"doctune: report: {plot.title.lower()} not plotted: {plot.reason}")
     target = run.path / REPORT_FILE
-    write_atomic(target, render(run, drawn, datetime.now(timezone.utc)))
+    write_atomic(target, render(run, drawn, datetime.now(UTC)))
     return [p.path for p in drawn if p.path] + [target]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from html import escape
 
 from evaluators.lengths import bucket_title
@@ -76,7 +76,7 @@ def _hyperparameter(value: object) -> str:
 
 
 def _utc(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def render(run: Run, drawn: list[Plot], now: datetime) -> str:

@@ -233,7 +233,15 @@ class TrainSection:
 @dataclass(frozen=True)
 class EvaluationSection:
     evaluators: int = field(default=2, metadata=constraint("evaluator actors", 1))
-    cpus_per_evaluator: float = field(default=2.0, metadata=constraint("CPUs each evaluator holds", 0.0, low_open=True))
+    cpus_per_evaluator: float | Literal["auto"] = field(
+        default=2.0,
+        metadata=constraint(
+            "CPUs each evaluator holds; auto: what one trial leaves of the cluster's CPUs, split between the "
+            "evaluators in whole CPUs, 1 to 4 each (their threads at most that)",
+            0.0,
+            low_open=True,
+        ),
+    )
     gpus_per_evaluator: float | Literal["auto"] = field(
         default="auto",
         metadata=constraint(

@@ -1,8 +1,11 @@
-"""Every cluster file in the repository passes Ray's own launcher validation."""
+"""Every cluster file in the repository passes Ray's own launcher validation and reads no variable a
+node never has; cluster.yaml runs doctune's image on every node, with the cluster's token and an
+instance profile on each, and marks every value a user must change."""
 
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 import yaml
@@ -47,7 +50,70 @@ def test_the_cluster_has_gpu_workers_and_keeps_the_dashboard_on_localhost():
     assert head["node_config"]["InstanceType"].split(".")[0] not in GPU_FAMILIES  # the driver needs no GPU
     head_start = " ".join(config["head_start_ray_commands"])
     assert "--dashboard-host=127.0.0.1" in head_start
-    assert any("scripts/setup.sh" in c for c in config["setup_commands"])
+    # every node runs doctune's image, which holds the node lock; GPU workers get their GPUs in it
+    assert config["docker"]["image"].rsplit(":", 1)[-1] != "latest" and config["setup_commands"] == []
+    assert config["docker"]["worker_run_options"] == ["--gpus all"]
+
+
+def test_every_node_type_can_write_the_bucket_and_every_node_starts_ray_with_the_clusters_token():
+    config = yaml.safe_load((ROOT / "cluster.yaml").read_text())
+    for name, node_type in config["available_node_types"].items():
+        assert "IamInstanceProfile" in node_type["node_config"], name  # Ray gives only the head a default one
+    for commands in (config["head_start_ray_commands"], config["worker_start_ray_commands"]):
+        (start,) = [c for c in commands if "ray start" in c]
+        assert start.startswith("RAY_AUTH_MODE=token ray start"), start  # the mode must match on every node
+    assert config["file_mounts"] == {"~/.ray/auth_token": "~/.ray/auth_token"}  # where `ray start` reads it
+
+
+# what a node's shell has without being told: the launcher's own variable and the login shell's
+LAUNCHER_AND_SHELL = {"RAY_HEAD_IP", "HOME", "PATH", "USER", "PWD", "SHELL", "HOSTNAME"}
+COMMAND_LISTS = (
+    "initialization_commands",
+    "setup_commands",
+    "head_setup_commands",
+    "worker_setup_commands",
+    "head_start_ray_commands",
+    "worker_start_ray_commands",
+)
+DOCKER_OPTIONS = ("run_options", "head_run_options", "worker_run_options")
+
+
+def _commands(config: dict) -> list[str]:
+    """Every command a node runs and every option its container starts with, per node type too."""
+    found = [c for key in COMMAND_LISTS for c in config.get(key) or []]
+    found += [o for key in DOCKER_OPTIONS for o in (config.get("docker") or {}).get(key) or []]
+    for node_type in config.get("available_node_types", {}).values():
+        found += [c for key in COMMAND_LISTS for c in node_type.get(key) or []]
+        found += [o for key in DOCKER_OPTIONS for o in (node_type.get("docker") or {}).get(key) or []]
+    return found
+
+
+def _unset_variables(command: str) -> set[str]:
+    """The variables ``command`` reads that neither the launcher, the shell nor the command sets."""
+    read = set(re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", command))
+    assigned = set(re.findall(r"(?:^|[\s;(&|])(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=", command))
+    return read - assigned - LAUNCHER_AND_SHELL
+
+
+@pytest.mark.parametrize("path", CLUSTER_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_command_reads_a_variable_the_launcher_never_sets(path):
+    # the launcher runs node commands over SSH with none of your shell's environment
+    commands = _commands(yaml.safe_load(path.read_text()))
+    assert commands and {c: v for c in commands if (v := _unset_variables(c))} == {}
+
+
+def test_the_variable_scan_finds_what_no_node_has():
+    assert _unset_variables('mount "${DOCTUNE_EFS:-fs-x}:/" /mnt') == {"DOCTUNE_EFS"}
+    assert _unset_variables("ray start --address=$RAY_HEAD_IP:6379") == set()
+    assert _unset_variables('x=1; echo "$x $HOME"') == set()
+
+
+def test_every_value_to_edit_is_marked_in_the_file_and_named_in_the_readme():
+    text, readme = (ROOT / "cluster.yaml").read_text(), (ROOT / "README.md").read_text()
+    edits = re.findall(r"EDIT (\w+)", text)
+    assert set(edits) == {"image", "ami", "head_profile", "worker_profile", "efs", "registry"}, edits
+    section = readme[readme.index("## On a GPU cluster") :]
+    assert all(f"`{name}`" in section for name in edits), [n for n in edits if f"`{n}`" not in section]
 
 
 def test_rays_validator_rejects_a_broken_cluster_file():

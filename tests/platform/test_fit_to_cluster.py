@@ -1,7 +1,8 @@
-"""``train.workers: auto`` and ``evaluation.gpus_per_evaluator: auto`` fitted to the cluster
-(``platform.resolution.fit_to_cluster``): the unedited docsplit_long at its full profile on one GPU,
-one node of 4 or 8, two nodes of 4 and the 64 GPUs of docs/scaling.md (two nodes of 4 also as a
-real Ray cluster of declared GPUs)."""
+"""``train.workers``, ``evaluation.gpus_per_evaluator`` and ``evaluation.cpus_per_evaluator``
+``auto`` fitted to the cluster (``platform.resolution.fit_to_cluster``): the unedited docsplit_long
+at its full profile on one GPU (8 or 16 CPUs), one node of 4 or 8, two nodes of 4 and the 64 GPUs
+of docs/scaling.md (a one-GPU workstation of 8 CPUs and two nodes of 4 also as real Ray clusters of
+declared GPUs)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ def test_auto_workers_fill_one_node_and_split_every_batch_evenly(
 @pytest.mark.parametrize(
     ("cluster", "workers", "at_once"),
     [
+        ({"CPU": 8, "GPU": 1, LARGEST_NODE_GPUS: 1}, 1, 1),  # the commonest researcher's workstation
         ({"CPU": 16, "GPU": 1, LARGEST_NODE_GPUS: 1}, 1, 1),
         ({"CPU": 48, "GPU": 4, LARGEST_NODE_GPUS: 4}, 4, 1),
         ({"CPU": 96, "GPU": 8, LARGEST_NODE_GPUS: 8}, 8, 1),
@@ -63,6 +65,12 @@ def test_the_unedited_default_search_fits_gpu_machines_of_any_size(cluster, work
     assert (fitted.evaluation.gpus_per_evaluator, fitted.train.gpus_per_worker) == (0.125, 0.75)
     assert (plan.evaluator_gpus, plan.trial_gpu_devices) == (0.25, workers)
     assert "gpus_per_evaluator auto → 0.125 (2 evaluators score on the GPU); train.gpus_per_worker 1 → 0.75" in why
+    # the evaluators take what a trial leaves of the CPUs: 4 each (the spec's earlier figure) where
+    # that fits, 1 each (threads to match) on 8 CPUs, where 2 x 4 beside a trial's 4.01 could not
+    each = 1.0 if cluster["CPU"] == 8 else 4.0
+    assert (fitted.evaluation.cpus_per_evaluator, fitted.evaluation.threads) == (each, int(each))
+    assert plan.evaluator_cpus + at_once * plan.trial_cpus <= cluster["CPU"]
+    assert f"evaluation.cpus_per_evaluator auto → {each:g} " in why
 
 
 @pytest.mark.parametrize(("evaluators", "share", "worker"), [(1, 0.125, 0.875), (4, 0.0625, 0.75), (8, 0.03125, 0.75)])
@@ -104,10 +112,16 @@ def _dry_run_on(nodes: LocalNodes, env: dict, tmp_path) -> dict:
 
 
 @pytest.mark.ray  # starts Ray nodes
-def test_the_dry_run_of_the_unedited_default_search_fits_a_declared_gpu_cluster(tmp_path):
-    # two nodes of 4 GPUs, a trial on each: a head and a worker node; one GPU machine and one node of
-    # 4 or 8 differ only in the numbers, which the resources test above checks
-    nodes_declared, workers, at_once = [(48, 4), (48, 4)], 4, 2
+@pytest.mark.parametrize(
+    ("nodes_declared", "workers", "at_once"),
+    [
+        ([(8, 1)], 1, 1),  # a one-GPU workstation of 8 CPUs
+        ([(48, 4), (48, 4)], 4, 2),  # two nodes of 4: a trial on each
+    ],  # one node of 4 or 8 differs only in the numbers: the resources test above has them
+)
+def test_the_dry_run_of_the_unedited_default_search_fits_declared_gpu_clusters(
+    tmp_path, nodes_declared, workers, at_once
+):
     env = {name: value for name, value in os.environ.items() if name != "RAY_ADDRESS"}  # the suite's "local"
     env |= {"RAY_AUTH_MODE": "disabled", "PYTHONPATH": str(ROOT)}  # a throwaway cluster on one machine
     env |= {"HOME": str(tmp_path), "DOCTUNE_CACHE": str(cache_dir())}  # no launcher's config of this machine's
@@ -129,6 +143,9 @@ def test_the_dry_run_of_the_unedited_default_search_fits_a_declared_gpu_cluster(
     assert f"train.workers auto → {workers} " in summary["printed"] and f"64 → {64 // workers} pairs" in summary["fit"]
     assert resources["trial_gpu_devices"] == workers and summary["cluster_growth"] is None  # no autoscaler here
     assert (resources["trial_gpus"], resources["evaluator_gpus"]) == (0.75 * workers, 0.25)  # scored on a GPU
+    cpus = sum(cpus for cpus, _ in nodes_declared)
+    assert 1 <= summary["resolved_spec"]["evaluation"]["cpus_per_evaluator"] <= 4  # every evaluator has a CPU
+    assert resources["evaluator_cpus"] + at_once * resources["trial_cpus"] <= cpus
     # a dry-run names the MLM head a run would train, or reuses the cached one; it trains nothing
     assert "training one" not in summary["printed"]
     assert "(not trained yet: a run trains it first)" in summary["printed"] or "reusing" in summary["printed"]
@@ -151,3 +168,8 @@ def test_a_resumed_search_keeps_the_count_it_started_with(tmp_path):
     resumed = check_matches_recording(spec, recorded | {"spec": "docsplit_long", "profile": "full"}, tmp_path)
     assert (resumed.evaluation.gpus_per_evaluator, resumed.train.gpus_per_worker) == (0.0, 1.0)
     assert fit_to_cluster(resumed, {"CPU": 16, "GPU": 1, LARGEST_NODE_GPUS: 1}) == (resumed, None)
+    # a run started on a one-GPU workstation of 8 CPUs keeps its evaluators' CPUs and threads
+    small, _ = fit_to_cluster(spec, {"CPU": 8, "GPU": 1, LARGEST_NODE_GPUS: 1})
+    recorded = {"resolved_spec": json.loads(json.dumps(dataclasses.asdict(small), default=str))}
+    resumed = check_matches_recording(spec, recorded | {"spec": "docsplit_long", "profile": "full"}, tmp_path)
+    assert (resumed.evaluation.cpus_per_evaluator, resumed.evaluation.threads) == (1.0, 1)

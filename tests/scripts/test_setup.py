@@ -1,4 +1,5 @@
-"""scripts/setup.sh: which torch build it installs, read off the commands it would run (DOCTUNE_SETUP_PLAN=1)."""
+"""scripts/setup.sh: which lock it installs, and that it installs nothing else, read off the commands it
+would run (DOCTUNE_SETUP_PLAN=1)."""
 
 from __future__ import annotations
 
@@ -69,31 +70,43 @@ def _plan(tmp_path: Path, cpu_index: str, with_gpu: bool = False) -> tuple[list[
     return done.stdout.splitlines(), done.stderr, elapsed
 
 
-def _torch_installs(commands: list[str]) -> list[str]:
-    return [c for c in commands if " pip install " in c and "torch==" in c]
+def _installs(commands: list[str]) -> list[str]:
+    return [c for c in commands if " pip install " in c]
 
 
-def test_without_a_gpu_torch_comes_from_the_cpu_index_when_it_answers(tmp_path: Path, wheel_index: str) -> None:
+def _lock_install(lock: str, *args: str) -> str:
+    pip = f"{ROOT}/.venv/bin/python -m pip install --quiet"
+    return " ".join([pip, "--require-hashes --no-deps -r", f"{ROOT}/locks/{lock}.txt", *args])
+
+
+# what every plan ends with: doctune itself, editable, with nothing but what the lock brought
+PROJECT = f"{ROOT}/.venv/bin/python -m pip install --quiet --no-deps --no-build-isolation -e {ROOT}"
+
+
+def test_without_a_gpu_the_cpu_lock_installs_with_torch_from_the_cpu_index(tmp_path: Path, wheel_index: str) -> None:
     commands, stderr, _ = _plan(tmp_path, wheel_index)
-    assert _torch_installs(commands) == [
-        f"{ROOT}/.venv/bin/python -m pip install --quiet torch==2.13.0 --index-url {wheel_index}"
-    ]
+    assert _installs(commands) == [_lock_install("cpu", "--extra-index-url", wheel_index), PROJECT]
     assert "CPU build" in stderr
-    # torch comes before the project, so the project's own install finds it satisfied
-    assert commands.index(_torch_installs(commands)[0]) < next(
-        i for i, c in enumerate(commands) if c.endswith(f"-e {ROOT}[test]")
-    )
 
 
 def test_an_unreachable_cpu_index_falls_back_in_seconds_and_says_so(tmp_path: Path) -> None:
     commands, stderr, elapsed = _plan(tmp_path, f"http://127.0.0.1:{_closed_port()}/whl/cpu")
-    assert _torch_installs(commands) == [f"{ROOT}/.venv/bin/python -m pip install --quiet torch==2.13.0"]
+    assert _installs(commands) == [_lock_install("cpu"), PROJECT]
     assert "cannot be reached" in stderr and "configured index" in stderr
     assert elapsed < 15  # the probe is bounded at 5 s; a closed port or unknown host fails at once
 
 
-def test_a_gpu_machine_leaves_torch_to_the_projects_range(tmp_path: Path, wheel_index: str) -> None:
+def test_a_gpu_machine_installs_the_cuda_lock(tmp_path: Path, wheel_index: str) -> None:
     commands, stderr, _ = _plan(tmp_path, wheel_index, with_gpu=True)
-    assert _torch_installs(commands) == []
-    assert commands[-1] == f"{ROOT}/.venv/bin/python -m pip install --quiet -e {ROOT}[test]"
-    assert "CPU build" not in stderr
+    assert _installs(commands) == [_lock_install("cuda"), PROJECT]
+    assert "NVIDIA GPU found" in stderr and "CPU build" not in stderr
+
+
+def test_a_python_the_locks_are_not_for_is_refused_with_what_to_set(tmp_path: Path) -> None:
+    other = tmp_path / "python3.12"
+    other.write_text(f'#!/bin/sh\nif [ "$1" = -c ]; then echo 3.12; else exec {sys.executable} "$@"; fi\n')
+    other.chmod(0o755)
+    env = {"PATH": _path_without_nvidia_smi(tmp_path, False), "PYTHON": str(other), "DOCTUNE_SETUP_PLAN": "1"}
+    done = subprocess.run(["/bin/bash", str(ROOT / "scripts" / "setup.sh")], env=env, capture_output=True, text=True)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "Python 3.12; the locks in locks/ are for Python 3.11" in done.stderr and "PYTHON=" in done.stderr
