@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -113,34 +114,40 @@ def run_smoke_search(
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
-def _reachable(url: str) -> bool:
+def _torch_cpu_sources() -> list[str]:
+    """Where ``uv`` finds torch's CPU build: pip's configured find-links (a machine that holds the
+    wheel), else PyTorch's CPU index where it answers within 5 s."""
     import urllib.request
 
+    config = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True).stdout
+    links = [line.split("=", 1)[1].strip("'\"") for line in config.splitlines() if "find-links=" in line]
+    links += os.environ.get("PIP_FIND_LINKS", "").split()
+    if links:
+        return [arg for link in dict.fromkeys(links) for arg in ("--find-links", link)]
     try:
-        urllib.request.urlopen(url, timeout=5)
+        urllib.request.urlopen(f"{TORCH_CPU_INDEX}/torch/", timeout=5)
     except OSError:
-        return False
-    return True
+        return []
+    return ["--extra-index-url", TORCH_CPU_INDEX]
 
 
 @pytest.fixture(scope="session")
 def installed_doctune(tmp_path_factory) -> Path:
     """A fresh virtual environment built from the CPU lock alone (every package checked against its
     hashes, nothing resolved, nothing from this environment) with a wheel of the checkout installed
-    into it, not editable; its bin directory. torch's CPU build comes from PyTorch's CPU index where
-    that answers, else from the configured index or find-links (as scripts/setup.sh does)."""
+    into it, not editable; its bin directory. ``uv`` installs the lock (pip takes minutes over the
+    same files; ``scripts/setup.sh`` uses pip, which every Python has)."""
     where = tmp_path_factory.mktemp("install")
     wheels, env_dir = where / "wheels", where / "venv"
     build = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels)]
     subprocess.run([*build, str(ROOT)], check=True, capture_output=True, timeout=300)
     venv.EnvBuilder(with_pip=True).create(env_dir)
-    pip = [str(env_dir / "bin" / "python"), "-m", "pip", "install", "--quiet"]
-    lock = [*pip, "--require-hashes", "--no-deps", "-r", str(ROOT / "locks" / "cpu.txt")]
-    if _reachable(f"{TORCH_CPU_INDEX}/torch/"):
-        lock += ["--extra-index-url", TORCH_CPU_INDEX]
-    subprocess.run(lock, check=True, capture_output=True, timeout=1800)
+    uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or "uv"
+    install = [uv, "pip", "install", "--quiet", "--python", str(env_dir / "bin" / "python")]
+    lock = [*install, "--require-hashes", "--no-deps", "-r", str(ROOT / "locks" / "cpu.txt"), *_torch_cpu_sources()]
+    subprocess.run(lock, check=True, timeout=1800)
     (wheel,) = wheels.glob("doctune-*.whl")
-    subprocess.run([*pip, "--no-deps", str(wheel)], check=True, timeout=300)
+    subprocess.run([*install, "--no-deps", str(wheel)], check=True, timeout=300)
     return env_dir / "bin"
 
 
