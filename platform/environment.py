@@ -1,8 +1,8 @@
 """What a search ran on, recorded in ``search.json`` and shown on the report, so two runs can be told
 apart later: package versions, the git commit, Python, the OS, the CPU, the GPUs and CUDA.
 
-Read on the driver (the head node); a cluster's workers run the same installation (the cluster
-files install the project the same way on every node).
+Read on the driver (the head node), and, on a Ray cluster of several nodes, on every live node too
+(``nodes``: Python, torch, CUDA and the GPUs per node id), since a node's installation is its own.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from importlib import metadata
 from pathlib import Path
 
 import platform  # the package re-exports the standard library's platform functions
+from core.nodes import live_nodes, on_every_node, this_node
 
 PACKAGES = (
     "doctune",
@@ -32,14 +33,25 @@ PACKAGES = (
 
 def environment(root: Path) -> dict:
     """The environment block of ``search.json``."""
+    driver = this_node()
     return {
         "python": platform.python_version(),
         "os": f"{platform.system()} {platform.release()} ({platform.machine()})",
         "cpu": {"model": _cpu_model(), "count": os.cpu_count()},
-        "gpu": _gpus(),
+        "gpu": driver["gpu"],
+        "nodes": _nodes(driver),
         "git_commit": _git_commit(root),
         "packages": {name: version for name in PACKAGES if (version := _version(name))},
     }
+
+
+def _nodes(driver: dict) -> dict[str, dict]:
+    """Node id → what that node runs (``core.nodes.this_node``). Asked of each live node on a
+    cluster of several; on one node (or without Ray) the driver's own answer stands for it."""
+    nodes = live_nodes()
+    if len(nodes) < 2:
+        return {nodes[0]["NodeID"] if nodes else "driver": driver}
+    return on_every_node(this_node)
 
 
 def _version(package: str) -> str | None:
@@ -75,33 +87,3 @@ def _git_commit(root: Path) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return commit + ("-dirty" if dirty else "")
-
-
-def _gpus() -> dict:
-    """The driver's GPUs (model, memory), CUDA's version, and the NVIDIA driver's where it answers."""
-    import torch
-
-    devices = [torch.cuda.get_device_properties(i) for i in range(torch.cuda.device_count())]
-    driver = None
-    if devices:
-        try:
-            driver = (
-                subprocess.run(
-                    ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                    capture_output=True,
-                    text=True,
-                    timeout=10,
-                    check=True,
-                )
-                .stdout.splitlines()[0]
-                .strip()
-            )
-        except (OSError, subprocess.SubprocessError, IndexError):
-            driver = None
-    return {
-        "count": len(devices),
-        "models": [d.name for d in devices],
-        "memory_gib": [round(d.total_memory / 2**30, 1) for d in devices],
-        "cuda": torch.version.cuda,
-        "driver": driver,
-    }

@@ -31,6 +31,7 @@ from pathlib import Path
 from core.data.atomic import atomic_file, exclusive_lock
 from core.data.sources import check_source, source_dataset, source_identity
 from core.data.wheels import DataUnavailable, cache_dir
+from core.nodes import live_nodes, on_every_node
 
 MAX_DOCUMENT_CHARS = 100_000  # about 20k words; longer documents are truncated (and counted)
 PREPARATION_VERSION = 2  # bump when the sentence splitting or the shard format changes
@@ -128,31 +129,17 @@ def check_every_node_sees(directory: Path) -> None:
     they run, so a cache on one node's own disk would lose the shards written elsewhere and leave
     workers on other nodes without a corpus. One zero-CPU task per node looks for a file written
     here. Nodes an autoscaler adds later are not asked; mount the storage on every node type."""
-    import ray
-
-    if not ray.is_initialized():
-        return
-    nodes = [node for node in ray.nodes() if node["Alive"]]
+    nodes = {node["NodeID"]: node["NodeManagerAddress"] for node in live_nodes()}
     if len(nodes) < 2:
         return
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
     directory.mkdir(parents=True, exist_ok=True)
     probe = directory / f".seen-by-every-node-{uuid.uuid4().hex[:8]}"
     probe.touch()
     try:
-        exists = ray.remote(num_cpus=0)(os.path.exists)
-        answers = ray.get(
-            [
-                exists.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)).remote(
-                    str(probe)
-                )
-                for node in nodes
-            ]
-        )
+        answers = on_every_node(os.path.exists, str(probe))
     finally:
         probe.unlink(missing_ok=True)
-    blind = [node["NodeManagerAddress"] for node, seen in zip(nodes, answers) if not seen]
+    blind = [address for node, address in nodes.items() if not answers.get(node)]
     if blind:
         raise DataUnavailable(
             f"the corpus cache {directory} is not seen from node {', '.join(blind)} of this Ray cluster: set "

@@ -13,7 +13,9 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
+import platform
 from core.data import cache_dir
 from platform.resolution import check_matches_recording, fit_to_cluster, plan_search_resources
 from platform.resources import LARGEST_NODE_GPUS, auto_workers
@@ -143,6 +145,10 @@ def test_the_dry_run_of_the_unedited_default_search_fits_declared_gpu_clusters(
     assert f"train.workers auto → {workers} " in summary["printed"] and f"64 → {64 // workers} pairs" in summary["fit"]
     assert resources["trial_gpu_devices"] == workers and summary["cluster_growth"] is None  # no autoscaler here
     assert (resources["trial_gpus"], resources["evaluator_gpus"]) == (0.75 * workers, 0.25)  # scored on a GPU
+    # what each node runs, asked of each node (its own installation), by node id
+    nodes = summary["environment"]["nodes"]
+    assert len(nodes) == len(nodes_declared) and {n["torch"] for n in nodes.values()} == {torch.__version__}
+    assert all(n["python"] == platform.python_version() and "gpu" in n for n in nodes.values())
     cpus = sum(cpus for cpus, _ in nodes_declared)
     assert 1 <= summary["resolved_spec"]["evaluation"]["cpus_per_evaluator"] <= 4  # every evaluator has a CPU
     assert resources["evaluator_cpus"] + at_once * resources["trial_cpus"] <= cpus
