@@ -77,13 +77,24 @@ class SearchRequest:
 
     @classmethod
     def from_command_line(
-        cls, spec: str, profile: str | None, run_dir: Path | None, resume: bool, storage_uri: str | None = None
+        cls,
+        spec: str,
+        profile: str | None,
+        run_dir: Path | None,
+        resume: bool,
+        storage_uri: str | None = None,
+        resume_if_started: bool = False,
     ) -> SearchRequest:
+        """``resume_if_started``: resume when the run directory (or the storage) holds a search, else
+        start one: the command a scheduler retries as it is (a RayJob's ``backoffLimit``, a requeued
+        Slurm job)."""
         spec_path = find_spec_file(spec)
         raw = read_raw(spec_path)
         name = parse_spec(raw, profile or "local").name  # validates the spec itself and every profile's overrides
         run_dir = run_dir or Path.cwd() / "runs" / name
         storage = RunStorage.open(storage_uri) if storage_uri else None
+        if resume_if_started:
+            resume = (run_dir / SEARCH_RECORD).exists() or (storage is not None and storage.holds_run())
         if storage and resume and not (run_dir / SEARCH_RECORD).exists():
             # the spec is checked against the copy's record before the rest of the run is fetched
             fetch_run(storage, run_dir, lambda found: cls(spec_path, raw, run_dir, profile, found).provisional_spec())

@@ -49,7 +49,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="keep a copy of the run there as it runs (s3://bucket/prefix, gs://..., a path; platform/storage.py); "
         "with --resume and no run dir yet, the run is fetched from it first",
     )
-    parser.add_argument("--resume", action="store_true", help="continue the search in an existing run dir")
+    resuming = parser.add_mutually_exclusive_group()
+    resuming.add_argument("--resume", action="store_true", help="continue the search in an existing run dir")
+    resuming.add_argument(
+        "--resume-if-started",
+        action="store_true",
+        help="continue the search if the run dir (or --storage) holds one, else start it: "
+        "for a job a scheduler retries (cluster/kuberay.yaml, cluster/slurm.sbatch)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="validate, plan and print; start no trial")
     return parser.parse_args(argv)
 
@@ -61,7 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     use_own_service()
     try:
-        request = SearchRequest.from_command_line(args.spec, args.profile, args.run_dir, args.resume, args.storage)
+        request = SearchRequest.from_command_line(
+            args.spec, args.profile, args.run_dir, args.resume, args.storage, args.resume_if_started
+        )
         return _run(request, args.dry_run, clock)
     except (SpecError, UsageError, InfeasibleResources) as err:
         print(f"doctune: error: {err}", file=sys.stderr)

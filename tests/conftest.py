@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -64,6 +65,28 @@ def minilm_dir() -> str:
     from core.encoder import resolve_model
 
     return resolve_model("all-minilm-l6-v2")
+
+
+@pytest.fixture(scope="session")
+def default_corpus() -> Path:
+    """The default search's corpus (docsplit_long at its full profile) in doctune's cache, prepared,
+    if it is not yet, by a Ray of this machine's own CPUs: a dry run on a cluster of declared CPUs
+    would prepare it with a Ray Data worker per CPU that is not there."""
+    from core.data import cache_dir
+    from platform.spec import load_spec
+
+    corpus = load_spec("docsplit_long", "full")[0].corpus
+    prepare = (
+        "import json, sys; from core.data import prepare_corpus; "
+        "print(prepare_corpus(sys.argv[1], json.loads(sys.argv[2])).directory)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", prepare, corpus.source, json.dumps(corpus.max_documents)],
+        cwd=ROOT, capture_output=True, text=True, timeout=900,
+        env=os.environ | {"RAY_ADDRESS": "local", "DOCTUNE_CACHE": str(cache_dir())},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return Path(done.stdout.strip().splitlines()[-1])
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,8 @@
 """``train.workers``, ``evaluation.gpus_per_evaluator`` and ``evaluation.cpus_per_evaluator``
 ``auto`` fitted to the cluster (``platform.resolution.fit_to_cluster``): the unedited docsplit_long
 at its full profile on one GPU (8 or 16 CPUs), one node of 4 or 8, two nodes of 4 and the 64 GPUs
-of docs/scaling.md (a one-GPU workstation of 8 CPUs and two nodes of 4 also as real Ray clusters of
-declared GPUs)."""
+of docs/scaling.md (a one-GPU workstation of 8 CPUs also as a real Ray head of declared GPUs; two
+real nodes of 4 in tests/cluster/test_slurm.py, brought up by the Slurm script)."""
 
 from __future__ import annotations
 
@@ -118,11 +118,11 @@ def _dry_run_on(nodes: LocalNodes, env: dict, tmp_path) -> dict:
     ("nodes_declared", "workers", "at_once"),
     [
         ([(8, 1)], 1, 1),  # a one-GPU workstation of 8 CPUs
-        ([(48, 4), (48, 4)], 4, 2),  # two nodes of 4: a trial on each
-    ],  # one node of 4 or 8 differs only in the numbers: the resources test above has them
+    ],  # one node of 4 or 8 differs only in the numbers: the resources test above has them; two nodes
+    # of 4 are the Slurm script's test
 )
 def test_the_dry_run_of_the_unedited_default_search_fits_declared_gpu_clusters(
-    tmp_path, nodes_declared, workers, at_once
+    tmp_path, default_corpus, nodes_declared, workers, at_once
 ):
     env = {name: value for name, value in os.environ.items() if name != "RAY_ADDRESS"}  # the suite's "local"
     env |= {"RAY_AUTH_MODE": "disabled", "PYTHONPATH": str(ROOT)}  # a throwaway cluster on one machine

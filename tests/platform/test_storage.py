@@ -109,6 +109,30 @@ def test_a_resume_fetches_the_copy_once_the_spec_matches_it(s3, tmp_path):
         SearchRequest.from_command_line("smoke", "smoke", tmp_path / "other", True, s3.uri("runs", "empty"))
 
 
+def test_a_retried_command_starts_the_search_once_and_resumes_it_after(s3, tmp_path):
+    """``--resume-if-started``, the command a RayJob or a requeued Slurm job runs again as it is."""
+    from platform.resolution import SearchRequest
+    from platform.search import parse_args
+
+    args = parse_args(["smoke", "--resume-if-started", "--run-dir", str(tmp_path / "run")])
+    assert args.resume_if_started and not args.resume
+    with pytest.raises(SystemExit):  # one or the other
+        parse_args(["smoke", "--resume", "--resume-if-started"])
+    fresh = SearchRequest.from_command_line("smoke", "smoke", tmp_path / "run", False, resume_if_started=True)
+    assert not fresh.resume
+    started = SearchRequest.from_command_line(
+        "smoke", "smoke", _recorded(_run_dir(tmp_path / "run")), False, resume_if_started=True
+    )
+    assert started.resume and started.recorded["profile"] == "smoke"
+    # on a fresh node, from the copy alone
+    uri = s3.uri("runs", "copy-5")
+    RunMirror(RunStorage.open(uri), tmp_path / "run").sync()
+    elsewhere = SearchRequest.from_command_line(
+        "smoke", "smoke", tmp_path / "node2", False, uri, resume_if_started=True
+    )
+    assert elsewhere.resume and (tmp_path / "node2" / "search.json").exists()
+
+
 def test_the_copy_never_writes_over_what_is_not_this_runs(s3, tmp_path):
     from platform.resolution import SearchRequest
 

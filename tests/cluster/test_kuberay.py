@@ -1,0 +1,114 @@
+"""cluster/kuberay.yaml: its RayJob against a schema of KubeRay's ray.io/v1 fields kept beside this
+test, every pod template strictly as a Kubernetes v1 PodTemplateSpec (the official client's models,
+which refuse unknown fields and wrong types), the entrypoint through doctune's own argument parser,
+and one token, one image and one volume for every pod."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import shlex
+import tomllib
+from pathlib import Path
+
+import jsonschema
+import kubernetes.client
+import pydantic
+import pytest
+import ray
+import yaml
+
+from tests.conftest import ROOT
+
+MANIFEST = ROOT / "cluster" / "kuberay.yaml"
+SCHEMA = json.loads((Path(__file__).parent / "rayjob_v1.schema.json").read_text())
+
+
+def _documents() -> dict[str, dict]:
+    return {doc["kind"]: doc for doc in yaml.safe_load_all(MANIFEST.read_text())}
+
+
+def _pod_templates(rayjob: dict) -> dict[str, dict]:
+    cluster = rayjob["spec"]["rayClusterSpec"]
+    templates = {"submitter": rayjob["spec"]["submitterPodTemplate"], "head": cluster["headGroupSpec"]["template"]}
+    templates.update({f"worker {g['groupName']}": g["template"] for g in cluster["workerGroupSpecs"]})
+    return templates
+
+
+def _check_rayjob(rayjob: dict) -> None:
+    jsonschema.Draft202012Validator(SCHEMA).validate(rayjob)
+    for template in _pod_templates(rayjob).values():
+        kubernetes.client.V1PodTemplateSpec.model_validate(template)
+
+
+def test_the_rayjob_and_its_pod_templates_are_what_kuberay_and_kubernetes_accept():
+    documents = _documents()
+    assert set(documents) == {"RayJob", "PersistentVolumeClaim"}
+    _check_rayjob(documents["RayJob"])
+    claim = documents["PersistentVolumeClaim"]
+    kubernetes.client.V1PersistentVolumeClaim.model_validate(claim)
+    assert "ReadWriteMany" in claim["spec"]["accessModes"]  # every node reads and writes the runs
+
+
+@pytest.mark.parametrize(
+    ("where", "change", "refusal"),
+    [
+        ("rayjob", lambda j: j["spec"].update(backofLimit=3), jsonschema.ValidationError),
+        ("rayjob", lambda j: j["spec"]["rayClusterSpec"]["headGroupSpec"]["rayStartParams"].update({"num-cpus": 0}),
+         jsonschema.ValidationError),
+        ("head", lambda t: t["spec"]["containers"][0].update(volumeMount=[]), pydantic.ValidationError),
+        ("head", lambda t: t["spec"]["containers"][0]["resources"]["limits"].update(cpu=4), pydantic.ValidationError),
+        ("worker gpu", lambda t: t["spec"]["containers"][0].pop("name"), pydantic.ValidationError),
+    ],
+)  # fmt: skip
+def test_the_checks_refuse_a_misspelled_field_or_a_wrong_type(where, change, refusal):
+    rayjob = copy.deepcopy(_documents()["RayJob"])
+    change(rayjob if where == "rayjob" else _pod_templates(rayjob)[where])
+    with pytest.raises(refusal):
+        _check_rayjob(rayjob)
+
+
+def test_the_entrypoint_is_doctunes_command_and_resumes_when_the_job_is_retried():
+    from doctune.cli import COMMANDS
+    from platform.search import parse_args
+
+    rayjob = _documents()["RayJob"]
+    program, command, *argv = shlex.split(rayjob["spec"]["entrypoint"])
+    assert (program, COMMANDS[command][0]) == ("doctune", "platform.search")
+    args = parse_args(argv)
+    assert args.resume_if_started and rayjob["spec"]["backoffLimit"] >= 1
+    # the run directory is on the volume every pod mounts, which outlives the retry's new cluster
+    mounts = {m["mountPath"] for m in _pod_templates(rayjob)["head"]["spec"]["containers"][0]["volumeMounts"]}
+    assert any(args.run_dir.is_relative_to(mount) for mount in mounts)
+
+
+def test_every_pod_runs_doctunes_image_with_the_clusters_token_and_sees_the_runs():
+    rayjob, claim = _documents()["RayJob"], _documents()["PersistentVolumeClaim"]
+    cluster_image = yaml.safe_load((ROOT / "cluster.yaml").read_text())["docker"]["image"]
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert cluster_image.endswith(f"/doctune:{version}")
+    assert rayjob["spec"]["rayClusterSpec"]["rayVersion"] == ray.__version__
+    secret = re.search(r"kubectl create secret generic (\S+) \\\s*#\s*--from-literal=(\w+)=", MANIFEST.read_text())
+    readme = (ROOT / "README.md").read_text()
+    assert secret and f"kubectl create secret generic {secret[1]}" in readme
+    for name, template in _pod_templates(rayjob).items():
+        (container,) = template["spec"]["containers"]
+        assert container["image"] == cluster_image, name
+        env = {e["name"]: e for e in container["env"]}
+        assert env["RAY_AUTH_MODE"]["value"] == "token", name
+        assert env["RAY_AUTH_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": secret[1], "key": secret[2]}, name
+        if name == "submitter":
+            continue
+        claims = {v["name"]: v["persistentVolumeClaim"]["claimName"] for v in template["spec"]["volumes"]
+                  if "persistentVolumeClaim" in v}  # fmt: skip
+        ours = claim["metadata"]["name"]
+        mounted = {m["mountPath"] for m in container["volumeMounts"] if claims.get(m["name"]) == ours}
+        assert any(Path(env["DOCTUNE_CACHE"]["value"]).is_relative_to(path) for path in mounted), name
+    head = rayjob["spec"]["rayClusterSpec"]["headGroupSpec"]
+    assert head["rayStartParams"]["num-cpus"] == "0"  # trials and evaluators run on the GPU workers
+    for group in rayjob["spec"]["rayClusterSpec"]["workerGroupSpecs"]:
+        (container,) = group["template"]["spec"]["containers"]
+        assert int(container["resources"]["limits"]["nvidia.com/gpu"]) >= 1
+    # KubeRay's health probes run wget in each pod
+    assert re.search(r"apt-get install [^\n]*\bwget\b", (ROOT / "Dockerfile").read_text())

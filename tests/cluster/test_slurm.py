@@ -1,0 +1,163 @@
+"""cluster/slurm.sbatch run as Slurm would run it, on two stand-in hosts of this machine.
+
+Stand-ins for ``scontrol`` (the job's node list, two hosts) and ``srun`` (a command run "on" a host)
+come first on PATH. The batch script runs on the first host, in a mount namespace of its own with a
+fresh Ray temp directory (``/tmp/ray``, a tmpfs); ``srun`` on that host runs its command there, and
+on the second host in a nested namespace with a tmpfs of its own over ``/tmp/ray``: two real
+``ray start`` nodes that share no Ray files, as two machines would not. The hosts share this
+machine's network, so the stand-in gives each ``ray start`` ports of its own and the second host
+the address 127.0.0.2. The test watches the two raylets while the search's dry run plans on them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import torch
+
+import platform
+from core.data import cache_dir
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.ray
+
+SCRIPT = ROOT / "cluster" / "slurm.sbatch"
+HOSTS = {"gpu-a1": "127.0.0.1", "gpu-a2": "127.0.0.2"}
+NODE_CPUS, NODE_GPUS = 48, 4  # declared by the job (--cpus-per-task, --gpus-per-node), not present
+
+SCONTROL = """#!/bin/sh
+# stand-in: `scontrol show hostnames LIST` prints the job's hosts, one a line
+[ "$1 $2" = "show hostnames" ] || { echo "stand-in scontrol: unexpected $*" >&2; exit 1; }
+printf '%s\\n' {hosts}
+"""
+
+SRUN = """#!{python}
+# stand-in: `srun --nodes=1 --ntasks=1 -w HOST COMMAND...` runs COMMAND on HOST (see the test's docstring)
+import os, socket, sys
+
+HOSTS, BATCH_HOST = {hosts!r}, {batch_host!r}
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+args = sys.argv[1:]
+host = None
+while args[0].startswith("-"):
+    option = args.pop(0)
+    if option == "-w":
+        host = args.pop(0)
+    elif option.startswith("--nodelist="):
+        host = option.split("=", 1)[1]
+assert host in HOSTS, f"stand-in srun: unknown host {{host}}"
+if args[:2] == ["hostname", "--ip-address"]:
+    print(HOSTS[host])
+    sys.exit(0)
+if args[:2] == ["ray", "start"]:  # one network for both hosts: ports of their own
+    args += [f"--dashboard-agent-listen-port={{free_port()}}", f"--metrics-export-port={{free_port()}}"]
+    if "--head" in args:
+        args += [f"--ray-client-server-port={{free_port()}}", f"--dashboard-port={{free_port()}}"]
+    else:
+        args += [f"--node-ip-address={{HOSTS[host]}}"]
+if host != BATCH_HOST:
+    args = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+            'mount -t tmpfs tmpfs /tmp/ray && exec "$@"', "sh", *args]
+os.execvp(args[0], args)
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _stand_ins(directory: Path) -> Path:
+    directory.mkdir()
+    (directory / "scontrol").write_text(SCONTROL.replace("{hosts}", " ".join(HOSTS)))
+    (directory / "srun").write_text(SRUN.format(python=sys.executable, hosts=HOSTS, batch_host=next(iter(HOSTS))))
+    for tool in ("scontrol", "srun"):
+        (directory / tool).chmod(stat.S_IRWXU)
+    return directory
+
+
+def _processes_of(port: int) -> list[psutil.Process]:
+    """This cluster's Ray processes: each names its GCS (``ray start``, the raylet and the workers by
+    the GCS's address, the GCS itself by its port)."""
+    names_the_gcs = re.compile(rf"(--address|--gcs[-_]address)=[\d.]+:{port}\b|--gcs_server_port={port}\b")
+    return [p for p in psutil.process_iter(["cmdline"]) if names_the_gcs.search(" ".join(p.info["cmdline"] or []))]
+
+
+def _raylets(port: int) -> dict[int, tuple[int, str | None]]:
+    """Each live raylet of this cluster: its mount namespace and the RAY_AUTH_MODE it runs with."""
+    raylets = {}
+    for process in _processes_of(port):
+        try:
+            if process.name() != "raylet":
+                continue
+            namespace = os.stat(f"/proc/{process.pid}/ns/mnt").st_ino
+            raylets[process.pid] = (namespace, process.environ().get("RAY_AUTH_MODE"))
+        except (psutil.NoSuchProcess, FileNotFoundError):
+            continue
+    return raylets
+
+
+def test_the_batch_script_brings_up_a_ray_node_per_host_and_plans_the_search_on_them(tmp_path, default_corpus):
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        pytest.fail("the Slurm test runs each stand-in host in a mount namespace: it needs unshare, as root")
+    port = _free_port()
+    Path("/tmp/ray").mkdir(exist_ok=True)  # the mount point of each host's own Ray temp directory
+    env = {name: value for name, value in os.environ.items() if not name.startswith(("RAY_", "SLURM_"))}
+    env |= {
+        "PATH": f"{_stand_ins(tmp_path / 'bin')}:{os.environ['PATH']}",
+        "HOME": str(tmp_path / "home"),  # the token is made there, on "the shared file system"
+        "DOCTUNE_CACHE": str(cache_dir()),  # holds default_corpus
+        "DOCTUNE_RAY_PORT": str(port),
+        "SLURM_JOB_NODELIST": "gpu-a[1-2]",
+        "SLURM_SUBMIT_DIR": str(ROOT),
+        "SLURM_CPUS_PER_TASK": str(NODE_CPUS),
+        "SLURM_GPUS_PER_NODE": f"a100:{NODE_GPUS}",
+    }
+    run_dir = tmp_path / "runs" / "docsplit_long"
+    batch = subprocess.Popen(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+         'mount -t tmpfs tmpfs /tmp/ray && exec bash "$@"', "sh",
+         str(SCRIPT), "docsplit_long", "--dry-run", "--run-dir", str(run_dir)],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    seen: dict[int, tuple[int, str | None]] = {}
+    while batch.poll() is None:  # the raylets, looked at while the dry run plans on them
+        seen |= _raylets(port)
+        time.sleep(0.5)
+    out, err = batch.communicate()
+    assert batch.returncode == 0, err[-4000:]
+    summary = json.loads(out[out.rindex("\n{\n") + 1 :])
+    assert summary["resources"]["cluster_gpus"] == 2 * NODE_GPUS
+    # a trial of 4 workers on each node, its GPUs declared; what each node runs, asked of each node
+    assert (summary["trial_plan"]["workers_per_trial"], summary["trial_plan"]["max_concurrent"]) == (4, 2)
+    nodes = summary["environment"]["nodes"]
+    assert len(nodes) == 2 and {n["torch"] for n in nodes.values()} == {torch.__version__}
+    assert all(n["python"] == platform.python_version() and "gpu" in n for n in nodes.values())
+    assert not run_dir.exists()  # a dry run writes nothing
+    # two raylets, each in a mount namespace of its own (and neither in the test's), both in token mode
+    assert len(seen) == 2, seen
+    namespaces = {namespace for namespace, _ in seen.values()}
+    assert len(namespaces) == 2 and os.stat("/proc/self/ns/mnt").st_ino not in namespaces
+    assert {mode for _, mode in seen.values()} == {"token"}
+    assert (tmp_path / "home" / ".ray" / "auth_token").stat().st_mode & 0o077 == 0  # the token is yours alone
+    deadline = time.monotonic() + 60  # nothing of the job's Ray is left
+    while (left := _processes_of(port)) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert not left, [" ".join(p.cmdline())[:150] for p in left if p.is_running()]
