@@ -351,6 +351,96 @@ def test_tensorboard_shows_every_trial(smoke_run):
         assert "_hparams_/session_start_info" in events.PluginTagToContent("hparams")
 
 
+def test_no_per_round_record_holds_a_test_score(smoke_run):
+    """The locked test part is read for the winner once the search has chosen it, and reported
+    once: Tune's per-trial records, the rounds' own records beside each checkpoint and the
+    leaderboard's trial rows hold validation keys only. Checked by key sets: every key the
+    winner's test scores take when flattened as a round's metrics are, and ``test_objective``."""
+    import csv
+
+    from evaluators.scores import flatten
+
+    run_dir, _ = smoke_run
+    rows = json.loads((run_dir / "leaderboard.json").read_text())["rows"]
+    best = max(trial_rows(rows), key=lambda r: r["objective"])
+    test_keys = set(flatten({task: {"test": parts["test"]} for task, parts in best["scores"].items()}))
+    assert test_keys and all(key.startswith("test/") for key in test_keys)
+    forbidden = test_keys | {"test_objective"}
+    records = {}
+    for trial_dir in sorted(run_dir.glob("tune/smoke/*/")):
+        lines = (trial_dir / "result.json").read_text().splitlines()
+        records[f"{trial_dir.name}/result.json"] = set().union(*(json.loads(line) for line in lines if line.strip()))
+        with (trial_dir / "progress.csv").open() as handle:
+            records[f"{trial_dir.name}/progress.csv"] = set(next(csv.reader(handle)))
+    for report in run_dir.glob("trials/*/checkpoints/step_*/report.json"):
+        records[str(report.relative_to(run_dir))] = set(json.loads(report.read_text()))
+    assert len(records) >= 2 * 2 + 2 and all("objective" in keys for keys in records.values())
+    for where, keys in records.items():
+        assert not keys & forbidden, (where, sorted(keys & forbidden))
+        assert not any(key.startswith("test/") for key in keys), where
+    # the winner's test scores are on the board, once
+    assert best["test_objective"] is not None and all("test" in parts for parts in best["scores"].values())
+
+
+GOLDEN = Path(__file__).parent / "golden" / "smoke_search.json"
+
+
+def _validation(scores: dict) -> dict:
+    return {task: parts["val"] for task, parts in scores.items() if "val" in parts}
+
+
+def golden_record(run_dir: Path) -> dict:
+    """What the smoke spec's search decides and measures, for ``GOLDEN``: its trials in Tune's
+    order (each one's hyperparameters, chosen step and objective, and every round's validation
+    scores), and the baseline's and the references' validation scores."""
+    rows = {row["trial"]: row for row in json.loads((run_dir / "leaderboard.json").read_text())["rows"]}
+    # Tune's trial directories: run_trial_<trial id>_<Tune's index>_<parameters>_<time>
+    in_order = sorted(run_dir.glob("tune/smoke/run_trial_*"), key=lambda p: int(p.name.split("_")[3]))
+    trials = []
+    for trial in (directory.name.split("_")[2] for directory in in_order):
+        checkpoints = sorted((run_dir / "trials" / trial / "checkpoints").glob("step_*/scores.json"))
+        trials.append(
+            {
+                "hyperparameters": rows[trial]["hyperparameters"],
+                "step": rows[trial]["step"],
+                "objective": rows[trial]["objective"],
+                "rounds": {p.parent.name: _validation(json.loads(p.read_text())) for p in checkpoints},
+            }
+        )
+    references = {
+        name: _validation(row["scores"])
+        for name, row in rows.items()
+        if name == "baseline" or name.startswith("reference-")
+    }
+    return {"trials": trials, "baseline_and_references": references}
+
+
+def _departures(golden, found, where: str = "") -> list[str]:
+    """Where ``found`` leaves ``golden``: a value other than recorded (floats to 1e-6) or missing;
+    what the record lacks (a metric added since) is not a departure."""
+    if isinstance(golden, dict):
+        if not isinstance(found, dict):
+            return [f"{where}: {found!r} for a mapping"]
+        return [d for k, v in golden.items() for d in _departures(v, found.get(k, "<missing>"), f"{where}/{k}")]
+    if isinstance(golden, list):
+        if not isinstance(found, list) or len(found) != len(golden):
+            return [f"{where}: {len(golden)} entries recorded, found {found!r:.80}"]
+        return [d for i, (g, f) in enumerate(zip(golden, found)) for d in _departures(g, f, f"{where}[{i}]")]
+    if isinstance(golden, float) and isinstance(found, (int, float)) and not isinstance(found, bool):
+        return [] if abs(golden - found) <= 1e-6 else [f"{where}: {found!r}, recorded {golden!r}"]
+    return [] if golden == found else [f"{where}: {found!r}, recorded {golden!r}"]
+
+
+def test_the_search_decides_and_measures_as_its_golden_record(smoke_run):
+    """Trial parameters and every validation score as recorded once (``GOLDEN``): code that only
+    moves must leave them where they were."""
+    run_dir, _ = smoke_run
+    golden = json.loads(GOLDEN.read_text())
+    golden.pop("about")
+    departures = _departures(golden, golden_record(run_dir))
+    assert not departures, "\n".join(departures[:20])
+
+
 def test_every_report_file_is_written(smoke_run):
     run_dir, stdout = smoke_run
     for name in ("leaderboard.csv", "leaderboard.json", "report.html", "optuna.journal", "search.json"):
