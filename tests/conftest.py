@@ -18,6 +18,9 @@ os.environ["RAY_ADDRESS"] = "local"
 # A Ray started while the other lane of scripts/test.sh keeps both CPUs busy can take over Ray's
 # default 30 s to publish its GCS port; 120 s is what Ray itself allows a GCS on RocksDB.
 os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "120")
+# Likewise a node's dashboard agent: a raylet whose agent has not registered within Ray's default
+# 15 s fails its start-up check (WaitForDashboardAgentPorts) and the node never comes up.
+os.environ.setdefault("RAY_agent_register_timeout_ms", "120000")
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_IR = ROOT.parent / "shared" / "data" / "ir"
