@@ -96,6 +96,8 @@ def recorded_address_if_alive(temp_dir: str | None = None) -> str | None:
         return "local"
 
 
+# a Ray this process starts: its GCS may take this long to listen, its dashboard agent to register
+LOCAL_RAY_START_LIMITS = {"RAY_gcs_server_port_wait_time_s": "120", "RAY_agent_register_timeout_ms": "120000"}
 WORKERS_START_TIMEOUT_S = "1800"  # for a resumed search, and on a cluster an autoscaler grows
 
 
@@ -131,6 +133,9 @@ def ray_init(address: str | None, trials_may_wait: bool = False, log_to_driver: 
         runtime_env["working_dir"] = str(ROOT)
         runtime_env["excludes"] = [".venv", "runs", ".git", "bench/out"]
     own = starts_its_own_ray(address)  # asked once a stale address record is cleared
+    if own:  # on a busy machine Ray's own start-up limits (30 s, 15 s) fail the node before it is up
+        for name, value in LOCAL_RAY_START_LIMITS.items():
+            os.environ.setdefault(name, value)
     if trials_may_wait or not own:
         # Tune restarts every unfinished trial of a restored experiment (and PBT every trial it paused)
         # at once, past the concurrency limit, and on a cluster an autoscaler grows the plan counts

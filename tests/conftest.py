@@ -10,17 +10,19 @@ from pathlib import Path
 
 import pytest
 
+from platform.common import LOCAL_RAY_START_LIMITS
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # no test may reach a model hub
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # Every Ray a test starts is its own: never a cluster this node runs or once ran (`ray start`
 # records its address, and a record left by a killed Ray would make ray.init() wait forever).
 os.environ["RAY_ADDRESS"] = "local"
 # A Ray started while the other lane of scripts/test.sh keeps both CPUs busy can take over Ray's
-# default 30 s to publish its GCS port; 120 s is what Ray itself allows a GCS on RocksDB.
-os.environ.setdefault("RAY_gcs_server_port_wait_time_s", "120")
-# Likewise a node's dashboard agent: a raylet whose agent has not registered within Ray's default
-# 15 s fails its start-up check (WaitForDashboardAgentPorts) and the node never comes up.
-os.environ.setdefault("RAY_agent_register_timeout_ms", "120000")
+# default 30 s to publish its GCS port (120 s is what Ray itself allows a GCS on RocksDB), and its
+# dashboard agent over the 15 s a raylet waits for it (the node then never comes up): the limits a
+# search gives the Ray it starts, for every Ray a test starts (``ray start`` nodes included).
+for name, value in LOCAL_RAY_START_LIMITS.items():
+    os.environ.setdefault(name, value)
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_IR = ROOT.parent / "shared" / "data" / "ir"
