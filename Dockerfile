@@ -7,16 +7,15 @@ FROM nvidia/cuda:13.0.1-base-ubuntu24.04
 ARG DEBIAN_FRONTEND=noninteractive
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 
-# Python 3.11 (the locks' version; Ubuntu 24.04 ships 3.12) from the deadsnakes archive, what
-# the cluster launcher runs in a node's container (rsync, ssh) and what KubeRay's health probes
-# run in a pod (wget). Ubuntu's package versions move
+# Python 3.11 (the locks' version; Ubuntu 24.04 ships 3.12) from the deadsnakes archive, and what
+# the cluster launcher runs in a node's container (rsync, ssh). Ubuntu's package versions move
 # within a release, so they are not pinned here: every Python package is, with its hashes.
 # hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends ca-certificates gpg-agent software-properties-common \
     && add-apt-repository -y ppa:deadsnakes/ppa \
     && apt-get update \
-    && apt-get install -y --no-install-recommends python3.11 python3.11-venv rsync openssh-client wget \
+    && apt-get install -y --no-install-recommends python3.11 python3.11-venv rsync openssh-client \
     && rm -rf /var/lib/apt/lists/*
 
 ENV VIRTUAL_ENV=/opt/doctune/.venv

@@ -62,8 +62,8 @@ while args[0].startswith("-"):
     elif option.startswith("--nodelist="):
         host = option.split("=", 1)[1]
 assert host in HOSTS, f"stand-in srun: unknown host {{host}}"
-if args[:2] == ["hostname", "--ip-address"]:
-    print(HOSTS[host])
+if args[:2] == ["hostname", "--all-ip-addresses"]:
+    print(HOSTS[host], "fd00::1")
     sys.exit(0)
 if args[:2] == ["ray", "start"]:  # one network for both hosts: ports of their own
     args += [f"--dashboard-agent-listen-port={{free_port()}}", f"--metrics-export-port={{free_port()}}"]
