@@ -13,11 +13,11 @@ checkpoint it scores.
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
 import numpy as np
 
+from core.data.atomic import atomic_file
 from core.encoder import weights_digest
 
 MEMORY_TABLES = 8  # tables (one per model and task policy) kept in memory; the rest are read back from disk
@@ -75,10 +75,10 @@ class EmbeddingCache:
         table = self._tables.get(key)
         if not table:
             return
-        self.directory.mkdir(parents=True, exist_ok=True)
-        partial = self._file(key).with_suffix(".partial.npz")
-        np.savez(partial, keys=np.array(list(table)), vectors=np.stack(list(table.values())))
-        os.replace(partial, self._file(key))
+        # a temporary file of its own: evaluators of two searches (or lanes of the suite) sharing the
+        # cache may save the same entry at once
+        with atomic_file(self._file(key)) as handle:
+            np.savez(handle, keys=np.array(list(table)), vectors=np.stack(list(table.values())))
         while len(self._tables) > MEMORY_TABLES:  # saved: the least recently used can go
             oldest = next(iter(self._tables))
             if oldest != key and not self._file(oldest).exists():

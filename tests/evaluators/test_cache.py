@@ -29,6 +29,27 @@ def test_nothing_is_embedded_twice_across_calls_and_processes(tmp_path):
     assert calls[-1] == ["aa"]
 
 
+def test_caches_saving_the_same_entry_at_once_leave_a_whole_file(tmp_path):
+    """Evaluators of two searches (or of the suite's two lanes) share the cache of the base model's
+    embeddings and may save one entry at the same moment: each writes a file of its own and the last
+    rename wins, so the entry is always one whole save."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = [f"document {i} " * 50 for i in range(400)]  # a save big enough to overlap another
+
+    def save_once(_: int) -> None:
+        cache = EmbeddingCache(tmp_path)
+        cache.embed("model-a", texts, _counting_embedder([]))
+        cache.save("model-a")
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(save_once, range(32)))  # raises what any save raised
+    reopened = EmbeddingCache(tmp_path)
+    reopened.embed("model-a", texts, _counting_embedder([]))
+    assert reopened.hits == len(texts) and reopened.misses == 0
+    assert [p.name for p in tmp_path.iterdir()] == ["model-a.npz"]  # no temporary file left
+
+
 def test_weights_digest_follows_the_weights_not_the_path(tmp_path):
     for name in ("one", "two"):
         (tmp_path / name).mkdir()
