@@ -116,6 +116,10 @@ def sshd(tmp_path_factory):
     bashrc_before = bashrc.read_bytes() if bashrc.exists() else None
     bootstrap = [HOME / "ray_bootstrap_config.yaml", HOME / "ray_bootstrap_key.pem"]
     bootstrap_before = {path: path.exists() for path in bootstrap}
+    token = HOME / ".ray" / "auth_token"  # the cluster's token: file_mounts copies it to every node
+    token_before = token.exists()
+    if not token_before:
+        subprocess.run([str(RAY), "get-auth-token", "--generate"], check=True, capture_output=True, timeout=120)
     # The cluster's venv is this one: ~/doctune/.venv links to it, so setup.sh finds it current.
     # A copy a killed run left (CI stopped mid-test) is replaced.
     shutil.rmtree(HOME / "doctune", ignore_errors=True)
@@ -136,6 +140,8 @@ def sshd(tmp_path_factory):
             with contextlib.suppress(psutil.NoSuchProcess):
                 session.kill()
         shutil.rmtree(HOME / "doctune")
+        if not token_before:
+            token.unlink(missing_ok=True)
         if bashrc_before is None:
             bashrc.unlink(missing_ok=True)
         else:
@@ -182,7 +188,7 @@ def test_ray_up_runs_a_smoke_search_job_and_ray_down_leaves_nothing(sshd, tmp_pa
     config = yaml.safe_load((ROOT / "cluster_onprem.yaml").read_text())
     config["provider"] |= {"head_ip": "127.0.0.1", "worker_ips": []}
     config["auth"] = {"ssh_user": "root", "ssh_private_key": str(sshd)}
-    config["file_mounts"] = {"~/doctune": str(ROOT)}
+    config["file_mounts"]["~/doctune"] = str(ROOT)  # the token's mount stays: it is this host's own file
     # the cluster's shared cache is this suite's (warm) one; the job must find it through ~/.bashrc
     shared_cache = str(cache_dir())
     config["setup_commands"] = [c.replace("/srv/doctune/cache", shared_cache) for c in config["setup_commands"]]
@@ -198,8 +204,8 @@ def test_ray_up_runs_a_smoke_search_job_and_ray_down_leaves_nothing(sshd, tmp_pa
         # one trial on few items: what is tested is the cluster's life cycle and the job, not the search
         spec = spec_variant("smoke", tmp_path, **{"search.samples": 1, "evaluation.limits": FEW_ITEMS})
         search = ["python", "-m", "platform.search", spec, "--profile", "smoke"]
-        # The head turned token auth on (Ray 2.60's default) and keeps its token in ~/.ray/auth_token,
-        # which a client on the same user and host reads once told to use token auth.
+        # Every node started Ray in token mode with ~/.ray/auth_token, which a client of the same
+        # user and host reads once told to use token auth.
         submit = subprocess.run(
             [str(RAY), "job", "submit", *submit_to, "--", *search, "--run-dir", str(run_dir)],
             env={**_outside_env(), "RAY_AUTH_MODE": "token"},
