@@ -353,8 +353,8 @@ def test_tensorboard_shows_every_trial(smoke_run):
 
 def test_no_per_round_record_holds_a_test_score(smoke_run):
     """The locked test part is read for the winner once the search has chosen it, and reported
-    once: Tune's per-trial records, the rounds' own records beside each checkpoint and the
-    leaderboard's trial rows hold validation keys only. Checked by key sets: every key the
+    once: Tune's per-trial records and the rounds' own records beside each checkpoint hold
+    validation keys only (the leaderboard's rows: the test above). Checked by key sets: every key the
     winner's test scores take when flattened as a round's metrics are, and ``test_objective``."""
     import csv
 

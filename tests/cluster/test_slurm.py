@@ -15,7 +15,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import stat
 import subprocess
 import sys
@@ -28,7 +27,7 @@ import torch
 
 import platform
 from core.data import cache_dir
-from tests.conftest import ROOT
+from tests.conftest import ROOT, closed_port
 
 pytestmark = pytest.mark.ray
 
@@ -78,12 +77,6 @@ os.execvp(args[0], args)
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def _stand_ins(directory: Path) -> Path:
     directory.mkdir()
     (directory / "scontrol").write_text(SCONTROL.replace("{hosts}", " ".join(HOSTS)))
@@ -117,7 +110,7 @@ def _raylets(port: int) -> dict[int, tuple[int, str | None]]:
 def test_the_batch_script_brings_up_a_ray_node_per_host_and_plans_the_search_on_them(tmp_path, default_corpus):
     if shutil.which("unshare") is None or os.geteuid() != 0:
         pytest.fail("the Slurm test runs each stand-in host in a mount namespace: it needs unshare, as root")
-    port = _free_port()
+    port = closed_port()  # free: nothing listens on it
     Path("/tmp/ray").mkdir(exist_ok=True)  # the mount point of each host's own Ray temp directory
     env = {name: value for name, value in os.environ.items() if not name.startswith(("RAY_", "SLURM_"))}
     env |= {
