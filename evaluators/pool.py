@@ -4,14 +4,23 @@ The driver starts ``EvalPlan.actor_names`` as named Ray actors (``EvaluatorPool`
 task data once. The driver hands every trial a ``CheckpointScorer``; the trial's rank 0 calls it
 on each saved checkpoint and reports what it returns, so the scores reach Optuna and ASHA.
 Actors are restarted if they die and the call is retried on another actor.
+
+A model to score travels to the actor as its files (``core.model_files``), through Ray's object
+store: an actor reads no directory of another node, so it may run where the checkpoint was not
+written. Reference encoders, installed with the package on every node, go by path.
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.model_files import ModelFiles
 from evaluators.plan import EvalPlan
 from evaluators.references import AS_TASKS_SAY, Reading, Reference
 from evaluators.scores import Scores, flatten, main_scores
@@ -47,6 +56,7 @@ class Evaluator:
         for task in self.tasks.values():
             task.load()
         self._over_length: dict[tuple[str, int], float] = {}  # (task, length) -> share of its texts over it
+        self._models = Path(tempfile.mkdtemp(prefix="doctune-scored-"))  # models sent as files, while scored
 
     def ready(self) -> dict[str, int]:
         return {"tasks": len(self.tasks)}
@@ -62,33 +72,58 @@ class Evaluator:
 
     def score(
         self,
-        model_dir: str,
+        model: str | ModelFiles,
         pooling: str,
         task_names: list[str] | None = None,
         reading: Reading = AS_TASKS_SAY,
         parts: tuple[str, ...] | None = None,
     ) -> dict[str, dict]:
-        """Each task's scores for the encoder in ``model_dir`` on ``parts`` (default the plan's:
-        validation and test), as ``evaluators.scores`` keeps them. A task's scores also say how its
-        parts are made (``split``) and which share of its texts exceeded its length (``truncated`` or
-        ``chunked``, per the task's ``long_inputs`` unless ``reading`` says otherwise)."""
+        """Each task's scores for the encoder ``model`` (its directory, or its files) on ``parts``
+        (default the plan's: validation and test), as ``evaluators.scores`` keeps them. A task's scores
+        also say how its parts are made (``split``) and which share of its texts exceeded its length
+        (``truncated`` or ``chunked``, per the task's ``long_inputs`` unless ``reading`` says otherwise)."""
         scores = {}
-        for name, embed in self._embedders(model_dir, pooling, task_names, reading):
-            task = self.tasks[name]
-            scores[name] = {**task.evaluate(embed, parts or self.plan.parts), "split": task.metadata.split}
-            self._finish(name, model_dir, embed, scores[name])
+        with self._local(model) as (model_dir, cache):
+            for name, embed in self._embedders(model_dir, cache, pooling, task_names, reading):
+                task = self.tasks[name]
+                scores[name] = {**task.evaluate(embed, parts or self.plan.parts), "split": task.metadata.split}
+                self._finish(name, model_dir, embed, scores[name])
         return scores
 
     def outcomes(
-        self, model_dir: str, pooling: str, task_names: list[str], split: str = "test", reading: Reading = AS_TASKS_SAY
+        self,
+        model: str | ModelFiles,
+        pooling: str,
+        task_names: list[str],
+        split: str = "test",
+        reading: Reading = AS_TASKS_SAY,
     ) -> dict:
         """Each task's item-level ``Outcomes`` on one part, for comparing encoders item by item
         (``evaluators.noise``)."""
         outcomes = {}
-        for name, embed in self._embedders(model_dir, pooling, task_names, reading):
-            outcomes[name] = self.tasks[name].outcomes(embed, split)
-            self._finish(name, model_dir, embed, {})
+        with self._local(model) as (model_dir, cache):
+            for name, embed in self._embedders(model_dir, cache, pooling, task_names, reading):
+                outcomes[name] = self.tasks[name].outcomes(embed, split)
+                self._finish(name, model_dir, embed, {})
         return outcomes
+
+    @contextmanager
+    def _local(self, model: str | ModelFiles) -> Iterator[tuple[str, object]]:
+        """``model``'s directory on this node (files sent are written here while the block runs)
+        and the embedding cache it belongs to: the run's for the run's checkpoints, the shared one
+        for a model outside the run (the base, the same for every search from it)."""
+        origin = model.name if isinstance(model, ModelFiles) else model
+        cache = self.cache if self.run_dir in Path(origin).resolve().parents else self.shared_cache
+        if not isinstance(model, ModelFiles):
+            if not Path(model).is_dir():
+                raise CheckpointMissing(f"checkpoint {model} no longer exists; it cannot be scored")
+            yield model, cache
+            return
+        directory = model.materialize(self._models)
+        try:
+            yield str(directory), cache
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
 
     def reference_scores(self, reference: Reference, pooling: str, task_names: list[str]) -> dict[str, dict]:
         """A reference row's scores (``evaluators.references``): BM25 on the retrieval tasks among
@@ -128,16 +163,13 @@ class Evaluator:
         length = self.plan.scoring_length(self.tasks[task_name].metadata.long_documents)
         return embedding_length(model_dir, min(length, reading.max_length or length))
 
-    def _embedders(self, model_dir: str, pooling: str, task_names: list[str] | None, reading: Reading):
-        """``(task name, embedder)`` for each task: embeddings come from the cache, the encoder is
+    def _embedders(self, model_dir: str, cache, pooling: str, task_names: list[str] | None, reading: Reading):
+        """``(task name, embedder)`` for each task: embeddings come from ``cache``, the encoder is
         loaded on the first miss only."""
         from core.encoder import embed_texts, load_encoder
         from evaluators.cache import embedding_digest
 
-        if not Path(model_dir).is_dir():
-            raise CheckpointMissing(f"checkpoint {model_dir} no longer exists; it cannot be scored")
         digest = embedding_digest(model_dir)
-        cache = self.cache if self.run_dir in Path(model_dir).resolve().parents else self.shared_cache
         loaded: list = []  # (model, tokenizer), loaded on the first cache miss only
 
         def embed_missing(texts: list[str], long_inputs: str, max_length: int):
@@ -228,10 +260,19 @@ class EvaluatorPool:
         self.actors = []
 
 
+def model_files(model_dir: str) -> ModelFiles:
+    """The encoder in ``model_dir`` as files to send to an actor (``CheckpointMissing`` if it is gone)."""
+    try:
+        return ModelFiles.read(model_dir)
+    except FileNotFoundError:
+        raise CheckpointMissing(f"checkpoint {model_dir} no longer exists; it cannot be scored") from None
+
+
 def score_checkpoint(plan: EvalPlan, model_dir: str, pooling: str, task_names: list[str] | None = None) -> dict:
     """Score ``model_dir`` on ``plan.parts`` on one of the pool's actors (chosen by the path),
     retrying on another actor if that one dies mid-call."""
-    return _call_pool(plan, model_dir, "score", model_dir, pooling, task_names, AS_TASKS_SAY, plan.parts)
+    files = model_files(model_dir)
+    return _call_pool(plan, model_dir, "score", files, pooling, task_names, AS_TASKS_SAY, plan.parts)
 
 
 def score_reference(plan: EvalPlan, reference: Reference, pooling: str, task_names: list[str]) -> dict:
@@ -267,7 +308,7 @@ class CheckpointScorer:
 
 def checkpoint_outcomes(plan: EvalPlan, model_dir: str, pooling: str, task_names: list[str], split: str = "test"):
     """Each task's item-level ``Outcomes`` for ``model_dir`` on one part, from the pool."""
-    return _call_pool(plan, model_dir, "outcomes", model_dir, pooling, task_names, split)
+    return _call_pool(plan, model_dir, "outcomes", model_files(model_dir), pooling, task_names, split)
 
 
 def _call_pool(plan: EvalPlan, what: str, method: str, *args):

@@ -123,3 +123,26 @@ def test_a_base_outside_the_run_is_embedded_once_for_every_run_and_a_checkpoint_
     checkpoint = shutil.copytree(minilm_dir, tmp_path / "run-2" / "trials" / "t" / "step_000002")
     second.score(str(checkpoint), "mean")
     assert len(list((tmp_path / "run-2" / "embeddings").glob("*.npz"))) == 1  # the run's own
+
+
+def test_a_checkpoint_sent_as_files_scores_as_its_directory_with_the_runs_cache_and_leaves_nothing(
+    minilm_dir, tmp_path
+):
+    """A trial on another node sends its checkpoint's files (``core.model_files``): the evaluator
+    never reads the checkpoint's directory, scores what its directory would score, keeps the
+    embeddings in the run's cache (the checkpoint is the run's) and removes its copy afterwards."""
+    import shutil
+
+    from core.model_files import ModelFiles
+    from evaluators.pool import Evaluator
+
+    run = tmp_path / "run"
+    checkpoint = shutil.copytree(minilm_dir, run / "trials" / "t" / "checkpoints" / "step_000002")
+    files = ModelFiles.read(checkpoint)
+    shutil.rmtree(run)  # what the evaluator's node sees of the trial's node
+    evaluator = Evaluator(_news_titles_plan(shared_embeddings=str(tmp_path / "shared")), str(run))
+    sent = evaluator.score(files, "mean")
+    assert len(list((run / "embeddings").glob("*.npz"))) == 1 and not (tmp_path / "shared").exists()
+    assert list(evaluator._models.iterdir()) == []  # the copy went with the call
+    by_path = Evaluator(_news_titles_plan(), str(tmp_path / "other-run")).score(minilm_dir, "mean")
+    assert sent == by_path

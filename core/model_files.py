@@ -1,0 +1,68 @@
+"""An encoder's directory as bytes, so it can travel through Ray's object store.
+
+A trial's rank 0 scores every checkpoint it saves on the evaluator actors, which may run on another
+node with no file system in common: the checkpoint's encoder (its ``config.json``, weights and
+tokenizer files; not ``training_state/``) is read into a ``ModelFiles``, put into the object store
+once, and the evaluator writes it back to a directory of its own node (``materialize``) to score it.
+The driver sends the run's checkpoints the same way. Route of every file a run shares:
+docs/decisions.md, "Storage with no shared file system".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# what a checkpoint holds beside its encoder, never needed to embed a text
+NOT_ENCODER = ("training_state", "scores.json", "report.json")
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """``files``: each top-level file of an encoder directory (name -> bytes); ``name``: what the
+    model is (a checkpoint's path on the node that saved it), for messages."""
+
+    name: str
+    files: dict[str, bytes] = field(repr=False)
+
+    @classmethod
+    def read(cls, directory: str | Path) -> ModelFiles:
+        directory = Path(directory)
+        if not directory.is_dir():
+            raise FileNotFoundError(f"checkpoint {directory} no longer exists")
+        files = {
+            path.name: path.read_bytes()
+            for path in sorted(directory.iterdir())
+            if path.is_file() and path.name not in NOT_ENCODER
+        }
+        return cls(str(directory), files)
+
+    @property
+    def digest(self) -> str:
+        """A hash of every file's name and bytes: two equal encoders share their directory."""
+        digest = hashlib.sha256()
+        for name in sorted(self.files):
+            digest.update(name.encode() + b"\0" + hashlib.sha256(self.files[name]).digest())
+        return digest.hexdigest()[:24]
+
+    def materialize(self, root: str | Path) -> Path:
+        """The encoder as a directory under ``root`` (``root/<digest>``), written whole once: a
+        second call, or another process with the same files, finds it there."""
+        target = Path(root) / self.digest
+        if target.is_dir():
+            return target
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial"))
+        try:
+            for name, data in self.files.items():
+                (partial / name).write_bytes(data)
+            os.replace(partial, target)
+        except OSError:
+            shutil.rmtree(partial, ignore_errors=True)
+            if not target.is_dir():  # another process renamed its copy first: that one is used
+                raise
+        return target
