@@ -108,9 +108,16 @@ class MlflowRuns:
     def _trial_run(self, state: dict, trial: str, hyperparameters: dict) -> str:
         if trial not in state["trial_runs"]:
             tags = {"mlflow.parentRunId": state["search_run"], "doctune.trial": trial}
-            run = self.client.create_run(state["experiment_id"], run_name=trial, tags=tags)
-            self._log_params(run.info.run_id, flat_params(hyperparameters))
-            state["trial_runs"][trial] = run.info.run_id
+            # made before a kill that came before its id was saved: the resumed search goes on in it
+            found = self.client.search_runs(
+                [state["experiment_id"]],
+                filter_string=" and ".join(f"tags.`{key}` = '{value}'" for key, value in tags.items()),
+            )
+            run = found[0] if found else self.client.create_run(state["experiment_id"], run_name=trial, tags=tags)
+            run_id = run.info.run_id
+            if not run.data.params:
+                self._log_params(run_id, flat_params(hyperparameters))
+            state["trial_runs"][trial] = run_id
             self.state.save(state)
         return state["trial_runs"][trial]
 
