@@ -2,10 +2,10 @@
 
 A trial's rank 0 scores every checkpoint it saves on the evaluator actors, which may run on another
 node with no file system in common: the checkpoint's encoder (its ``config.json``, weights and
-tokenizer files; not ``training_state/``) is read into a ``ModelFiles``, put into the object store
-once, and the evaluator writes it back to a directory of its own node (``materialize``) to score it.
-The driver sends the run's checkpoints the same way. Route of every file a run shares:
-docs/decisions.md, "Storage with no shared file system".
+tokenizer files; not ``training_state/``) is read into a ``ModelFiles``, which Ray puts into the
+object store as the scoring call's argument, and the evaluator writes it back to a directory of its
+own node (``materialize``) to score it. The driver sends the run's checkpoints the same way. Route
+of every file a run shares: docs/decisions.md, "Storage with no shared file system".
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ NOT_ENCODER = ("training_state", "scores.json", "report.json")
 
 @dataclass(frozen=True)
 class ModelFiles:
-    """``files``: each top-level file of an encoder directory (name -> bytes); ``name``: what the
-    model is (a checkpoint's path on the node that saved it), for messages."""
+    """``files``: each top-level file of an encoder directory (name -> bytes); ``name``: the
+    directory's path on the node that read it, for messages and for the evaluator's choice of
+    embedding cache (the run's, for a path inside the run)."""
 
     name: str
     files: dict[str, bytes] = field(repr=False)

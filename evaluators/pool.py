@@ -32,6 +32,10 @@ MAX_ATTEMPTS = 3
 class CheckpointMissing(FileNotFoundError):
     """The checkpoint to score was deleted before its turn came."""
 
+    @classmethod
+    def of(cls, model_dir: str) -> CheckpointMissing:
+        return cls(f"checkpoint {model_dir} no longer exists; it cannot be scored")
+
 
 class Evaluator:
     """Holds every task of a search; scores a model directory (or a reference row) on any of them."""
@@ -116,7 +120,7 @@ class Evaluator:
         cache = self.cache if self.run_dir in Path(origin).resolve().parents else self.shared_cache
         if not isinstance(model, ModelFiles):
             if not Path(model).is_dir():
-                raise CheckpointMissing(f"checkpoint {model} no longer exists; it cannot be scored")
+                raise CheckpointMissing.of(model)
             yield model, cache
             return
         directory = model.materialize(self._models)
@@ -265,7 +269,7 @@ def model_files(model_dir: str) -> ModelFiles:
     try:
         return ModelFiles.read(model_dir)
     except FileNotFoundError:
-        raise CheckpointMissing(f"checkpoint {model_dir} no longer exists; it cannot be scored") from None
+        raise CheckpointMissing.of(model_dir) from None
 
 
 def score_checkpoint(plan: EvalPlan, model_dir: str, pooling: str, task_names: list[str] | None = None) -> dict:
