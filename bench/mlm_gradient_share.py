@@ -45,8 +45,8 @@ def batches(count: int, tokenizer) -> list[dict]:
     """``count`` tokenised batches of DocSplit pairs, as rank 0 of a one-worker trial builds them."""
     from core.data import DocumentStream, PreparedCorpus, prepare_corpus
     from core.encoder import tokenize
+    from trainers.batches import PairStream
     from trainers.config import Hyperparameters
-    from trainers.loop import PairStream
     from trainers.pairs import STATISTICS_DOCUMENTS, PairContext, build_pairs
 
     documents = DocumentStream(PreparedCorpus.load(prepare_corpus("news-articles").directory), 0, 1, 0)

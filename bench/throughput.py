@@ -90,8 +90,8 @@ def build_batches(pairs: int, steps: int) -> list[tuple[list[str], list[str]]]:
 
     from core.data import DocumentStream, prepare_corpus
     from core.encoder import resolve_model
+    from trainers.batches import PairStream
     from trainers.config import Hyperparameters
-    from trainers.loop import PairStream
     from trainers.pairs import STATISTICS_DOCUMENTS, PairContext, build_pairs
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model("all-minilm-l6-v2"))

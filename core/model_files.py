@@ -31,7 +31,9 @@ class ModelFiles:
     files: dict[str, bytes] = field(repr=False)
 
     @classmethod
-    def read(cls, directory: str | Path) -> ModelFiles:
+    def read(cls, directory: str | Path, name: str | None = None) -> ModelFiles:
+        """The encoder files in ``directory``; ``name``: the path it goes by, if not ``directory``
+        (a trial's round, staged on its node, goes by the path its report persists it to)."""
         directory = Path(directory)
         if not directory.is_dir():
             raise FileNotFoundError(f"checkpoint {directory} no longer exists")
@@ -40,7 +42,7 @@ class ModelFiles:
             for path in sorted(directory.iterdir())
             if path.is_file() and path.name not in NOT_ENCODER
         }
-        return cls(str(directory), files)
+        return cls(name or str(directory), files)
 
     @property
     def digest(self) -> str:

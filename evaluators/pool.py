@@ -264,19 +264,22 @@ class EvaluatorPool:
         self.actors = []
 
 
-def model_files(model_dir: str) -> ModelFiles:
-    """The encoder in ``model_dir`` as files to send to an actor (``CheckpointMissing`` if it is gone)."""
+def model_files(model_dir: str, name: str | None = None) -> ModelFiles:
+    """The encoder in ``model_dir`` as files to send to an actor (``CheckpointMissing`` if it is gone);
+    ``name``: the path it goes by, if not ``model_dir`` (``ModelFiles.read``)."""
     try:
-        return ModelFiles.read(model_dir)
+        return ModelFiles.read(model_dir, name)
     except FileNotFoundError:
         raise CheckpointMissing.of(model_dir) from None
 
 
-def score_checkpoint(plan: EvalPlan, model_dir: str, pooling: str, task_names: list[str] | None = None) -> dict:
-    """Score ``model_dir`` on ``plan.parts`` on one of the pool's actors (chosen by the path),
-    retrying on another actor if that one dies mid-call."""
-    files = model_files(model_dir)
-    return _call_pool(plan, model_dir, "score", files, pooling, task_names, AS_TASKS_SAY, plan.parts)
+def score_checkpoint(
+    plan: EvalPlan, model_dir: str, pooling: str, task_names: list[str] | None = None, name: str | None = None
+) -> dict:
+    """Score ``model_dir`` on ``plan.parts`` on one of the pool's actors (chosen by the path it goes
+    by, ``name`` if given), retrying on another actor if that one dies mid-call."""
+    files = model_files(model_dir, name)
+    return _call_pool(plan, files.name, "score", files, pooling, task_names, AS_TASKS_SAY, plan.parts)
 
 
 def score_reference(plan: EvalPlan, reference: Reference, pooling: str, task_names: list[str]) -> dict:
@@ -296,8 +299,8 @@ class CheckpointScorer:
 
     plan: EvalPlan
 
-    def __call__(self, checkpoint: str, pooling: str) -> Scores:
-        return score_checkpoint(self.plan, checkpoint, pooling)
+    def __call__(self, checkpoint: str, pooling: str, name: str | None = None) -> Scores:
+        return score_checkpoint(self.plan, checkpoint, pooling, name=name)
 
     def metrics(self, scores: Scores) -> dict[str, float]:
         """What a round reports of its scores: every score flattened and the objectives, which read

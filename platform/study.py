@@ -91,8 +91,10 @@ def _main(args: argparse.Namespace) -> int:
         columns = table_columns(spec, args.task)
         spec = _with_tasks(spec, list(dict.fromkeys(task for task, _ in columns)))
         run_dir = args.run_dir or Path.cwd() / "runs" / spec.name
+        # the spec by its file's name, not its path: a study's directory (or its record of finished
+        # rows, copied into another) goes on from another checkout of the same spec
         marker = json.dumps(
-            {"spec": str(spec_path), "profile": args.profile, "resolved_spec": dataclasses.asdict(spec)},
+            {"spec": spec_path.name, "profile": args.profile, "resolved_spec": dataclasses.asdict(spec)},
             indent=2,
             default=str,
         )

@@ -33,9 +33,13 @@ def _train_workers() -> list[psutil.Process]:
 
 
 def _wait_for_checkpoint(search: subprocess.Popen, run_dir, step: int) -> None:
+    """Until Ray Train has registered the round that ends at ``step``: its checkpoint manager's
+    snapshot names it (written as the round is registered, before the report goes on to Tune; the
+    round's directory appears earlier, while its copy is made)."""
     deadline = time.monotonic() + 600
-    while not list(run_dir.glob(f"trials/*/checkpoints/step_{step:06d}")):
-        assert search.poll() is None and time.monotonic() < deadline, f"no checkpoint at step {step}"
+    name = f'"step_{step:06d}"'
+    while not any(name in p.read_text() for p in run_dir.glob("trials/*/checkpoints/checkpoint_manager_snapshot.json")):
+        assert search.poll() is None and time.monotonic() < deadline, f"no round registered at step {step}"
         time.sleep(0.2)
 
 

@@ -7,17 +7,20 @@ Layout of ``<run_dir>/trials/<trial_id>/checkpoints/step_000040/``::
     training_state/model.safetensors                  the full trained module (MLM head included)
     training_state/optimizer.safetensors              AdamW moments, per parameter index
     training_state/state.json                         step, eval round, optimizer param groups
-    scores.json                                       the evaluators' scores, once reported
+    scores.json                                       the evaluators' scores
     report.json                                       the round's whole report to the search (its metrics)
 
-A checkpoint is written under ``step_N.partial`` and renamed when complete, so a directory named
-``step_N`` is always whole. Once a newer checkpoint is scored, an older one loses its
-``training_state/`` (``drop_superseded_training_state``): only the latest is ever resumed from.
-Once the trial has ended, nothing is resumed from it, and ``release_finished_trial`` frees the rest
-the spec's ``train.keep_checkpoints`` does not keep (docs/decisions.md, "Disk").
-Everything is safetensors or JSON: nothing is unpickled on load.
-Checkpoints live in the run directory (shared storage on a cluster) so evaluator actors on any
-node read them, and a restarted worker group or a resumed search finds the latest one.
+Rank 0 saves a round to a staging directory on its own node (``staging_dir``: written under
+``step_N.partial`` and renamed when whole), the evaluators score it from there (its files travel
+through Ray's object store, ``core.model_files``), and its report to Ray Train carries it: Ray
+Train persists it to the trial's storage (``trainers.trial``: the directory above, named
+``step_N``) and the staged copy is deleted. So every ``step_N`` in storage was reported, with its
+scores and report, and a resumed trial goes on from the latest one (``ray.train.get_checkpoint``);
+a round saved but not yet reported when its trial was killed is trained again. Once a newer round
+is reported, an older one loses its ``training_state/`` (``drop_superseded_training_state``). Once
+the trial has ended, ``release_finished_trial`` frees the rest the spec's ``train.keep_checkpoints``
+does not keep (docs/decisions.md, "Disk"). Everything is safetensors or JSON: nothing is unpickled
+on load.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -36,10 +40,22 @@ STEP_PREFIX = "step_"
 RECORD_FILE = "doctune.json"
 SCORES_FILE = "scores.json"  # the evaluators' scores, written into a checkpoint as its round is reported
 REPORT_FILE = "report.json"  # the round's whole report to the search, written beside its scores
+CHECKPOINTS = "checkpoints"  # the name of a trial's Ray Train run, under the trial's directory
 
 
 def trial_checkpoint_dir(run_dir: str, trial_id: str) -> Path:
-    return Path(run_dir) / "trials" / trial_id / "checkpoints"
+    """Where a trial's reported checkpoints are persisted: its Ray Train run's directory."""
+    return Path(run_dir) / "trials" / trial_id / CHECKPOINTS
+
+
+def staging_dir(trial_id: str) -> Path:
+    """Where rank 0 saves a trial's rounds on its own node until their reports persist them."""
+    return Path(tempfile.gettempdir()) / "doctune-staged" / trial_id
+
+
+def step_name(step: int) -> str:
+    """A round's checkpoint directory name: ``step_000040``."""
+    return f"{STEP_PREFIX}{step:06d}"
 
 
 def checkpoint_in_run(recorded: str, run_dir: str | Path, trial_id: str) -> Path:
@@ -68,10 +84,6 @@ def divergence(run_dir: str, trial_id: str) -> str | None:
         return None
     record = json.loads(path.read_text())
     return f"loss became {record['loss']} at step {record['step']}"
-
-
-def latest_checkpoint(run_dir: str, trial_id: str) -> Path | None:
-    return latest_step_dir(trial_checkpoint_dir(run_dir, trial_id))
 
 
 def step_dirs(root: Path) -> list[Path]:

@@ -39,8 +39,9 @@ class Scorer(Protocol):
     """How a trial's checkpoints are scored, handed to it by the driver
     (``evaluators.pool.CheckpointScorer``): trainers never import the evaluators."""
 
-    def __call__(self, checkpoint: str, pooling: str) -> dict:
-        """The checkpoint's scores (written beside it as ``scores.json``)."""
+    def __call__(self, checkpoint: str, pooling: str, name: str | None = None) -> dict:
+        """The checkpoint's scores (written beside it as ``scores.json``); ``name``: the path the
+        checkpoint goes by, if not ``checkpoint`` (a staged round: where its report persists it)."""
         ...
 
     def metrics(self, scores: dict) -> dict[str, float]:

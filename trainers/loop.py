@@ -6,11 +6,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
-import random
 import resource
+import shutil
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
 import torch
@@ -19,11 +17,15 @@ import torch.nn as nn
 
 from core.data import DocumentStream, PreparedCorpus, StreamPosition
 from core.encoder import bf16_autocast, embed_in_length_groups, load_encoder, tokenize
+from trainers.batches import PairStream, Prefetched
 from trainers.checkpoint import (
+    checkpoint_in_run,
     load_training_state,
     record_divergence,
     save_checkpoint,
+    staging_dir,
     step_dirs,
+    step_name,
     trial_checkpoint_dir,
 )
 from trainers.config import Hyperparameters, TrainPlan
@@ -94,74 +96,6 @@ def build_module(
     return module, tokenizer
 
 
-class Prefetched:
-    """``build(step)`` for the next step computed on a background thread while this step trains.
-
-    One thread builds the steps in order (``PairStream`` reads its documents as a stream), so the
-    batches are the ones building them inline gives. Building one (its pairs, then tokenising 32 views of 256
-    tokens) takes about 20 ms on one core: noise next to a CPU step, a sizeable share of a GPU one.
-    """
-
-    def __init__(self, build: Callable[[int], T], stop: int) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="doctune-batches")
-        self._build, self._stop = build, stop
-        self._ahead: dict[int, Future] = {}
-
-    def __call__(self, step: int) -> T:
-        future = self._ahead.pop(step, None) or self._pool.submit(self._build, step)
-        if step + 1 < self._stop:
-            self._ahead[step + 1] = self._pool.submit(self._build, step + 1)
-        return future.result()
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
-
-
-class PairStream:
-    """This rank's positive pairs, built from its stream of documents (``DocumentStream.read``:
-    each document with the stream's position after it): the batch of step ``s`` draws its
-    randomness from ``(seed, rank, s)``, and documents that cannot give a pair for this recipe are
-    skipped (and counted). Batches are built in step order; ``position(step)`` is where the stream
-    stood after step ``step``'s batch, which a checkpoint records so that a resumed trial continues
-    the stream. ``give_up_after``: the documents skipped in a row that prove no document can give a
-    pair (the rows of the worker's part)."""
-
-    def __init__(
-        self,
-        documents: Iterator[tuple[list[str], StreamPosition]],
-        builder,
-        batch_size: int,
-        seed: int,
-        rank: int,
-        give_up_after: int,
-    ) -> None:
-        self.builder, self.batch_size, self.seed, self.rank = builder, batch_size, seed, rank
-        self._documents, self._give_up_after = documents, give_up_after
-        self._positions: dict[int, StreamPosition] = {}
-        self.skipped = 0
-
-    def batch(self, step: int) -> tuple[list[str], list[str]]:
-        rng = random.Random(f"{self.seed}/{self.rank}/step{step}")
-        views_a, views_b, skipped_in_a_row = [], [], 0
-        while len(views_a) < self.batch_size:
-            document, position = next(self._documents)
-            pair = self.builder(document, rng)
-            if pair is None:
-                self.skipped += 1
-                skipped_in_a_row += 1
-                if skipped_in_a_row > self._give_up_after:
-                    raise ValueError("no document in this shard can give a positive pair for this recipe")
-                continue
-            skipped_in_a_row = 0
-            views_a.append(pair[0])
-            views_b.append(pair[1])
-        self._positions = {s: p for s, p in self._positions.items() if s >= step - 2} | {step: position}
-        return views_a, views_b
-
-    def position(self, step: int) -> StreamPosition:
-        return self._positions[step]
-
-
 # Tests make a trial's loss NaN at this step (tests/test_faults.py); the driver passes every
 # DOCTUNE_* variable on to the workers. Not a spec key: a user's search never injects faults.
 FAULT_NAN_ENV = "DOCTUNE_FAULT_NAN_AT_STEP"
@@ -213,7 +147,12 @@ def train_loop_per_worker(config: dict) -> None:
 
     start_step, eval_round, stream_start = 0, 0, StreamPosition()
     reporter = RoundReporter(plan, hp, trial_id, rank, device)
-    resume_from, from_donor = resume_point(plan.run_dir, trial_id)  # a donor's: PBT (trainers.population)
+    staging = staging_dir(trial_id)
+    if rank == 0:  # a round staged but never reported (killed before its report) is trained again
+        shutil.rmtree(staging, ignore_errors=True)
+    own = ray.train.get_checkpoint()  # the trial's latest reported round, as its storage holds it
+    own_dir = checkpoint_in_run(own.path, plan.run_dir, trial_id) if own is not None else None
+    resume_from, from_donor = resume_point(plan.run_dir, trial_id, own_dir)  # a donor's: PBT (trainers.population)
     if resume_from is not None:
         state = load_training_state(resume_from, module, optimizer)
         start_step, eval_round = state["step"], state["eval_round"]
@@ -228,9 +167,7 @@ def train_loop_per_worker(config: dict) -> None:
                 where = f"step {start_step}, documents from {stream_start}"
                 print(f"[{trial_id}] resumed from {resume_from.name} ({where})")
             # the rounds reported before the kill may not have reached the search (trainers.reporting)
-            reporter.report_again([c for c in step_dirs(resume_from.parent) if c.name < resume_from.name])
-            reporter.submit(resume_from, state["train_metrics"], start_step)
-            reporter.wait(start_step)
+            reporter.report_again([c for c in step_dirs(resume_from.parent) if c.name <= resume_from.name])
 
     stream = PairStream(
         documents.read(stream_start),
@@ -297,10 +234,10 @@ def train_loop_per_worker(config: dict) -> None:
                 **_peak_gpu_memory(device),
             }
             stream_positions = _gathered(dataclasses.astuple(stream.position(step)))
-            target = trial_checkpoint_dir(plan.run_dir, trial_id) / f"step_{step + 1:06d}"
+            staged = staging / step_name(step + 1)
             if rank == 0:
                 save_checkpoint(
-                    target,
+                    staged,
                     encoder=module.encoder,
                     full_model=module,
                     tokenizer=tokenizer,
@@ -313,11 +250,13 @@ def train_loop_per_worker(config: dict) -> None:
                         "stream_positions": stream_positions,  # each rank's (epoch, offset)
                     },
                 )
-            reporter.submit(target, train_metrics, step + 1)
+            reporter.submit(staged, trial_checkpoint_dir(plan.run_dir, trial_id) / staged.name, train_metrics, step + 1)
             window_terms, window_tokens, window_time = {}, 0, 0.0
     reporter.wait(plan.steps)
     reporter.close()
     batches.close()
+    if rank == 0:  # every staged round was persisted by its report and deleted; the trial's folder goes too
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _probed_chunk_size(module, tokenizer, plan: TrainPlan, hp: Hyperparameters, context, device, autocast, trial_id):

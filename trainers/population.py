@@ -12,10 +12,10 @@ PBT runs synchronously here (every trial reaches the perturbation round before a
 donor and its receiver stand at the same step. PBT restarts a bottom trial with a top trial's
 pointer (``tune.get_checkpoint()``) and the donor's configuration perturbed. The restarted trial
 records the exploit in ``trials/<id>/exploits.json`` (``continue_from_donor``: round, step, donor,
-donor checkpoint, the configuration it goes on with), removes its own checkpoints past the donor's
-step (PBT paused it at that round: the search goes on from the donor's line) and continues from the donor's checkpoint:
+donor checkpoint, the configuration it goes on with) and continues from the donor's checkpoint:
 weights, MLM and Bregman heads, AdamW moments and stream position (``resume_point``), recording
-the digest of the weights it loaded. Its own rounds up to the exploit stay its history. A trial
+the digest of the weights it loaded. Its own rounds up to the exploit stay its history (a round
+it trained past the pause was staged, never reported, and is dropped as it restarts). A trial
 restarted with its own pointer (a pause, a retry) resumes from its own latest checkpoint, as any
 resumed trial does. Every checkpoint keeps its training state until the search ends
 (``TrainPlan.population``), since a trial may continue from any reported round.
@@ -24,7 +24,6 @@ resumed trial does. Every checkpoint keeps its training state until the search e
 from __future__ import annotations
 
 import json
-import shutil
 import tempfile
 import threading
 from collections.abc import Callable
@@ -35,9 +34,6 @@ import torch
 from core.data.atomic import atomic_file
 from trainers.checkpoint import (
     checkpoint_in_run,
-    latest_checkpoint,
-    step_dirs,
-    trial_checkpoint_dir,
     weights_digest,
 )
 
@@ -62,8 +58,7 @@ def _step_of(checkpoint: Path) -> int:
 
 def continue_from_donor(run_dir: str, trial_id: str, config: dict) -> dict | None:
     """Called as the trial starts: if Tune restarted it with another trial's checkpoint (a PBT
-    exploit not yet recorded), record the exploit and remove this trial's checkpoints past the
-    donor's step; returns the new record, else None."""
+    exploit not yet recorded), record the exploit; returns the new record, else None."""
     from ray import tune
 
     checkpoint = tune.get_checkpoint()
@@ -76,9 +71,6 @@ def continue_from_donor(run_dir: str, trial_id: str, config: dict) -> dict | Non
     records = exploits(run_dir, trial_id)
     if records and records[-1]["donor_checkpoint"] == pointer["checkpoint"]:
         return None  # recorded already: the trial was restarted again before its next report
-    for own in step_dirs(trial_checkpoint_dir(run_dir, trial_id)):
-        if _step_of(own) > pointer["step"]:
-            shutil.rmtree(own)
     record = {
         "round": pointer["eval_round"],
         "step": pointer["step"],
@@ -90,10 +82,10 @@ def continue_from_donor(run_dir: str, trial_id: str, config: dict) -> dict | Non
     return record
 
 
-def resume_point(run_dir: str, trial_id: str) -> tuple[Path | None, bool]:
+def resume_point(run_dir: str, trial_id: str, own: Path | None) -> tuple[Path | None, bool]:
     """Where the trial goes on from, and whether that is a donor's checkpoint: its last exploit's
-    donor checkpoint until the trial has saved one of its own past it, else its own latest."""
-    own = latest_checkpoint(run_dir, trial_id)
+    donor checkpoint until the trial has reported one of its own past it, else ``own``, its latest
+    reported checkpoint (``ray.train.get_checkpoint``), if any."""
     records = exploits(run_dir, trial_id)
     if records and (own is None or _step_of(own) <= records[-1]["step"]):
         return checkpoint_in_run(records[-1]["donor_checkpoint"], run_dir, records[-1]["donor"]), True

@@ -14,15 +14,15 @@ is, as without overlap. Each report carries ``report_step`` (the step the trial 
 ``scoring_seconds`` (the pool's time on the round) and ``eval_seconds`` (the time training stood
 still for it).
 
-A round's ``scores.json`` and ``report.json`` (the whole report) are written just before its
-report, so a checkpoint without them was never reported; only the latest checkpoint can be one
-(the next is saved only after the report). A report leaves the trial before the driver has it:
-one on its way when the whole search was killed is lost with the driver, while the trial's next
-checkpoint may already be saved. So a trial that resumes reports every earlier round again from
-its ``report.json``, and its latest round scored now or read from its file: every round reaches
-the search, in order, and one reported twice is harmless (ASHA counts ``eval_round``, the
-trackers skip a step they logged, the leaderboard takes the earliest of equal rounds; PBT's
-case: docs/decisions.md, "PBT").
+A round's checkpoint is saved to a staging directory on rank 0's node; its ``scores.json`` and
+``report.json`` (the whole report) are written into it, and rank 0's report carries it to Ray
+Train, which persists it to the trial's storage and deletes the staged copy
+(``trainers.checkpoint``): a checkpoint in storage was reported. A report leaves the trial before
+the driver has it: one on its way when the whole search was killed is lost with the driver. So a
+trial that resumes reports every round in storage again from its ``report.json``: every round
+reaches the search, in order, and one reported twice is harmless (ASHA counts ``eval_round``, the
+trackers skip a step they logged, the leaderboard takes the earliest of equal rounds; PBT's case:
+docs/decisions.md, "PBT").
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ ROUND_SECONDS = ("train_seconds", "scoring_seconds", "eval_seconds")  # the time
 
 @dataclass
 class _Round:
-    checkpoint: Path
+    staged: Path  # where rank 0 saved it, on its node
+    persisted: Path  # where its report persists it: the trial's storage
     train_metrics: dict
     scores: Future | None  # rank 0's; None on the other ranks
 
@@ -57,15 +58,15 @@ class RoundReporter:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="scores") if rank == 0 else None
         self._in_flight: _Round | None = None
 
-    def submit(self, checkpoint: Path, train_metrics: dict, step: int) -> None:
-        """The round whose checkpoint was just saved: score it; it is reported now, or with
-        overlap at the first step after its scores arrive. ``step``: where the trial is. The round
-        before must have been reported (``wait``) before this checkpoint was saved: a resume starts
-        from the latest checkpoint, so only that one may lack its scores."""
+    def submit(self, staged: Path, persisted: Path, train_metrics: dict, step: int) -> None:
+        """The round whose checkpoint was just saved to ``staged`` (rank 0's; ``persisted``: where its
+        report will persist it): score it; it is reported now, or with overlap at the first step
+        after its scores arrive. ``step``: where the trial is. The round before must have been
+        reported (``wait``) before this checkpoint was saved."""
         assert self._in_flight is None, "wait for the round in flight before saving the next checkpoint"
         submitted = time.perf_counter()
-        scores = self._pool.submit(self._scores, checkpoint) if self._pool is not None else None
-        self._in_flight = _Round(checkpoint, train_metrics, scores)
+        scores = self._pool.submit(self._scores, staged, persisted) if self._pool is not None else None
+        self._in_flight = _Round(staged, persisted, train_metrics, scores)
         if not self.plan.overlap_scoring:
             self.wait(step, stood_still_since=submitted)
 
@@ -89,37 +90,40 @@ class RoundReporter:
             return
         pending, self._in_flight = self._in_flight, None
         metrics = dict(pending.train_metrics) | {"report_step": step}
-        if self._pool is not None:
-            began = time.perf_counter() if stood_still_since is None else stood_still_since
-            scores, metrics["scoring_seconds"] = pending.scores.result()
-            metrics["eval_seconds"] = time.perf_counter() - began  # training stood still for the scores
-            metrics |= self._scored_metrics(scores, pending.checkpoint, metrics)
-            # written just before the report: a checkpoint with scores has (all but) been reported
-            scores_file = pending.checkpoint / SCORES_FILE
-            # each whole or absent: a resume reads them back on every restart
-            if not scores_file.exists():
-                with atomic_file(scores_file, "w", encoding="utf-8") as handle:
-                    json.dump(scores, handle, indent=2)
-            with atomic_file(pending.checkpoint / REPORT_FILE, "w", encoding="utf-8") as handle:
-                json.dump(metrics, handle, indent=2)
-        ray.train.report(self._from_rank_0(metrics))
-        if self._pool is not None and not self.plan.population:  # under PBT another trial may go on from it
-            drop_superseded_training_state(pending.checkpoint)
+        if self._pool is None:
+            ray.train.report(self._from_rank_0(metrics))
+            return
+        began = time.perf_counter() if stood_still_since is None else stood_still_since
+        scores, metrics["scoring_seconds"] = pending.scores.result()
+        metrics["eval_seconds"] = time.perf_counter() - began  # training stood still for the scores
+        metrics |= self._scored_metrics(scores, pending, metrics)
+        for name, value in ((SCORES_FILE, scores), (REPORT_FILE, metrics)):
+            with atomic_file(pending.staged / name, "w", encoding="utf-8") as handle:
+                json.dump(value, handle, indent=2)
+        checkpoint = ray.train.Checkpoint.from_directory(pending.staged)
+        ray.train.report(
+            self._from_rank_0(metrics),
+            checkpoint=checkpoint,
+            checkpoint_dir_name=pending.persisted.name,
+            delete_local_checkpoint_after_upload=True,
+        )
+        if not self.plan.population:  # under PBT another trial may go on from it
+            drop_superseded_training_state(pending.persisted)
 
     def report_again(self, checkpoints: list[Path]) -> None:
-        """On a resume: report each earlier round again as it was reported (``report.json``), oldest
-        first. Its seconds were counted when it was first reported, so they are reported as 0 here: a
-        round lost with the driver is left out of the timings rather than one received counted twice."""
+        """On a resume: report each round in storage again as it was reported (``report.json``),
+        oldest first. Its seconds were counted when it was first reported, so they are reported as 0
+        here: a round lost with the driver is left out of the timings rather than one received
+        counted twice."""
         import ray.train
 
         again = []
         if self._pool is not None:
-            for checkpoint in checkpoints:
-                if (checkpoint / REPORT_FILE).is_file():
-                    metrics = json.loads((checkpoint / REPORT_FILE).read_text())
-                    metrics |= {key: 0.0 for key in ROUND_SECONDS if key in metrics}
-                    # where it is now: the run directory may have moved, or been fetched from its copy
-                    again.append(metrics | {"checkpoint": str(checkpoint.resolve())})
+            for checkpoint in (c for c in checkpoints if (c / REPORT_FILE).is_file()):
+                metrics = json.loads((checkpoint / REPORT_FILE).read_text())
+                metrics |= {key: 0.0 for key in ROUND_SECONDS if key in metrics}
+                # where it is now: the run directory may have moved, or been fetched from its copy
+                again.append(metrics | {"checkpoint": str(checkpoint.resolve())})
         for metrics in self._from_rank_0(again):
             ray.train.report(metrics)
 
@@ -136,18 +140,14 @@ class RoundReporter:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
-    def _scores(self, checkpoint: Path) -> tuple[dict, float]:
-        """The checkpoint's scores (from the pool, or from the file kept beside it once it was
-        reported) and the seconds they took."""
+    def _scores(self, staged: Path, persisted: Path) -> tuple[dict, float]:
+        """The staged checkpoint's scores, under the name it will have in storage (which chooses the
+        run's embedding cache), and the seconds they took."""
         began = time.perf_counter()
-        scores_file = checkpoint / SCORES_FILE
-        if scores_file.exists():
-            scores = json.loads(scores_file.read_text())
-        else:
-            scores = self.plan.scorer(str(checkpoint), self.hp.pooling)
+        scores = self.plan.scorer(str(staged), self.hp.pooling, name=str(persisted))
         return scores, time.perf_counter() - began
 
-    def _scored_metrics(self, scores: dict, checkpoint: Path, metrics: dict) -> dict:
+    def _scored_metrics(self, scores: dict, pending: _Round, metrics: dict) -> dict:
         scored = self.plan.scorer.metrics(scores)
         objectives = {k: v for k, v in scored.items() if k.partition("/")[0] == "objective"}
         if not all(math.isfinite(v) for v in objectives.values()):
@@ -157,4 +157,4 @@ class RoundReporter:
             f"objective {scored['objective']:.4f} (validation) ({metrics['tokens_per_s']:.0f} tokens/s)"
             + (f", reported at step {metrics['report_step']}" if metrics["report_step"] != metrics["step"] else "")
         )
-        return {**scored, "checkpoint": str(checkpoint.resolve())}
+        return {**scored, "checkpoint": str(pending.persisted)}

@@ -2,15 +2,15 @@
 
 This is Ray 2.60's Train-in-Tune pattern: a Tune function trainable whose ``TorchTrainer`` reports
 back to Tune through ``TuneReportCallback`` (under PBT, through ``trainers.population``, with a
-checkpoint). The Train run is named after the Tune trial and
-stored under the run directory, so a resumed search finds it again.
+checkpoint). The Train run's storage is the trial's directory in the run directory, where its
+reported checkpoints persist, so a resumed search finds them again.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from trainers.checkpoint import divergence
+from trainers.checkpoint import CHECKPOINTS, divergence, trial_checkpoint_dir
 from trainers.config import Hyperparameters, TrainPlan
 from trainers.distributed import collective_backend
 
@@ -46,9 +46,11 @@ def run_trial(config: dict, plan: TrainPlan, fixed: dict) -> None:
                 num_workers=plan.workers, use_gpu=plan.use_gpu, resources_per_worker=resources
             ),
             torch_config=TorchConfig(backend=collective_backend(plan.use_gpu)),
+            # the trial's rounds persist to trials/<id>/checkpoints/step_N (trainers.checkpoint); a
+            # resumed trial's Train run finds them there again (its checkpoint manager's snapshot)
             run_config=ray.train.RunConfig(
-                name=trial_id,
-                storage_path=f"{plan.run_dir}/train",
+                name=CHECKPOINTS,
+                storage_path=str(trial_checkpoint_dir(plan.run_dir, trial_id).parent),
                 callbacks=callbacks,
                 failure_config=ray.train.FailureConfig(
                     max_failures=plan.max_worker_failures, controller_failure_limit=3

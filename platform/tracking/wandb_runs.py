@@ -6,7 +6,9 @@ W&B has no nested runs: a group is how a project shows the runs that belong toge
 an id chosen here and kept in the run directory's ``tracking.json``, so a resumed search continues
 the same runs (online; offline, the resumed part is a second run file with the same id, which
 ``wandb sync`` joins to the first) and skips every round at or before the last step it logged for a
-trial.
+trial. W&B writes its run file every second here (``FLUSH_SECONDS``; 15 s by default): a search
+killed together with W&B's service loses the rounds of its last second, which tracking.json
+already counts as logged.
 
 A trial's rounds are its run's history, at the trial's step: the validation objective and scores,
 losses and tokens/s. Its test scores go into the run's summary once the search is over, for the
@@ -32,6 +34,7 @@ from platform.spec.schema import WandbTracking
 from platform.tracking import SEARCH_ARTIFACTS, TrackerState, chosen_round_scores, search_settings
 
 INIT_TIMEOUT_S = 15  # a W&B server that does not answer fails the tracker, not the search, this soon
+FLUSH_SECONDS = 1.0  # how often W&B writes a run's records to its file (x_transaction_log_flush_interval)
 _OPEN: dict[str, object] = {}  # run id -> the open wandb Run, in this (the driver's) process
 
 
@@ -149,6 +152,9 @@ class WandbRuns:
                 disable_git=True,
                 save_code=False,
                 init_timeout=INIT_TIMEOUT_S,
+                # W&B writes its run file every 15 s by default; a search killed with its service
+                # loses what was not written, while tracking.json already counts it as logged
+                x_transaction_log_flush_interval=FLUSH_SECONDS,
             ),
         )
         _OPEN[run_id] = run

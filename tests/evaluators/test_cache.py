@@ -128,18 +128,19 @@ def test_a_base_outside_the_run_is_embedded_once_for_every_run_and_a_checkpoint_
 def test_a_checkpoint_sent_as_files_scores_as_its_directory_with_the_runs_cache_and_leaves_nothing(
     minilm_dir, tmp_path
 ):
-    """A trial on another node sends its checkpoint's files (``core.model_files``): the evaluator
-    never reads the checkpoint's directory, scores what its directory would score, keeps the
-    embeddings in the run's cache (the checkpoint is the run's) and removes its copy afterwards."""
+    """A trial on another node sends the files of a round staged on its node, under the path its
+    report will persist it to (``core.model_files``): the evaluator never reads the staged
+    directory, scores what it would score, keeps the embeddings in the run's cache (the checkpoint
+    is the run's) and removes its copy afterwards."""
     import shutil
 
     from core.model_files import ModelFiles
     from evaluators.pool import Evaluator
 
     run = tmp_path / "run"
-    checkpoint = shutil.copytree(minilm_dir, run / "trials" / "t" / "checkpoints" / "step_000002")
-    files = ModelFiles.read(checkpoint)
-    shutil.rmtree(run)  # what the evaluator's node sees of the trial's node
+    staged = shutil.copytree(minilm_dir, tmp_path / "trial-node" / "staged" / "step_000002")
+    files = ModelFiles.read(staged, name=str(run / "trials" / "t" / "checkpoints" / "step_000002"))
+    shutil.rmtree(tmp_path / "trial-node")  # what the evaluator's node sees of the trial's node
     evaluator = Evaluator(_news_titles_plan(shared_embeddings=str(tmp_path / "shared")), str(run))
     sent = evaluator.score(files, "mean")
     assert len(list((run / "embeddings").glob("*.npz"))) == 1 and not (tmp_path / "shared").exists()

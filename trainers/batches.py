@@ -1,0 +1,81 @@
+"""A worker's batches: its positive pairs built from its stream of documents (``PairStream``), each
+step's batch built on a background thread while the step before trains (``Prefetched``)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
+
+from core.data import StreamPosition
+
+T = TypeVar("T")
+
+
+class Prefetched:
+    """``build(step)`` for the next step computed on a background thread while this step trains.
+
+    One thread builds the steps in order (``PairStream`` reads its documents as a stream), so the
+    batches are the ones building them inline gives. Building one (its pairs, then tokenising 32 views of 256
+    tokens) takes about 20 ms on one core: noise next to a CPU step, a sizeable share of a GPU one.
+    """
+
+    def __init__(self, build: Callable[[int], T], stop: int) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="doctune-batches")
+        self._build, self._stop = build, stop
+        self._ahead: dict[int, Future] = {}
+
+    def __call__(self, step: int) -> T:
+        future = self._ahead.pop(step, None) or self._pool.submit(self._build, step)
+        if step + 1 < self._stop:
+            self._ahead[step + 1] = self._pool.submit(self._build, step + 1)
+        return future.result()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class PairStream:
+    """This rank's positive pairs, built from its stream of documents (``DocumentStream.read``:
+    each document with the stream's position after it): the batch of step ``s`` draws its
+    randomness from ``(seed, rank, s)``, and documents that cannot give a pair for this recipe are
+    skipped (and counted). Batches are built in step order; ``position(step)`` is where the stream
+    stood after step ``step``'s batch, which a checkpoint records so that a resumed trial continues
+    the stream. ``give_up_after``: the documents skipped in a row that prove no document can give a
+    pair (the rows of the worker's part)."""
+
+    def __init__(
+        self,
+        documents: Iterator[tuple[list[str], StreamPosition]],
+        builder,
+        batch_size: int,
+        seed: int,
+        rank: int,
+        give_up_after: int,
+    ) -> None:
+        self.builder, self.batch_size, self.seed, self.rank = builder, batch_size, seed, rank
+        self._documents, self._give_up_after = documents, give_up_after
+        self._positions: dict[int, StreamPosition] = {}
+        self.skipped = 0
+
+    def batch(self, step: int) -> tuple[list[str], list[str]]:
+        rng = random.Random(f"{self.seed}/{self.rank}/step{step}")
+        views_a, views_b, skipped_in_a_row = [], [], 0
+        while len(views_a) < self.batch_size:
+            document, position = next(self._documents)
+            pair = self.builder(document, rng)
+            if pair is None:
+                self.skipped += 1
+                skipped_in_a_row += 1
+                if skipped_in_a_row > self._give_up_after:
+                    raise ValueError("no document in this shard can give a positive pair for this recipe")
+                continue
+            skipped_in_a_row = 0
+            views_a.append(pair[0])
+            views_b.append(pair[1])
+        self._positions = {s: p for s, p in self._positions.items() if s >= step - 2} | {step: position}
+        return views_a, views_b
+
+    def position(self, step: int) -> StreamPosition:
+        return self._positions[step]
