@@ -152,9 +152,7 @@ class WandbRuns:
                 disable_git=True,
                 save_code=False,
                 init_timeout=INIT_TIMEOUT_S,
-                # W&B writes its run file every 15 s by default; a search killed with its service
-                # loses what was not written, while tracking.json already counts it as logged
-                x_transaction_log_flush_interval=FLUSH_SECONDS,
+                x_transaction_log_flush_interval=FLUSH_SECONDS,  # why: this module's docstring
             ),
         )
         _OPEN[run_id] = run
