@@ -1,10 +1,15 @@
 """The long-document study's column for docs/study.md, read from a study directory or its record.
 
     python bench/long_study_column.py [STUDY_DIR] [--part val|test]
+    python bench/long_study_column.py STUDY_DIR --record bench/study/long_study
 
 STUDY_DIR is a run of ``python -m platform.study long_study`` (default ``runs/long_study``) or its
-record in ``bench/study/long_study`` (the study's small files: ``study_spec.json``, ``base.json``,
-``timings.json``, ``runs/ROW/seedN/result.json``; what the study reads to redo nothing). Prints, for
+record in ``bench/study/long_study``. ``--record`` writes the record: the study's small files
+(``study_spec.json``, ``base.json``, ``timings.json``, ``runs/ROW/seedN/result.json``; what the study
+reads to redo nothing) with every test part's scores left out, since no benchmark file may hold a
+score on a locked test part (tests/bench/test_locked_parts.py): the record has validation, and
+``--part test`` reads a study directory. A study started again from its record trains no finished
+row again, and its table has no test scores for those rows. Prints, for
 each row finished so far (the untouched base first), every table column on ``--part`` as mean ±
 sample std over seeds, then the synthetic long tasks pooled (needle and passkey acc@1 over the
 table's length buckets) against the base and against SimCSE with a screen: the difference of the
@@ -61,6 +66,28 @@ def _pooled(seeds: list[dict], columns, part: str) -> tuple[float, float, float]
     return statistics.fmean(means), seed_se, statistics.fmean(item_se)
 
 
+def _without_test_parts(value):
+    """``value`` (a JSON document of scores) with every test part (a ``test`` entry) left out."""
+    if isinstance(value, dict):
+        return {k: _without_test_parts(v) for k, v in value.items() if k != "test"}
+    if isinstance(value, list):
+        return [_without_test_parts(v) for v in value]
+    return value
+
+
+def write_record(study: Path, destination: Path) -> int:
+    """Write ``study``'s record to ``destination`` (its small files, test parts left out); the count."""
+    seeds = [path.relative_to(study) for path in study.glob("runs/*/seed*/result.json")]
+    written = 0
+    for relative in [Path("study_spec.json"), Path("base.json"), Path("timings.json"), *seeds]:
+        if (study / relative).exists():
+            document = _without_test_parts(json.loads((study / relative).read_text()))
+            (destination / relative).parent.mkdir(parents=True, exist_ok=True)
+            (destination / relative).write_text(json.dumps(document, indent=2) + "\n")
+            written += 1
+    return written
+
+
 def _cell(values: list[float]) -> str:
     if len(values) == 1:
         return f"{values[0]:.3f}"
@@ -71,8 +98,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("study", nargs="?", type=Path, default=Path("runs/long_study"))
     parser.add_argument("--part", choices=("val", "test"), default="val")
+    parser.add_argument("--record", type=Path, metavar="DIR", help="write the study's record to DIR, and stop")
     args = parser.parse_args()
+    if args.record:
+        print(f"{write_record(args.study, args.record)} file(s) recorded in {args.record}")
+        return
     rows, columns = _rows(args.study), _columns(args.study)
+    if any(args.part not in scores[task] for seeds in rows.values() for scores in seeds for task, _ in columns):
+        parser.error(f"{args.study} holds no {args.part} scores for some rows (a record holds validation only)")
     header = ["row", "seeds", *(f"{t} {m}" for t, m in columns), "synthetic pooled"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))

@@ -5,8 +5,8 @@ scored, and no benchmark file holds a score on them.
   benchmark tables scored the first held-out tenth's second half, now ``retired``.
 - R8's test part is the published test split less every document the benchmark tables' parts held.
 - Every part's scores carry a ``part_digest`` (a checksum of what the part holds): a benchmark file
-  that holds the digest of a locked part, or a table built after the lock (``test_part: locked``),
-  fails here.
+  (any JSON file under ``bench/``) that holds the digest of a locked part, a test part's scores, or a
+  table built after the lock (``test_part: locked``), fails here.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ from evaluators.tasks.probe import RETIRED_TEST_SIZES, _stratum, read_orange_spl
 from platform.spec import load_spec
 from tests.conftest import ROOT
 
-BENCH_FILES = sorted([*(ROOT / "bench" / "data").glob("*.json"), *(ROOT / "bench" / "results").glob("*.json")])
+# every benchmark file: the tables (bench/data), the results (bench/results), the study's record
+# (bench/study); bench/out is a scratch folder git ignores
+BENCH_FILES = sorted(p for p in (ROOT / "bench").rglob("*.json") if "out" not in p.relative_to(ROOT / "bench").parts)
 TABLE_SPECS = sorted(p for p in (ROOT / "bench").glob("efficiency_*.yaml"))
 LONG_TASKS = ("needle-retrieval", "passkey-retrieval", "news-passage-retrieval")
 
