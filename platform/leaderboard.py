@@ -14,6 +14,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from core.run_files import RunFiles
 from evaluators.lengths import bucket_title
 from evaluators.noise import Gain
 from evaluators.references import REFERENCE_PREFIX
@@ -142,8 +143,9 @@ def rows_from_results(results, resolved) -> list[Row]:
                 test_objective=_finite_or_none(best.get("test_objective")),
             )
         )
+    run_files = RunFiles.at(resolved.run_dir)
     for row in rows:
-        row.lineage = exploits(resolved.run_dir, row.trial)
+        row.lineage = exploits(run_files, row.trial)
     if resolved.evaluation.multi_objective:
         mark_pareto_front(rows)
     return rows

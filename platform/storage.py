@@ -22,23 +22,21 @@ them. docs/decisions.md, "Run storage", says why a mirror and what it does not d
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import threading
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
+from core.run_files import RunFiles
 from platform.common import STUDY_FILE, UsageError
 
 REPORT_RECORDS = ("search.json", "leaderboard.json", "timings.json", STUDY_FILE)
 TUNE_LOGS = ("/result.json", "/progress.csv")  # each trial's rounds, as Tune logged them
 LOCAL_ONLY = ("embeddings",)  # top-level entries never copied: the embedding cache is rebuilt from checkpoints
 MIRROR_EVERY_S = 30.0  # while a search runs; a crash of the whole machine loses at most this much of the copy
-_CHUNK = 8 << 20
 URI_HELP = (
     "a bucket or directory URI pyarrow opens: s3://bucket/prefix (an S3-compatible server: "
     "s3://bucket/prefix?endpoint_override=HOST:PORT&scheme=http), gs://bucket/prefix, or a path"
@@ -57,33 +55,25 @@ def _written_once(relative: str) -> bool:
     return len(parts) > 4 and parts[0] == "trials" and parts[2] == "checkpoints" and parts[3].startswith("step_")
 
 
-@dataclass(frozen=True)
-class RunStorage:
-    """A storage URI opened through pyarrow: its file system and the path of the run inside it."""
-
-    uri: str
-    filesystem: object  # pyarrow.fs.FileSystem
-    root: str
+class RunStorage(RunFiles):
+    """A run's storage copy: its files (``core.run_files``), checked as a search or a reader opens it."""
 
     @classmethod
     def open(cls, uri: str, writable: bool = True) -> RunStorage:
         """The URI's file system, checked by a real write, or a read where only reading is needed
         (``UsageError`` naming what is wrong). A plain path is made absolute, as it is recorded."""
         import pyarrow
-        import pyarrow.fs
 
-        if "://" not in uri:
-            uri = str(Path(uri).resolve())
-        elif "@" in uri.split("://", 1)[1].split("/", 1)[0]:
+        if "://" in uri and "@" in uri.split("://", 1)[1].split("/", 1)[0]:
             raise UsageError(
                 "--storage: credentials in the URI would be recorded in search.json and printed; give them "
                 "through the environment (e.g. AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY) and the URI without them"
             )
         try:
-            filesystem, root = pyarrow.fs.FileSystem.from_uri(uri)
+            files = RunFiles.at(uri)
         except (pyarrow.ArrowInvalid, ValueError, OSError) as err:  # OSError: e.g. hdfs:// without a JVM
             raise UsageError(f"--storage {uri}: {str(err).splitlines()[0]}; give {URI_HELP}") from None
-        storage = cls(uri, filesystem, root.rstrip("/"))
+        storage = cls(files.uri, files.filesystem, files.root)
         try:  # a missing bucket, bad credentials or an unreachable server show here, once
             if writable:
                 probe = f"{storage.root}/.doctune-probe-{uuid.uuid4().hex}"
@@ -140,18 +130,11 @@ class RunStorage:
                 "or is missing); choose the URI this run was copied to, or an empty one"
             )
 
-    def _path(self, relative: str) -> str:
-        return f"{self.root}/{relative}"
-
-    def read(self, relative: str) -> bytes:
-        with self.filesystem.open_input_stream(self._path(relative)) as source:
-            return source.read()
-
     def holds_run(self) -> bool:
         """Whether a search was started here (its ``search.json`` is in the copy)."""
         import pyarrow.fs
 
-        return self.filesystem.get_file_info(self._path("search.json")).type == pyarrow.fs.FileType.File
+        return self.filesystem.get_file_info(self.path("search.json")).type == pyarrow.fs.FileType.File
 
     def listing(self) -> dict[str, int]:
         """Every file of the copy, by path relative to the run: its size."""
@@ -165,31 +148,9 @@ class RunStorage:
         return files
 
     def upload(self, local: Path, relative: str) -> None:
-        """One file into the copy, whole or not at all (an object store writes an object at once; a
-        file system gets a temporary name first)."""
-        import pyarrow.fs
-
-        target = self._path(relative)
-        atomic = not isinstance(self.filesystem, (pyarrow.fs.LocalFileSystem, pyarrow.fs.SubTreeFileSystem))
-        written = target if atomic else f"{target}.upload"
-        with local.open("rb") as source, self.filesystem.open_output_stream(written) as out:
-            shutil.copyfileobj(source, out, _CHUNK)
-        if written != target:
-            self.filesystem.move(written, target)
-
-    def download(self, relative: str, local: Path) -> None:
-        """One file of the copy to ``local``, whole or not at all."""
-        local.parent.mkdir(parents=True, exist_ok=True)
-        partial = local.with_name(local.name + ".download")
-        with self.filesystem.open_input_stream(self._path(relative)) as source, partial.open("wb") as out:
-            shutil.copyfileobj(source, out, _CHUNK)
-        partial.replace(local)
-
-    def delete(self, relative: str) -> None:
-        try:
-            self.filesystem.delete_file(self._path(relative))
-        except FileNotFoundError:
-            pass
+        """One file into the copy, whole or not at all."""
+        with local.open("rb") as source:
+            self.write(relative, source)
 
     def pull_records(self, run_dir: Path) -> int:
         """Fetch what a run's report reads into ``run_dir`` (its records, the Optuna journal, Tune's
@@ -260,7 +221,7 @@ class RunMirror:
                 uploaded += 1
             gone = [relative for relative in self._sent if relative not in local] if whole else []
             for relative in gone:
-                self.storage.delete(relative)
+                self.storage.delete_file(relative)
                 del self._sent[relative]
             return uploaded, len(gone)
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from core.run_files import RunFiles
 from platform.common import LOCAL_RAY_START_LIMITS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # no test may reach a model hub
@@ -63,6 +64,24 @@ def shared_collection(name: str) -> Path:
     if not (path / "corpus.jsonl").exists():
         pytest.skip(f"the shared retrieval collection {name!r} is absent ({path}); it is development data only")
     return path
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    """A real S3-compatible server (moto) up for the module's tests, with a bucket ``runs``."""
+    from tests.servers import s3_server  # it imports this module's helpers
+
+    with s3_server(tmp_path_factory.mktemp("s3")) as server:
+        server.create_bucket("runs")
+        yield server
+
+
+@pytest.fixture(params=["directory", "bucket"])
+def run_files(request, tmp_path) -> RunFiles:
+    """A run's files (``core.run_files``) in a directory, and in a bucket of a real S3 server."""
+    if request.param == "directory":
+        return RunFiles.at(tmp_path / "run")
+    return RunFiles.at(request.getfixturevalue("s3").uri("runs", tmp_path.name))
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,9 @@ through Ray's object store, ``core.model_files``), and its report to Ray Train c
 Train persists it to the trial's storage (``trainers.trial``: the directory above, named
 ``step_N``) and the staged copy is deleted. So every ``step_N`` in storage was reported, with its
 scores and report, and a resumed trial goes on from the latest one (``ray.train.get_checkpoint``);
-a round saved but not yet reported when its trial was killed is trained again. Once a newer round
+a round saved but not yet reported when its trial was killed is trained again. A trial reaches
+storage, and its records beside the checkpoints, only through the run's files (``core.run_files``,
+``TrainPlan.run_files``), named relative to the run (``trial_path``). Once a newer round
 is reported, an older one loses its ``training_state/`` (``drop_superseded_training_state``). Once
 the trial has ended, ``release_finished_trial`` frees the rest the spec's ``train.keep_checkpoints``
 does not keep (docs/decisions.md, "Disk"). Everything is safetensors or JSON: nothing is unpickled
@@ -35,6 +37,8 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, load_model, save_file, save_model
+
+from core.run_files import RunFiles
 
 STEP_PREFIX = "step_"
 RECORD_FILE = "doctune.json"
@@ -70,19 +74,21 @@ def checkpoint_in_run(recorded: str, run_dir: str | Path, trial_id: str) -> Path
 DIVERGED_FILE = "diverged.json"
 
 
-def record_divergence(run_dir: str, trial_id: str, step: int, loss: float) -> None:
+def trial_path(trial_id: str, *parts: str) -> str:
+    """A path inside a trial's directory, relative to the run (``core.run_files``)."""
+    return "/".join(("trials", trial_id, *parts))
+
+
+def record_divergence(files: RunFiles, trial_id: str, step: int, loss: float) -> None:
     """Note that a trial's loss stopped being finite, so the trial ends (and stays ended on resume)."""
-    path = Path(run_dir) / "trials" / trial_id / DIVERGED_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"step": step, "loss": str(loss)}))
+    files.write_json(trial_path(trial_id, DIVERGED_FILE), {"step": step, "loss": str(loss)})
 
 
-def divergence(run_dir: str, trial_id: str) -> str | None:
+def divergence(files: RunFiles, trial_id: str) -> str | None:
     """Why a trial diverged, if it did."""
-    path = Path(run_dir) / "trials" / trial_id / DIVERGED_FILE
-    if not path.exists():
+    if not files.is_file(trial_path(trial_id, DIVERGED_FILE)):
         return None
-    record = json.loads(path.read_text())
+    record = files.read_json(trial_path(trial_id, DIVERGED_FILE))
     return f"loss became {record['loss']} at step {record['step']}"
 
 
@@ -155,19 +161,25 @@ def load_training_state(source: Path, full_model: torch.nn.Module, optimizer: to
     return state
 
 
-def drop_superseded_training_state(latest: Path) -> list[Path]:
+def reported_rounds(files: RunFiles, trial_id: str) -> list[str]:
+    """The trial's rounds in storage (``step_N`` names), oldest first: each was reported."""
+    names = files.children(trial_path(trial_id, CHECKPOINTS))
+    return [n for n in names if n.startswith(STEP_PREFIX) and not n.endswith(".partial")]
+
+
+def drop_superseded_training_state(files: RunFiles, trial_id: str, latest: str) -> list[str]:
     """Remove ``training_state/`` (three quarters of a checkpoint: the full module again and
-    AdamW's two moments) from every checkpoint of the trial older than ``latest``: only the
-    latest checkpoint can be resumed from. Call it once ``latest`` is scored, so a checkpoint
-    deleted before scoring still leaves a resumable one behind. The weights, tokenizer, record
-    and scores stay, so every round can still be exported and rescored. Returns what was removed."""
-    removed = []
-    for older in latest.parent.glob(f"{STEP_PREFIX}*"):
-        state = older / "training_state"
-        if older.name < latest.name and not older.name.endswith(".partial") and state.is_dir():
-            shutil.rmtree(state)
-            removed.append(state)
-    return removed
+    AdamW's two moments) from every round of the trial older than ``latest`` (a ``step_N`` name):
+    only the latest can be resumed from. Call it once ``latest`` is reported, so a round lost
+    before its report still leaves a resumable one behind. The weights, tokenizer, record and
+    scores stay, so every round can still be exported and rescored. Returns the rounds freed."""
+    freed = []
+    for older in (name for name in reported_rounds(files, trial_id) if name < latest):
+        state = trial_path(trial_id, CHECKPOINTS, older, "training_state")
+        if files.children(state):
+            files.delete_dir(state)
+            freed.append(older)
+    return freed
 
 
 def release_finished_trial(checkpoints: Path, keep_weights: Path | None) -> int:

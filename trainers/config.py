@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from core.fields import constraint
+from core.run_files import RunFiles
 
 Pooling = Literal["cls", "mean", "max"]
 LaserMode = Literal["self", "intra"]
@@ -278,6 +279,11 @@ class TrainPlan:
     # Population Based Training: every round's checkpoint keeps its training state (another trial may
     # continue from it) and reports go to Tune with a checkpoint (trainers.population)
     population: bool = False
+
+    @property
+    def run_files(self) -> RunFiles:
+        """The run's files, through which a trial shares its checkpoints and records (``core.run_files``)."""
+        return RunFiles.at(self.run_dir)
 
     @property
     def eval_rounds(self) -> int:

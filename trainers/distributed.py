@@ -9,13 +9,14 @@ doctune never falls back to the CPU on its own.
 
 from __future__ import annotations
 
-import json
 import os
 import socket
-from pathlib import Path
 
 import torch
 import torch.distributed as dist
+
+from core.run_files import RunFiles
+from trainers.checkpoint import trial_path
 
 DECLARED_GPUS_ON_CPU = "DOCTUNE_DECLARED_GPUS_ON_CPU"
 PLACEMENT_FILE = "placement.json"
@@ -46,9 +47,9 @@ def training_device() -> torch.device:
     return device
 
 
-def record_placement(trial_dir: Path, device: torch.device) -> None:
+def record_placement(files: RunFiles, trial_id: str, device: torch.device) -> None:
     """Write where every rank of this worker group runs (host, node, Ray's GPU ids, torch device) to
-    ``trial_dir/placement.json``, from rank 0; a restarted worker group writes it again."""
+    the trial's ``placement.json``, from rank 0; a restarted worker group writes it again."""
     import ray
 
     here = {
@@ -62,8 +63,7 @@ def record_placement(trial_dir: Path, device: torch.device) -> None:
         ranks = [None] * dist.get_world_size()
         dist.all_gather_object(ranks, here)
     if not dist.is_initialized() or dist.get_rank() == 0:
-        trial_dir.mkdir(parents=True, exist_ok=True)
-        (trial_dir / PLACEMENT_FILE).write_text(json.dumps({"ranks": ranks}, indent=2))
+        files.write_json(trial_path(trial_id, PLACEMENT_FILE), {"ranks": ranks})
 
 
 def world_size() -> int:

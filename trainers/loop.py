@@ -9,6 +9,7 @@ import os
 import resource
 import shutil
 import time
+from pathlib import PurePosixPath
 from typing import TypeVar
 
 import torch
@@ -19,14 +20,14 @@ from core.data import DocumentStream, PreparedCorpus, StreamPosition
 from core.encoder import bf16_autocast, embed_in_length_groups, load_encoder, tokenize
 from trainers.batches import PairStream, Prefetched
 from trainers.checkpoint import (
-    checkpoint_in_run,
+    CHECKPOINTS,
     load_training_state,
     record_divergence,
+    reported_rounds,
     save_checkpoint,
     staging_dir,
-    step_dirs,
     step_name,
-    trial_checkpoint_dir,
+    trial_path,
 )
 from trainers.config import Hyperparameters, TrainPlan
 from trainers.distributed import finite_everywhere, record_placement, training_device, world_size
@@ -118,7 +119,8 @@ def train_loop_per_worker(config: dict) -> None:
     rank = context.get_world_rank()
     torch.manual_seed(plan.seed + rank)
     device = training_device()
-    record_placement(trial_checkpoint_dir(plan.run_dir, trial_id).parent, device)
+    files = plan.run_files
+    record_placement(files, trial_id, device)
 
     module, tokenizer = build_module(plan.base_model, hp, plan.gradient_checkpointing)
     with_mlm = module.with_mlm
@@ -151,23 +153,25 @@ def train_loop_per_worker(config: dict) -> None:
     if rank == 0:  # a round staged but never reported (killed before its report) is trained again
         shutil.rmtree(staging, ignore_errors=True)
     own = ray.train.get_checkpoint()  # the trial's latest reported round, as its storage holds it
-    own_dir = checkpoint_in_run(own.path, plan.run_dir, trial_id) if own is not None else None
-    resume_from, from_donor = resume_point(plan.run_dir, trial_id, own_dir)  # a donor's: PBT (trainers.population)
+    own_path = trial_path(trial_id, CHECKPOINTS, PurePosixPath(own.path).name) if own is not None else None
+    resume_from, from_donor = resume_point(files, trial_id, own_path)  # a donor's: PBT (trainers.population)
     if resume_from is not None:
-        state = load_training_state(resume_from, module, optimizer)
+        with files.as_local_dir(resume_from) as checkpoint:  # fetched where the run is in a bucket
+            state = load_training_state(checkpoint, module, optimizer)
+            if from_donor and rank == 0:
+                record_loaded_weights(files, trial_id, module.encoder, checkpoint)
         start_step, eval_round = state["step"], state["eval_round"]
         positions = state.get("stream_positions")  # absent from checkpoints of before the streamed corpus
         stream_start = StreamPosition(*positions[rank]) if positions else StreamPosition()
+        name = PurePosixPath(resume_from).name
         if from_donor:  # the donor reported that round; this trial goes on from it with its own settings
             if rank == 0:
-                record_loaded_weights(plan.run_dir, trial_id, module.encoder, resume_from)
-                print(f"[{trial_id}] continues from {resume_from} (PBT exploit; step {start_step})")
+                print(f"[{trial_id}] continues from {files.path(resume_from)} (PBT exploit; step {start_step})")
         else:
             if rank == 0:
-                where = f"step {start_step}, documents from {stream_start}"
-                print(f"[{trial_id}] resumed from {resume_from.name} ({where})")
+                print(f"[{trial_id}] resumed from {name} (step {start_step}, documents from {stream_start})")
             # the rounds reported before the kill may not have reached the search (trainers.reporting)
-            reporter.report_again([c for c in step_dirs(resume_from.parent) if c.name <= resume_from.name])
+            reporter.report_again([r for r in reported_rounds(files, trial_id) if r <= name])
 
     stream = PairStream(
         documents.read(stream_start),
@@ -207,7 +211,7 @@ def train_loop_per_worker(config: dict) -> None:
             reporter.wait(step)
             reporter.close()
             if rank == 0:
-                record_divergence(plan.run_dir, trial_id, step, loss.item())
+                record_divergence(files, trial_id, step, loss.item())
                 print(f"[{trial_id}] loss became {loss.item()} at step {step}; the trial ends")
             batches.close()
             return
@@ -250,7 +254,7 @@ def train_loop_per_worker(config: dict) -> None:
                         "stream_positions": stream_positions,  # each rank's (epoch, offset)
                     },
                 )
-            reporter.submit(staged, trial_checkpoint_dir(plan.run_dir, trial_id) / staged.name, train_metrics, step + 1)
+            reporter.submit(staged, train_metrics, step + 1)
             window_terms, window_tokens, window_time = {}, 0, 0.0
     reporter.wait(plan.steps)
     reporter.close()

@@ -6,7 +6,8 @@ Ray 2.60's Train-in-Tune (``TuneReportCallback``) forwards a Train report's metr
 and PBT has nothing to exploit. Under PBT the Train run's reports go onto a queue instead
 (``ReportsToQueue``); the trial function runs ``fit`` in a thread and reports each round to Tune
 itself (``fit_reporting_to_tune``) with a pointer checkpoint: a small directory naming the round's
-doctune checkpoint in the run directory, which every node reads, rather than a copy of its weights.
+doctune checkpoint in the run's files (``core.run_files``), which every node reaches, rather than a
+copy of its weights.
 
 PBT runs synchronously here (every trial reaches the perturbation round before any exploits), so a
 donor and its receiver stand at the same step. PBT restarts a bottom trial with a top trial's
@@ -27,36 +28,24 @@ import json
 import tempfile
 import threading
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import torch
 
-from core.data.atomic import atomic_file
-from trainers.checkpoint import (
-    checkpoint_in_run,
-    weights_digest,
-)
+from core.run_files import RunFiles
+from trainers.checkpoint import CHECKPOINTS, RECORD_FILE, trial_path, weights_digest
 
 POINTER_FILE = "doctune_checkpoint.json"  # inside a reported Tune checkpoint: which round it stands for
 EXPLOITS_FILE = "exploits.json"  # per trial: each time it continued from another trial's checkpoint
 
 
-def exploits(run_dir: str | Path, trial_id: str) -> list[dict]:
+def exploits(files: RunFiles, trial_id: str) -> list[dict]:
     """The trial's exploits, oldest first (empty for a trial that never continued from another)."""
-    path = Path(run_dir) / "trials" / trial_id / EXPLOITS_FILE
-    return json.loads(path.read_text()) if path.is_file() else []
+    path = trial_path(trial_id, EXPLOITS_FILE)
+    return files.read_json(path) if files.is_file(path) else []
 
 
-def _write_exploits(run_dir: str, trial_id: str, records: list[dict]) -> None:
-    with atomic_file(Path(run_dir) / "trials" / trial_id / EXPLOITS_FILE, "w", encoding="utf-8") as handle:
-        json.dump(records, handle, indent=2)
-
-
-def _step_of(checkpoint: Path) -> int:
-    return json.loads((checkpoint / "doctune.json").read_text())["step"]
-
-
-def continue_from_donor(run_dir: str, trial_id: str, config: dict) -> dict | None:
+def continue_from_donor(files: RunFiles, trial_id: str, config: dict) -> dict | None:
     """Called as the trial starts: if Tune restarted it with another trial's checkpoint (a PBT
     exploit not yet recorded), record the exploit; returns the new record, else None."""
     from ray import tune
@@ -68,7 +57,7 @@ def continue_from_donor(run_dir: str, trial_id: str, config: dict) -> dict | Non
         pointer = json.loads((Path(directory) / POINTER_FILE).read_text())
     if pointer["trial"] == trial_id:
         return None  # its own round: a pause or a retry, resumed from its own latest checkpoint
-    records = exploits(run_dir, trial_id)
+    records = exploits(files, trial_id)
     if records and records[-1]["donor_checkpoint"] == pointer["checkpoint"]:
         return None  # recorded already: the trial was restarted again before its next report
     record = {
@@ -78,24 +67,26 @@ def continue_from_donor(run_dir: str, trial_id: str, config: dict) -> dict | Non
         "donor_checkpoint": pointer["checkpoint"],
         "hyperparameters": dict(config),
     }
-    _write_exploits(run_dir, trial_id, [*records, record])
+    files.write_json(trial_path(trial_id, EXPLOITS_FILE), [*records, record])
     return record
 
 
-def resume_point(run_dir: str, trial_id: str, own: Path | None) -> tuple[Path | None, bool]:
-    """Where the trial goes on from, and whether that is a donor's checkpoint: its last exploit's
-    donor checkpoint until the trial has reported one of its own past it, else ``own``, its latest
-    reported checkpoint (``ray.train.get_checkpoint``), if any."""
-    records = exploits(run_dir, trial_id)
-    if records and (own is None or _step_of(own) <= records[-1]["step"]):
-        return checkpoint_in_run(records[-1]["donor_checkpoint"], run_dir, records[-1]["donor"]), True
+def resume_point(files: RunFiles, trial_id: str, own: str | None) -> tuple[str | None, bool]:
+    """Where the trial goes on from (a checkpoint's path in the run) and whether that is a donor's:
+    its last exploit's donor checkpoint until the trial has reported one of its own past it, else
+    ``own``, its latest reported checkpoint (``ray.train.get_checkpoint``), if any. A recorded donor
+    checkpoint is found by its round's name in the donor's directory, wherever the run is now."""
+    records = exploits(files, trial_id)
+    if records and (own is None or files.read_json(f"{own}/{RECORD_FILE}")["step"] <= records[-1]["step"]):
+        donor = records[-1]
+        return trial_path(donor["donor"], CHECKPOINTS, PurePosixPath(donor["donor_checkpoint"]).name), True
     return own, False
 
 
-def record_loaded_weights(run_dir: str, trial_id: str, encoder: torch.nn.Module, donor: Path) -> str:
-    """The digest of the encoder weights the trial loaded from ``donor`` (over the tensors of the
-    donor's saved encoder, which outlive its training state), written into the trial's last exploit
-    record; returns it."""
+def record_loaded_weights(files: RunFiles, trial_id: str, encoder: torch.nn.Module, donor: Path) -> str:
+    """The digest of the encoder weights the trial loaded from ``donor`` (a local copy of the donor's
+    checkpoint; over the tensors of its saved encoder, which outlive its training state), written
+    into the trial's last exploit record; returns it."""
     from safetensors import safe_open
 
     names = set()
@@ -103,9 +94,9 @@ def record_loaded_weights(run_dir: str, trial_id: str, encoder: torch.nn.Module,
         with safe_open(str(path), framework="pt") as saved:
             names |= set(saved.keys())
     digest = weights_digest({k: v for k, v in encoder.state_dict().items() if k in names})
-    records = exploits(run_dir, trial_id)
+    records = exploits(files, trial_id)
     records[-1]["weights_sha256"] = digest
-    _write_exploits(run_dir, trial_id, records)
+    files.write_json(trial_path(trial_id, EXPLOITS_FILE), records)
     return digest
 
 

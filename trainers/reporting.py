@@ -38,7 +38,7 @@ import torch
 import torch.distributed as dist
 
 from core.data.atomic import atomic_file
-from trainers.checkpoint import REPORT_FILE, SCORES_FILE, drop_superseded_training_state
+from trainers.checkpoint import CHECKPOINTS, REPORT_FILE, SCORES_FILE, drop_superseded_training_state, trial_path
 from trainers.config import Hyperparameters, TrainPlan
 
 ROUND_SECONDS = ("train_seconds", "scoring_seconds", "eval_seconds")  # the time a round's report accounts for
@@ -47,7 +47,7 @@ ROUND_SECONDS = ("train_seconds", "scoring_seconds", "eval_seconds")  # the time
 @dataclass
 class _Round:
     staged: Path  # where rank 0 saved it, on its node
-    persisted: Path  # where its report persists it: the trial's storage
+    persisted: str  # where its report persists it, in the trial's storage (``RunFiles.path``)
     train_metrics: dict
     scores: Future | None  # rank 0's; None on the other ranks
 
@@ -55,16 +55,18 @@ class _Round:
 class RoundReporter:
     def __init__(self, plan: TrainPlan, hp: Hyperparameters, trial_id: str, rank: int, device: torch.device) -> None:
         self.plan, self.hp, self.trial_id, self.device = plan, hp, trial_id, device
+        self.files = plan.run_files
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="scores") if rank == 0 else None
         self._in_flight: _Round | None = None
 
-    def submit(self, staged: Path, persisted: Path, train_metrics: dict, step: int) -> None:
-        """The round whose checkpoint was just saved to ``staged`` (rank 0's; ``persisted``: where its
-        report will persist it): score it; it is reported now, or with overlap at the first step
+    def submit(self, staged: Path, train_metrics: dict, step: int) -> None:
+        """The round whose checkpoint was just saved to ``staged`` (rank 0's; its report will persist
+        it under the same name in the trial's storage): score it; it is reported now, or with overlap at the first step
         after its scores arrive. ``step``: where the trial is. The round before must have been
         reported (``wait``) before this checkpoint was saved."""
         assert self._in_flight is None, "wait for the round in flight before saving the next checkpoint"
         submitted = time.perf_counter()
+        persisted = self.files.path(trial_path(self.trial_id, CHECKPOINTS, staged.name))
         scores = self._pool.submit(self._scores, staged, persisted) if self._pool is not None else None
         self._in_flight = _Round(staged, persisted, train_metrics, scores)
         if not self.plan.overlap_scoring:
@@ -104,26 +106,28 @@ class RoundReporter:
         ray.train.report(
             self._from_rank_0(metrics),
             checkpoint=checkpoint,
-            checkpoint_dir_name=pending.persisted.name,
+            checkpoint_dir_name=pending.staged.name,
             delete_local_checkpoint_after_upload=True,
         )
         if not self.plan.population:  # under PBT another trial may go on from it
-            drop_superseded_training_state(pending.persisted)
+            drop_superseded_training_state(self.files, self.trial_id, pending.staged.name)
 
-    def report_again(self, checkpoints: list[Path]) -> None:
-        """On a resume: report each round in storage again as it was reported (``report.json``),
-        oldest first. Its seconds were counted when it was first reported, so they are reported as 0
-        here: a round lost with the driver is left out of the timings rather than one received
-        counted twice."""
+    def report_again(self, rounds: list[str]) -> None:
+        """On a resume: report each of the trial's ``rounds`` (``step_N`` names, in storage) again as
+        it was reported (``report.json``), oldest first. Its seconds were counted when it was first
+        reported, so they are reported as 0 here: a round lost with the driver is left out of the
+        timings rather than one received counted twice."""
         import ray.train
 
         again = []
         if self._pool is not None:
-            for checkpoint in (c for c in checkpoints if (c / REPORT_FILE).is_file()):
-                metrics = json.loads((checkpoint / REPORT_FILE).read_text())
+            for checkpoint in (trial_path(self.trial_id, CHECKPOINTS, name) for name in rounds):
+                if not self.files.is_file(f"{checkpoint}/{REPORT_FILE}"):
+                    continue
+                metrics = self.files.read_json(f"{checkpoint}/{REPORT_FILE}")
                 metrics |= {key: 0.0 for key in ROUND_SECONDS if key in metrics}
                 # where it is now: the run directory may have moved, or been fetched from its copy
-                again.append(metrics | {"checkpoint": str(checkpoint.resolve())})
+                again.append(metrics | {"checkpoint": self.files.path(checkpoint)})
         for metrics in self._from_rank_0(again):
             ray.train.report(metrics)
 
@@ -140,11 +144,11 @@ class RoundReporter:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
-    def _scores(self, staged: Path, persisted: Path) -> tuple[dict, float]:
+    def _scores(self, staged: Path, persisted: str) -> tuple[dict, float]:
         """The staged checkpoint's scores, under the name it will have in storage (which chooses the
         run's embedding cache), and the seconds they took."""
         began = time.perf_counter()
-        scores = self.plan.scorer(str(staged), self.hp.pooling, name=str(persisted))
+        scores = self.plan.scorer(str(staged), self.hp.pooling, name=persisted)
         return scores, time.perf_counter() - began
 
     def _scored_metrics(self, scores: dict, pending: _Round, metrics: dict) -> dict:
@@ -157,4 +161,4 @@ class RoundReporter:
             f"objective {scored['objective']:.4f} (validation) ({metrics['tokens_per_s']:.0f} tokens/s)"
             + (f", reported at step {metrics['report_step']}" if metrics["report_step"] != metrics["step"] else "")
         )
-        return {**scored, "checkpoint": str(pending.persisted)}
+        return {**scored, "checkpoint": pending.persisted}

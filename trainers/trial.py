@@ -2,15 +2,16 @@
 
 This is Ray 2.60's Train-in-Tune pattern: a Tune function trainable whose ``TorchTrainer`` reports
 back to Tune through ``TuneReportCallback`` (under PBT, through ``trainers.population``, with a
-checkpoint). The Train run's storage is the trial's directory in the run directory, where its
-reported checkpoints persist, so a resumed search finds them again.
+checkpoint). The Train run's storage is the trial's directory in the run's storage
+(``TrainPlan.run_files``), where its reported checkpoints persist, so a resumed search finds them
+again.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from trainers.checkpoint import CHECKPOINTS, divergence, trial_checkpoint_dir
+from trainers.checkpoint import CHECKPOINTS, divergence, trial_path
 from trainers.config import Hyperparameters, TrainPlan
 from trainers.distributed import collective_backend
 
@@ -30,7 +31,8 @@ def run_trial(config: dict, plan: TrainPlan, fixed: dict) -> None:
     from trainers.loop import train_loop_per_worker
 
     trial_id = tune.get_context().get_trial_id()
-    if reason := divergence(plan.run_dir, trial_id):  # a resumed search does not retrain a diverged trial
+    files = plan.run_files
+    if reason := divergence(files, trial_id):  # a resumed search does not retrain a diverged trial
         raise TrialDiverged(f"trial {trial_id}: {reason}")
     if "seed" in config:
         plan = dataclasses.replace(plan, seed=int(config["seed"]))
@@ -46,11 +48,13 @@ def run_trial(config: dict, plan: TrainPlan, fixed: dict) -> None:
                 num_workers=plan.workers, use_gpu=plan.use_gpu, resources_per_worker=resources
             ),
             torch_config=TorchConfig(backend=collective_backend(plan.use_gpu)),
-            # the trial's rounds persist to trials/<id>/checkpoints/step_N (trainers.checkpoint); a
-            # resumed trial's Train run finds them there again (its checkpoint manager's snapshot)
+            # the trial's rounds persist to trials/<id>/checkpoints/step_N (trainers.checkpoint) in the
+            # run's storage; a resumed trial's Train run finds them there again (its checkpoint
+            # manager's snapshot)
             run_config=ray.train.RunConfig(
                 name=CHECKPOINTS,
-                storage_path=str(trial_checkpoint_dir(plan.run_dir, trial_id).parent),
+                storage_path=files.path(trial_path(trial_id)),
+                storage_filesystem=None if files.local else files.filesystem,
                 callbacks=callbacks,
                 failure_config=ray.train.FailureConfig(
                     max_failures=plan.max_worker_failures, controller_failure_limit=3
@@ -61,10 +65,10 @@ def run_trial(config: dict, plan: TrainPlan, fixed: dict) -> None:
     if plan.population:  # PBT exploits through Tune checkpoints, which Train-in-Tune does not report
         from trainers.population import continue_from_donor, fit_reporting_to_tune
 
-        if record := continue_from_donor(plan.run_dir, trial_id, config):
+        if record := continue_from_donor(files, trial_id, config):
             print(f"[{trial_id}] PBT: continues from {record['donor']} at step {record['step']} with {config}")
         fit_reporting_to_tune(trial_id, trainer)
     else:
         trainer([TuneReportCallback()]).fit()
-    if reason := divergence(plan.run_dir, trial_id):
+    if reason := divergence(files, trial_id):
         raise TrialDiverged(f"trial {trial_id}: {reason}")

@@ -8,14 +8,6 @@ import pytest
 
 from platform.common import UsageError
 from platform.storage import RunMirror, RunStorage
-from tests.servers import s3_server
-
-
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory):
-    with s3_server(tmp_path_factory.mktemp("s3")) as server:
-        server.create_bucket("runs")
-        yield server
 
 
 def _run_dir(root):
