@@ -1,5 +1,6 @@
-"""The nodes of a Ray cluster: a function run once on each live node, and what each node runs
-(Python, torch, CUDA, its GPUs and the NVIDIA driver), which ``search.json`` records per node.
+"""The nodes of a Ray cluster: a function run once on each live node, what each node runs
+(Python, torch, CUDA, its GPUs and the NVIDIA driver), which ``search.json`` records per node, and
+the hook that tells every worker process which cluster it belongs to.
 
 Here, not in ``platform/``, because Ray workers must unpickle what runs on them, and the driver's
 ``platform`` package is the standard library's module on a worker (docs/decisions.md).
@@ -12,6 +13,21 @@ import subprocess
 import sys
 from collections.abc import Callable
 from typing import Any
+
+
+def pin_ray_address() -> None:
+    """Ray's ``worker_process_setup_hook`` for doctune's jobs: ``RAY_ADDRESS`` in each worker
+    process is its own cluster's GCS. Ray's state API, called without an address inside a worker
+    (Ray Train's placement-group cleaner asks it whether the Train controller lives), otherwise
+    reads an inherited ``RAY_ADDRESS`` or looks for running GCS processes, and with two Ray
+    instances on one host it fails: the cleaner's thread dies, and the placement group of a Train
+    run whose controller Tune killed (a PBT pause, an ASHA stop) is never removed, so the trials
+    after it wait for its CPUs."""
+    import os
+
+    import ray
+
+    os.environ["RAY_ADDRESS"] = ray.get_runtime_context().gcs_address
 
 
 def live_nodes() -> list[dict]:

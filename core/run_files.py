@@ -68,6 +68,15 @@ class RunFiles:
         selector = pyarrow.fs.FileSelector(self.path(relative), recursive=False, allow_not_found=True)
         return sorted(info.base_name for info in self.filesystem.get_file_info(selector))
 
+    def listing(self, under: str = "") -> dict[str, int]:
+        """Every file under ``under`` (the whole run by default), by path relative to it: its size."""
+        import pyarrow.fs
+
+        base = self.path(under)
+        selector = pyarrow.fs.FileSelector(base, recursive=True, allow_not_found=True)
+        infos = self.filesystem.get_file_info(selector)
+        return {i.path[len(base) + 1 :]: i.size for i in infos if i.type == pyarrow.fs.FileType.File}
+
     def read(self, relative: str) -> bytes:
         with self.filesystem.open_input_stream(self.path(relative)) as source:
             return source.read()

@@ -119,7 +119,8 @@ def ray_init(address: str | None, trials_may_wait: bool = False, log_to_driver: 
     for name, value in os.environ.items():  # DOCTUNE_CACHE, and the tests' fault injection
         if name in ("HF_HUB_OFFLINE", "HF_HOME") or name.startswith("DOCTUNE_"):
             env_vars[name] = value
-    runtime_env: dict = {"env_vars": env_vars}
+    # every worker process asks Ray's state API about its own cluster (core.nodes.pin_ray_address)
+    runtime_env: dict = {"env_vars": env_vars, "worker_process_setup_hook": "core.nodes.pin_ray_address"}
     if "RAY_JOB_CONFIG_JSON_ENV_VAR" in os.environ:
         # inside `ray job submit --working-dir .`: the job's working directory reaches every node,
         # and these env_vars join the job's runtime env (Ray refuses a driver's that repeats a field)

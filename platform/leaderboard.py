@@ -20,7 +20,7 @@ from evaluators.noise import Gain
 from evaluators.references import REFERENCE_PREFIX
 from evaluators.scores import coverage, main_scores, part, sizes, unflatten
 from evaluators.tasks.base import SPLITS
-from trainers.checkpoint import SCORES_FILE, checkpoint_in_run, step_dirs
+from trainers.checkpoint import CHECKPOINTS, SCORES_FILE, checkpoint_in_run, reported_rounds, trial_path
 from trainers.config import Hyperparameters
 from trainers.population import exploits
 
@@ -156,16 +156,18 @@ def _finite_or_none(value) -> float | None:
     return float(value) if value is not None and math.isfinite(float(value)) else None
 
 
-def chosen_checkpoint(checkpoints: Path, evaluation) -> Path | None:
-    """The checkpoint an ended trial's row shows, from its scored checkpoints on disk, by the rule
-    ``rows_from_results`` applies to its reports: one objective, the round with the best validation
-    objective (the earliest on a tie); several, the last round. None when nothing was scored."""
-    scored = [c for c in step_dirs(checkpoints) if (c / SCORES_FILE).is_file()]
+def chosen_checkpoint(files: RunFiles, trial_id: str, evaluation) -> str | None:
+    """The round (a ``step_N`` name) an ended trial's row shows, from its scored rounds in the run's
+    files, by the rule ``rows_from_results`` applies to its reports: one objective, the round with the
+    best validation objective (the earliest on a tie); several, the last round. None when nothing was
+    scored."""
+    scores = {name: trial_path(trial_id, CHECKPOINTS, name, SCORES_FILE) for name in reported_rounds(files, trial_id)}
+    scored = [name for name, path in scores.items() if files.is_file(path)]
     if not scored or evaluation.multi_objective:
         return scored[-1] if scored else None
     objectives = [
-        evaluation.reported_objectives(main_scores(json.loads((c / SCORES_FILE).read_text()), "val"))["objective"]
-        for c in scored
+        evaluation.reported_objectives(main_scores(files.read_json(scores[name]), "val"))["objective"]
+        for name in scored
     ]
     return scored[objectives.index(max(objectives))]
 

@@ -12,46 +12,42 @@ that errored keeps everything: ``--resume`` may retry it from its last checkpoin
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from ray import tune
 
+from core.run_files import RunFiles
 from evaluators.plan import EvalPlan
 from platform.leaderboard import chosen_checkpoint
-from trainers.checkpoint import release_finished_trial, trial_checkpoint_dir
+from trainers.checkpoint import release_finished_trial, trial_path
 
 RELEASED_FILE = "released.json"
 ENDED = "TERMINATED"  # Tune's status for a trial that completed or was stopped by the scheduler
 
 
-def release(run_dir: Path, trial_id: str, evaluation: EvalPlan, keep: str) -> int:
+def release(files: RunFiles, trial_id: str, evaluation: EvalPlan, keep: str) -> int:
     """Free one ended trial's checkpoints under the policy ``keep``; the bytes freed, also added up
     in the trial's ``released.json`` (what the policy removed, for the user and bench/)."""
-    checkpoints = trial_checkpoint_dir(str(run_dir), trial_id)
-    chosen = chosen_checkpoint(checkpoints, evaluation)
+    chosen = chosen_checkpoint(files, trial_id, evaluation)
     if keep == "best" and chosen is None:  # never scored: no row can show it, and nothing to choose by
         return 0
-    freed = release_finished_trial(checkpoints, keep_weights=chosen if keep == "best" else None)
+    freed = release_finished_trial(files, trial_id, keep_weights=chosen if keep == "best" else None)
     if freed:
-        record = checkpoints.parent / RELEASED_FILE
-        before = json.loads(record.read_text())["bytes"] if record.exists() else 0
-        payload = {"policy": keep, "bytes": before + freed, "weights_kept": chosen.name if chosen else None}
-        record.write_text(json.dumps(payload, indent=2))
+        record = trial_path(trial_id, RELEASED_FILE)
+        before = files.read_json(record)["bytes"] if files.is_file(record) else 0
+        files.write_json(record, {"policy": keep, "bytes": before + freed, "weights_kept": chosen})
     return freed
 
 
 class ReleaseEndedTrials(tune.Callback):
     """Frees each trial's checkpoints as soon as it ends (completed or stopped early)."""
 
-    def __init__(self, run_dir: Path, evaluation: EvalPlan, keep: str) -> None:
-        self.run_dir, self.evaluation, self.keep = run_dir, evaluation, keep
+    def __init__(self, files: RunFiles, evaluation: EvalPlan, keep: str) -> None:
+        self.files, self.evaluation, self.keep = files, evaluation, keep
 
     def on_trial_complete(self, iteration: int, trials: list, trial, **info) -> None:
-        release(self.run_dir, trial.trial_id, self.evaluation, self.keep)
+        release(self.files, trial.trial_id, self.evaluation, self.keep)
 
 
-def release_ended_trials(results, run_dir: Path, evaluation: EvalPlan, keep: str) -> int:
+def release_ended_trials(results, files: RunFiles, evaluation: EvalPlan, keep: str) -> int:
     """The sweep at the end of a search over every trial Tune holds as ended; the bytes freed."""
     trials = results._experiment_analysis.trials
-    return sum(release(run_dir, t.trial_id, evaluation, keep) for t in trials if t.status == ENDED)
+    return sum(release(files, t.trial_id, evaluation, keep) for t in trials if t.status == ENDED)

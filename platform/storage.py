@@ -136,17 +136,6 @@ class RunStorage(RunFiles):
 
         return self.filesystem.get_file_info(self.path("search.json")).type == pyarrow.fs.FileType.File
 
-    def listing(self) -> dict[str, int]:
-        """Every file of the copy, by path relative to the run: its size."""
-        import pyarrow.fs
-
-        selector = pyarrow.fs.FileSelector(self.root, recursive=True, allow_not_found=True)
-        files = {}
-        for info in self.filesystem.get_file_info(selector):
-            if info.type == pyarrow.fs.FileType.File:
-                files[info.path[len(self.root) + 1 :]] = info.size
-        return files
-
     def upload(self, local: Path, relative: str) -> None:
         """One file into the copy, whole or not at all."""
         with local.open("rb") as source:

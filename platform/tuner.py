@@ -163,14 +163,14 @@ def _callbacks(resolved: ResolvedSearch) -> list:
 def _release_callback(resolved: ResolvedSearch):
     from platform.retention import ReleaseEndedTrials
 
-    return ReleaseEndedTrials(resolved.run_dir, resolved.evaluation, resolved.spec.train.keep_checkpoints)
+    return ReleaseEndedTrials(resolved.plan.run_files, resolved.evaluation, resolved.spec.train.keep_checkpoints)
 
 
 def _release_ended(results, resolved: ResolvedSearch) -> None:
     from platform.retention import release_ended_trials
 
     keep = resolved.spec.train.keep_checkpoints
-    freed = release_ended_trials(results, resolved.run_dir, resolved.evaluation, keep)
+    freed = release_ended_trials(results, resolved.plan.run_files, resolved.evaluation, keep)
     if freed:
         print(f"doctune: ended trials' checkpoints released ({freed / 1e6:.0f} MB; train.keep_checkpoints: {keep})")
 

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import psutil
@@ -24,11 +25,20 @@ def _search(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
     )
 
 
-def _train_workers() -> list[psutil.Process]:
+SEARCH_MARK = "DOCTUNE_TEST_SEARCH"  # forwarded to the search's workers, as every DOCTUNE_ variable is
+
+
+def _train_workers(mark: str) -> list[psutil.Process]:
+    """The Train workers of the search started with ``SEARCH_MARK=mark``: another Ray's on this host
+    (a search beside the suite) are left alone."""
     workers = []
     for process in psutil.process_iter(["cmdline"]):
         if any("RayTrainWorker" in part for part in process.info["cmdline"] or []):
-            workers.append(process)
+            try:
+                if process.environ().get(SEARCH_MARK) == mark:
+                    workers.append(process)
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
     return workers
 
 
@@ -67,6 +77,7 @@ def test_killed_workers_resume_from_their_checkpoints_and_a_later_divergence_end
     }
     spec = spec_variant("smoke", tmp_path, **changes)
     run_dir = tmp_path / "run"
+    mark = uuid.uuid4().hex
     log = (tmp_path / "search.log").open("w")
     search = subprocess.Popen(
         smoke_search_command(spec, run_dir),
@@ -74,14 +85,14 @@ def test_killed_workers_resume_from_their_checkpoints_and_a_later_divergence_end
         stdout=log,
         stderr=subprocess.STDOUT,
         text=True,
-        env={**os.environ, FAULT_NAN_ENV: "7"},  # the loss becomes NaN at step 7
+        env={**os.environ, FAULT_NAN_ENV: "7", SEARCH_MARK: mark},  # the loss becomes NaN at step 7
     )
     try:
         _wait_for_checkpoint(search, run_dir, 2)
-        victim = max(_train_workers(), key=lambda p: p.pid)
+        victim = max(_train_workers(mark), key=lambda p: p.pid)
         victim.send_signal(signal.SIGKILL)
         _wait_for_checkpoint(search, run_dir, 4)
-        group = _train_workers()
+        group = _train_workers(mark)
         for worker in group:
             worker.send_signal(signal.SIGKILL)
         assert search.wait(timeout=600) == 0

@@ -182,29 +182,31 @@ def drop_superseded_training_state(files: RunFiles, trial_id: str, latest: str) 
     return freed
 
 
-def release_finished_trial(checkpoints: Path, keep_weights: Path | None) -> int:
+def release_finished_trial(files: RunFiles, trial_id: str, keep_weights: str | None) -> int:
     """Free the checkpoints of a trial that has ended (completed or stopped early): nothing resumes
     from it, so every ``training_state/`` and any half-written ``step_N.partial`` goes; with
-    ``keep_weights`` set, every other checkpoint keeps only its record, scores and report (the round's
-    history for the report), so the trial's disk is one model. ``keep_weights=None`` keeps every
-    round's weights. Returns the bytes freed."""
+    ``keep_weights`` set (a ``step_N`` name), every other round keeps only its record, scores and
+    report (the round's history for the report), so the trial's storage holds one model.
+    ``keep_weights=None`` keeps every round's weights. Returns the bytes freed."""
+    checkpoints = trial_path(trial_id, CHECKPOINTS)
+    sizes = files.listing(checkpoints)
     freed = 0
 
-    def remove(path: Path) -> None:
+    def remove(relative: str) -> None:  # a file or a directory, relative to the checkpoints
         nonlocal freed
-        if path.is_dir():
-            freed += sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-            shutil.rmtree(path)
-        elif path.exists():
-            freed += path.stat().st_size
-            path.unlink()
+        freed += sum(size for path, size in sizes.items() if path == relative or path.startswith(f"{relative}/"))
+        if relative in sizes:
+            files.delete_file(f"{checkpoints}/{relative}")
+        else:
+            files.delete_dir(f"{checkpoints}/{relative}")
 
-    for partial in checkpoints.glob(f"{STEP_PREFIX}*.partial"):
-        remove(partial)
-    for checkpoint in step_dirs(checkpoints):
-        remove(checkpoint / "training_state")
-        if keep_weights is not None and checkpoint != keep_weights:
-            for path in checkpoint.iterdir():
-                if path.name not in (RECORD_FILE, SCORES_FILE, REPORT_FILE):
-                    remove(path)
+    for name in files.children(checkpoints):
+        if name.startswith(STEP_PREFIX) and name.endswith(".partial"):
+            remove(name)
+    for name in reported_rounds(files, trial_id):
+        remove(f"{name}/training_state")
+        if keep_weights is not None and name != keep_weights:
+            for entry in files.children(f"{checkpoints}/{name}"):
+                if entry not in (RECORD_FILE, SCORES_FILE, REPORT_FILE):
+                    remove(f"{name}/{entry}")
     return freed

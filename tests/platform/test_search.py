@@ -88,6 +88,65 @@ def test_a_resumed_search_lets_restored_trials_wait_for_workers():
     assert seen == {"resume": WORKERS_START_TIMEOUT_S, "new": "unset"}
 
 
+WORKERS_ASK_THEIR_CLUSTER = """
+import ray
+from ray._private.services import find_gcs_addresses
+from ray.util.state import get_actor
+
+from platform.common import ray_init
+
+ray_init(None)
+
+
+@ray.remote(num_cpus=0)
+class Asker:
+    def alive(self) -> str:  # as Ray Train's placement-group cleaner asks about its controller
+        return str(get_actor(ray.get_runtime_context().get_actor_id()).state)
+
+    def through_another(self) -> str:
+        return ray.get(Asker.remote().alive.remote())
+
+
+asker = Asker.remote()
+print(len(find_gcs_addresses()), ray.get(asker.alive.remote()), ray.get(asker.through_another.remote()))
+ray.shutdown()
+"""
+
+
+@pytest.mark.ray  # starts two Rays
+def test_workers_ask_their_own_cluster_with_another_ray_on_the_host():
+    """Ray's state API called inside a worker without an address (Ray Train's placement-group
+    cleaner does) finds the worker's own cluster with a second Ray on the host
+    (``core.nodes.pin_ray_address``); left to itself it finds two GCS processes and fails."""
+    env = {**os.environ, "RAY_ADDRESS": "local"}
+    other = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import ray, sys; ray.init(num_cpus=0, include_dashboard=False); print('up', flush=True); sys.stdin.read()",
+        ],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert other.stdout.readline().strip() == "up"
+        done = subprocess.run(
+            [sys.executable, "-c", WORKERS_ASK_THEIR_CLUSTER],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+    finally:
+        other.communicate(input="", timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    gcs_count, alive, through_another = done.stdout.split()[-3:]
+    assert int(gcs_count) >= 2 and alive == through_another == "ALIVE"
+
+
 def _search(*args: str):
     """The CLI's result, and whether it started a Ray. The command gets a Ray temporary directory of
     its own, where a Ray it starts leaves a session directory; a Ray another test starts meanwhile
