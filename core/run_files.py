@@ -12,6 +12,7 @@ docs/decisions.md, "Storage with no shared file system", lists each route.
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import tempfile
@@ -101,8 +102,6 @@ class RunFiles:
             raise
 
     def write_json(self, relative: str, value) -> None:
-        import io
-
         self.write(relative, io.BytesIO(json.dumps(value, indent=2).encode()))
 
     def download(self, relative: str, local: Path) -> None:

@@ -132,9 +132,7 @@ class RunStorage(RunFiles):
 
     def holds_run(self) -> bool:
         """Whether a search was started here (its ``search.json`` is in the copy)."""
-        import pyarrow.fs
-
-        return self.filesystem.get_file_info(self.path("search.json")).type == pyarrow.fs.FileType.File
+        return self.is_file("search.json")
 
     def upload(self, local: Path, relative: str) -> None:
         """One file into the copy, whole or not at all."""

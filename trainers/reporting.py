@@ -61,9 +61,9 @@ class RoundReporter:
 
     def submit(self, staged: Path, train_metrics: dict, step: int) -> None:
         """The round whose checkpoint was just saved to ``staged`` (rank 0's; its report will persist
-        it under the same name in the trial's storage): score it; it is reported now, or with overlap at the first step
-        after its scores arrive. ``step``: where the trial is. The round before must have been
-        reported (``wait``) before this checkpoint was saved."""
+        it under the same name in the trial's storage): score it; it is reported now, or with
+        overlap at the first step after its scores arrive. ``step``: where the trial is. The round
+        before must have been reported (``wait``) before this checkpoint was saved."""
         assert self._in_flight is None, "wait for the round in flight before saving the next checkpoint"
         submitted = time.perf_counter()
         persisted = self.files.path(trial_path(self.trial_id, CHECKPOINTS, staged.name))
