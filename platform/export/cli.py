@@ -21,7 +21,7 @@ from platform.export import export_trial
 from platform.export.record import ExportError, SearchRecord
 from platform.leaderboard import Row, is_baseline, read_leaderboard, winner
 from platform.storage import RunStorage
-from trainers.checkpoint import checkpoint_in_run, trial_checkpoint_dir
+from trainers.checkpoint import CHECKPOINTS, checkpoint_in_run, trial_checkpoint_dir, trial_path
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -106,7 +106,7 @@ def _fetch(uri: str, trial: str | None, into: Path) -> Path:
             )
         row, _ = choose_row(into, trial)
         name = Path(row.checkpoint).name
-        storage.pull(into, under=(f"{trial_checkpoint_dir('', row.trial).as_posix()}/{name}/",))
+        storage.pull(into, under=(f"{trial_path(row.trial, CHECKPOINTS, name)}/",))
     except OSError as err:
         raise ExportError(f"fetching from {uri} failed ({str(err).splitlines()[0]}); run the command again") from None
     return into
