@@ -17,6 +17,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.run_files import RunFiles
+
 # what a checkpoint holds beside its encoder, never needed to embed a text
 NOT_ENCODER = ("training_state", "scores.json", "report.json")
 
@@ -43,6 +45,17 @@ class ModelFiles:
             if path.is_file() and path.name not in NOT_ENCODER
         }
         return cls(name or str(directory), files)
+
+    @classmethod
+    def read_from(cls, files: RunFiles, relative: str) -> ModelFiles:
+        """The encoder files of the run's directory ``relative`` (``core.run_files``), named by its
+        path there: read from the run's storage where it is not a directory of this machine."""
+        if files.local:
+            return cls.read(files.path(relative))
+        names = [name for name in files.children(relative) if name not in NOT_ENCODER]
+        if "config.json" not in names:
+            raise FileNotFoundError(f"checkpoint {files.path(relative)} holds no encoder")
+        return cls(files.path(relative), {name: files.read(f"{relative}/{name}") for name in names})
 
     @property
     def digest(self) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 import tempfile
 import uuid
@@ -57,6 +58,11 @@ class RunFiles:
         """``relative``'s path on the file system (a path of this machine where ``local``)."""
         return f"{self.root}/{relative}" if relative else self.root
 
+    def relative(self, path: str) -> str | None:
+        """``path`` (as ``path`` gives it) relative to the run; None when it lies outside the run."""
+        prefix = f"{self.root}/"
+        return path[len(prefix) :] if path.startswith(prefix) else None
+
     def is_file(self, relative: str) -> bool:
         import pyarrow.fs
 
@@ -71,12 +77,16 @@ class RunFiles:
 
     def listing(self, under: str = "") -> dict[str, int]:
         """Every file under ``under`` (the whole run by default), by path relative to it: its size."""
+        return {relative: size for relative, (size, _) in self.stamps(under).items()}
+
+    def stamps(self, under: str = "") -> dict[str, tuple[int, int]]:
+        """Every file under ``under``, by path relative to it: its size and modification time (ns)."""
         import pyarrow.fs
 
         base = self.path(under)
         selector = pyarrow.fs.FileSelector(base, recursive=True, allow_not_found=True)
         infos = self.filesystem.get_file_info(selector)
-        return {i.path[len(base) + 1 :]: i.size for i in infos if i.type == pyarrow.fs.FileType.File}
+        return {i.path[len(base) + 1 :]: (i.size, i.mtime_ns) for i in infos if i.type == pyarrow.fs.FileType.File}
 
     def read(self, relative: str) -> bytes:
         with self.filesystem.open_input_stream(self.path(relative)) as source:
@@ -105,11 +115,15 @@ class RunFiles:
         self.write(relative, io.BytesIO(json.dumps(value, indent=2).encode()))
 
     def download(self, relative: str, local: Path) -> None:
-        """One file to ``local``, whole or not at all."""
+        """One file to ``local``, whole or not at all, with the modification time it has in the run's
+        files (so that a copy fetched is known for the same file: ``platform.records``)."""
         local.parent.mkdir(parents=True, exist_ok=True)
         partial = local.with_name(local.name + ".download")
         with self.filesystem.open_input_stream(self.path(relative)) as source, partial.open("wb") as out:
             shutil.copyfileobj(source, out, _CHUNK)
+        written = self.filesystem.get_file_info(self.path(relative)).mtime_ns
+        if written is not None:
+            os.utime(partial, ns=(written, written))
         partial.replace(local)
 
     @contextmanager

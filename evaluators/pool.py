@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.model_files import ModelFiles
+from core.run_files import RunFiles
 from evaluators.plan import EvalPlan
 from evaluators.references import AS_TASKS_SAY, Reading, Reference
 from evaluators.scores import Scores, flatten, main_scores
@@ -40,7 +41,10 @@ class CheckpointMissing(FileNotFoundError):
 class Evaluator:
     """Holds every task of a search; scores a model directory (or a reference row) on any of them."""
 
-    def __init__(self, plan: EvalPlan, run_dir: str, device: str = "cpu") -> None:
+    def __init__(self, plan: EvalPlan, run_dir: str, device: str = "cpu", run_root: str | None = None) -> None:
+        """``run_dir``: where this node keeps the run's embedding cache; ``run_root``: where the run's
+        checkpoints are (``RunFiles.root``: a bucket's path where the run is stored there), the run
+        directory by default."""
         import torch
 
         from evaluators.cache import EmbeddingCache
@@ -50,6 +54,7 @@ class Evaluator:
         self.device = device
         self.plan = plan
         self.run_dir = Path(run_dir).resolve()
+        self.run_root = f"{run_root or self.run_dir}/"
         self.cache = EmbeddingCache(self.run_dir / "embeddings")
         # A model outside the run (the base, scored as the baseline row by every search from it)
         # embeds the same texts each time: its embeddings are shared across runs. The key is the
@@ -116,8 +121,8 @@ class Evaluator:
         """``model``'s directory on this node (files sent are written here while the block runs)
         and the embedding cache it belongs to: the run's for the run's checkpoints, the shared one
         for a model outside the run (the base, the same for every search from it)."""
-        origin = model.name if isinstance(model, ModelFiles) else model
-        cache = self.cache if self.run_dir in Path(origin).resolve().parents else self.shared_cache
+        origin = model.name if isinstance(model, ModelFiles) else str(Path(model).resolve())
+        cache = self.cache if origin.startswith(self.run_root) else self.shared_cache
         if not isinstance(model, ModelFiles):
             if not Path(model).is_dir():
                 raise CheckpointMissing.of(model)
@@ -217,8 +222,16 @@ class EvaluatorPool:
     creates them, or reattaches to those of a resumed search, and waits until each has loaded its
     task data; leaving the block ends them. Trials reach them by name (``score_checkpoint``)."""
 
-    def __init__(self, plan: EvalPlan, run_dir: str, cpus_per_actor: float, gpus_per_actor: float = 0.0) -> None:
-        self.plan, self.run_dir = plan, run_dir
+    def __init__(
+        self,
+        plan: EvalPlan,
+        run_dir: str,
+        cpus_per_actor: float,
+        gpus_per_actor: float = 0.0,
+        run_root: str | None = None,
+    ) -> None:
+        """``run_dir`` and ``run_root``: as ``Evaluator`` takes them."""
+        self.plan, self.run_dir, self.run_root = plan, run_dir, run_root
         self.cpus_per_actor, self.gpus_per_actor = cpus_per_actor, gpus_per_actor
         self.actors: list = []
 
@@ -240,7 +253,7 @@ class EvaluatorPool:
                 num_gpus=self.gpus_per_actor,
                 max_restarts=3,
                 max_task_retries=2,
-            ).remote(self.plan, self.run_dir, device)
+            ).remote(self.plan, self.run_dir, device, self.run_root)
             for name in self.plan.actor_names
         ]
         ray.get([actor.ready.remote() for actor in self.actors])
@@ -264,20 +277,40 @@ class EvaluatorPool:
         self.actors = []
 
 
-def model_files(model_dir: str, name: str | None = None) -> ModelFiles:
-    """The encoder in ``model_dir`` as files to send to an actor (``CheckpointMissing`` if it is gone);
-    ``name``: the path it goes by, if not ``model_dir`` (``ModelFiles.read``)."""
+def model_files(model_dir: str | ModelFiles, name: str | None = None) -> ModelFiles:
+    """The encoder in ``model_dir`` as files to send to an actor (``CheckpointMissing`` if it is gone),
+    or the files already read; ``name``: the path it goes by, if not ``model_dir`` (``ModelFiles.read``)."""
+    if isinstance(model_dir, ModelFiles):
+        return model_dir
     try:
         return ModelFiles.read(model_dir, name)
     except FileNotFoundError:
         raise CheckpointMissing.of(model_dir) from None
 
 
+def stored_model(files: RunFiles, checkpoint: str) -> str | ModelFiles:
+    """What the pool is sent to score ``checkpoint`` (a path on the run's file system, as a leaderboard
+    row names it): the path itself where the run is on this machine or the model lies outside the
+    run (a baseline's), else its encoder files read from the run's storage."""
+    relative = files.relative(checkpoint)
+    if files.local or relative is None:
+        return checkpoint
+    try:
+        return ModelFiles.read_from(files, relative)
+    except FileNotFoundError:
+        raise CheckpointMissing.of(checkpoint) from None
+
+
 def score_checkpoint(
-    plan: EvalPlan, model_dir: str, pooling: str, task_names: list[str] | None = None, name: str | None = None
+    plan: EvalPlan,
+    model_dir: str | ModelFiles,
+    pooling: str,
+    task_names: list[str] | None = None,
+    name: str | None = None,
 ) -> dict:
-    """Score ``model_dir`` on ``plan.parts`` on one of the pool's actors (chosen by the path it goes
-    by, ``name`` if given), retrying on another actor if that one dies mid-call."""
+    """Score ``model_dir`` (or its files, read already) on ``plan.parts`` on one of the pool's actors
+    (chosen by the path it goes by, ``name`` if given), retrying on another actor if that one dies
+    mid-call."""
     files = model_files(model_dir, name)
     return _call_pool(plan, files.name, "score", files, pooling, task_names, AS_TASKS_SAY, plan.parts)
 
@@ -313,9 +346,12 @@ class CheckpointScorer:
         return reported
 
 
-def checkpoint_outcomes(plan: EvalPlan, model_dir: str, pooling: str, task_names: list[str], split: str = "test"):
-    """Each task's item-level ``Outcomes`` for ``model_dir`` on one part, from the pool."""
-    return _call_pool(plan, model_dir, "outcomes", model_files(model_dir), pooling, task_names, split)
+def checkpoint_outcomes(
+    plan: EvalPlan, model_dir: str | ModelFiles, pooling: str, task_names: list[str], split: str = "test"
+):
+    """Each task's item-level ``Outcomes`` for ``model_dir`` (or its files) on one part, from the pool."""
+    files = model_files(model_dir)
+    return _call_pool(plan, files.name, "outcomes", files, pooling, task_names, split)
 
 
 def _call_pool(plan: EvalPlan, what: str, method: str, *args):

@@ -21,6 +21,7 @@ from platform.resources import LARGEST_NODE_GPUS
 ROOT = Path(__file__).resolve().parent.parent
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 STUDY_FILE = "optuna.journal"  # the search's Optuna study (``optuna-dashboard RUN_DIR/optuna.journal``)
+TUNE_DIR = "tune"  # Tune's experiments, in the run's files: tune/<spec name>/<trial directory>/
 
 
 class UsageError(ValueError):
@@ -180,7 +181,7 @@ def starts_its_own_ray(address: str | None) -> bool:
     return address == "local" or (address is None and not read_ray_address())
 
 
-def prepare_inputs(spec, build_base_in: Path | None = None, plan_only: bool = False):
+def prepare_inputs(spec, build_base_in: Path | None = None, plan_only: bool = False, through_storage: bool = False):
     """The base model directory (converted to a Longformer if the spec asks), the prepared corpus,
     and the base model directory before any conversion. Needs Ray when the corpus is not prepared
     yet (preparation is a Ray Data job): call it after ``ray_init``, and ``check_inputs`` before.
@@ -193,7 +194,9 @@ def prepare_inputs(spec, build_base_in: Path | None = None, plan_only: bool = Fa
     replaced by the same encoder with a head trained for it here, in this process, on the corpus
     (``trainers.mlm_head``, cached); a head no better than the unigram baseline raises
     ``MlmHeadUnavailable`` (a ``ModelUnavailable``: bad input). With ``plan_only`` (``--dry-run``)
-    a head not in the cache yet is only named, as a base not trained yet is.
+    a head not in the cache yet is only named, as a base not trained yet is. ``through_storage``:
+    the trials receive the inputs through the run's storage (``trainers.inputs``), so the nodes
+    need not see this machine's cache once the corpus is prepared.
     """
     from core.data import cache_dir, prepare_corpus
     from core.encoder import embedding_length, resolve_model
@@ -202,7 +205,7 @@ def prepare_inputs(spec, build_base_in: Path | None = None, plan_only: bool = Fa
     from trainers.mlm_head import ensure_mlm_head, mlm_head_entry
 
     model_dir = resolve_model(spec.base_model) if spec.base is None else None
-    corpus = prepare_corpus(spec.corpus.source, spec.corpus.max_documents)
+    corpus = prepare_corpus(spec.corpus.source, spec.corpus.max_documents, read_in_place=not through_storage)
     check_corpus_suits_recipes(spec, corpus.stats)
     if spec.base is not None and build_base_in is None:
         model_dir = str(base_entry(spec.base, corpus.directory))

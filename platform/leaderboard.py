@@ -20,7 +20,7 @@ from evaluators.noise import Gain
 from evaluators.references import REFERENCE_PREFIX
 from evaluators.scores import coverage, main_scores, part, sizes, unflatten
 from evaluators.tasks.base import SPLITS
-from trainers.checkpoint import CHECKPOINTS, SCORES_FILE, checkpoint_in_run, reported_rounds, trial_path
+from trainers.checkpoint import CHECKPOINTS, SCORES_FILE, recorded_checkpoint, reported_rounds, trial_path
 from trainers.config import Hyperparameters
 from trainers.population import exploits
 
@@ -39,6 +39,8 @@ class Row:
     status: str
     objective: float | None
     step: int | None
+    # a trial's: its path on the run's file system (``RunFiles.path``: a bucket's path where the run is
+    # stored there); a baseline's: the model directory
     checkpoint: str | None
     hyperparameters: dict
     scores: dict[str, dict] = field(default_factory=dict)
@@ -103,7 +105,7 @@ def _trial_id_of_dir(name: str) -> str:
 def rows_from_results(results, resolved) -> list[Row]:
     """One row per trial: its best evaluation round, or its error."""
     rows = []
-    fixed = asdict(resolved.fixed)
+    fixed, files = asdict(resolved.fixed), resolved.plan.run_files
     for result in results:
         trial_id = _trial_id_of_dir(Path(result.path).name) if result.path else "?"
         frame = result.metrics_dataframe
@@ -122,7 +124,7 @@ def rows_from_results(results, resolved) -> list[Row]:
         best = frame.loc[chosen].to_dict()
         rounds = int(frame["eval_round"].max())
         recorded = best.get("checkpoint")
-        checkpoint = str(checkpoint_in_run(recorded, resolved.run_dir, trial_id)) if recorded else None
+        checkpoint = files.path(recorded_checkpoint(recorded, trial_id)) if recorded else None
         if result.error:
             status = f"error after round {rounds}: {str(result.error).strip().splitlines()[-1][:200]}"
         elif rounds < resolved.plan.eval_rounds:
@@ -143,9 +145,8 @@ def rows_from_results(results, resolved) -> list[Row]:
                 test_objective=_finite_or_none(best.get("test_objective")),
             )
         )
-    run_files = RunFiles.at(resolved.run_dir)
     for row in rows:
-        row.lineage = exploits(run_files, row.trial)
+        row.lineage = exploits(files, row.trial)
     if resolved.evaluation.multi_objective:
         mark_pareto_front(rows)
     return rows

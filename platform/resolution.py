@@ -51,7 +51,7 @@ from platform.resources import (
 from platform.spec import Replacement, SearchSpec, find_spec_file, parse_spec, profile_replacements, read_raw
 from platform.spec.checks import check_semantics, losses_of, values_of
 from platform.spec.convert import plugin_registries
-from platform.storage import RunStorage
+from platform.storage import RunStorage, copied_by_an_earlier_doctune, refuse_earlier_copy
 from trainers.config import Hyperparameters, TrainPlan
 
 ACTOR_PREFIX = "evaluator"
@@ -73,7 +73,7 @@ class SearchRequest:
     run_dir: Path
     asked_profile: str | None
     recorded: dict | None  # search.json of the run being resumed
-    storage: RunStorage | None = None  # where the run is copied (``--storage``, or as the resumed run was)
+    storage: RunStorage | None = None  # where the run is kept (``--storage``, or where the resumed run was)
 
     @classmethod
     def from_command_line(
@@ -96,17 +96,20 @@ class SearchRequest:
         if resume_if_started:
             resume = (run_dir / SEARCH_RECORD).exists() or (storage is not None and storage.holds_run())
         if storage and resume and not (run_dir / SEARCH_RECORD).exists():
-            # the spec is checked against the copy's record before the rest of the run is fetched
+            # the spec is checked against the storage's record before the driver's records are fetched
             fetch_run(storage, run_dir, lambda found: cls(spec_path, raw, run_dir, profile, found).provisional_spec())
         check_run_dir(run_dir, resume)
         recorded = json.loads((run_dir / SEARCH_RECORD).read_text()) if resume else None
-        if recorded and recorded.get("storage") and storage is None:  # resumed, it is copied where it was
-            try:
-                storage = RunStorage.open(recorded["storage"])
-            except UsageError as err:
-                raise UsageError(
-                    f"{err} (the copy {run_dir}/{SEARCH_RECORD} records; --storage with another URI copies it there)"
-                ) from None
+        if recorded and copied_by_an_earlier_doctune(recorded):
+            if storage:
+                raise refuse_earlier_copy(f"--storage {storage.uri}", recorded)
+            print(
+                f"doctune: note: {run_dir} was copied to {recorded['storage']} by an earlier doctune; it goes on "
+                "here alone, and that copy is no longer updated",
+                flush=True,
+            )
+        elif recorded:
+            storage = _storage_of(recorded, storage, run_dir)
         if storage:
             storage.check_holds(run_dir, resume)
         return cls(spec_path, raw, run_dir, profile, recorded, storage)
@@ -137,6 +140,24 @@ class SearchRequest:
         return spec
 
 
+def _storage_of(recorded: dict, asked: RunStorage | None, run_dir: Path) -> RunStorage | None:
+    """A resumed run's storage: the one it was started with (its trials are there), which ``--storage``
+    may name again but not change (``UsageError``)."""
+    kept = recorded.get("storage")
+    if asked is not None and asked.uri != kept:
+        where, how = (kept, f"with --storage {kept}, or without --storage") if kept else (run_dir, "without --storage")
+        raise UsageError(
+            f"--storage {asked.uri}: this run keeps its trials and Tune's records in {where}, where its search "
+            f"started; resume it {how}"
+        )
+    if asked is not None or not kept:
+        return asked
+    try:
+        return RunStorage.open(kept)
+    except UsageError as err:
+        raise UsageError(f"{err} (the storage {run_dir}/{SEARCH_RECORD} records, which holds its trials)") from None
+
+
 def fetch_run(storage: RunStorage, run_dir: Path, check: Callable[[dict], object]) -> None:
     """For ``--resume --storage URI`` on a machine without the run: its copy into ``run_dir``, once
     ``check`` accepted the copy's ``search.json`` (it raises otherwise). Fetched beside ``run_dir``
@@ -148,11 +169,14 @@ def fetch_run(storage: RunStorage, run_dir: Path, check: Callable[[dict], object
         )
     if run_dir.exists() and any(run_dir.iterdir()):
         raise UsageError(f"--resume: {run_dir} is not a run directory, and not empty: name another --run-dir")
-    check(json.loads(storage.read(SEARCH_RECORD)))
+    recorded = json.loads(storage.read(SEARCH_RECORD))
+    if copied_by_an_earlier_doctune(recorded):
+        raise refuse_earlier_copy(f"--resume --storage {storage.uri}", recorded)
+    check(recorded)
     fetching = run_dir.with_name(f".{run_dir.name}.fetching")
     shutil.rmtree(fetching, ignore_errors=True)
     try:
-        files = storage.pull(fetching)
+        files = storage.pull_driver_records(fetching)
     except OSError as err:
         shutil.rmtree(fetching, ignore_errors=True)
         raise UsageError(
@@ -162,7 +186,7 @@ def fetch_run(storage: RunStorage, run_dir: Path, check: Callable[[dict], object
     if run_dir.exists():
         run_dir.rmdir()
     fetching.rename(run_dir)
-    print(f"doctune: fetched the run from {storage.uri} into {run_dir} ({files} files)", flush=True)
+    print(f"doctune: fetched the run's records from {storage.uri} into {run_dir} ({files} files)", flush=True)
 
 
 def check_matches_recording(spec: SearchSpec, recorded: dict, run_dir: Path) -> SearchSpec:
@@ -321,7 +345,11 @@ class ResolvedSearch:
     replaced: tuple[Replacement, ...] = ()  # what the profile's built-in overrides changed in the spec
     fit: str | None = None  # how train.workers: auto was fitted to the cluster
     growth: str | None = None  # what an autoscaler may add that the plan counted (platform.autoscaling)
-    storage: str | None = None  # the URI the run is copied to (``--storage``, platform/storage.py)
+    storage: str | None = None  # the URI the run is kept at (``--storage``, platform/storage.py)
+
+    def stored_at(self, uri: str) -> ResolvedSearch:
+        """The same search with its trials and Tune's records at the storage ``uri``."""
+        return dataclasses.replace(self, storage=uri, plan=dataclasses.replace(self.plan, run_uri=uri))
 
     def with_base(self, model_dir: str, source_model: str) -> ResolvedSearch:
         """The same search once a base it trains (``base:``) exists: only the model paths change."""
@@ -335,6 +363,7 @@ class ResolvedSearch:
             "profile": self.profile,
             "run_dir": str(self.run_dir),
             "storage": self.storage,
+            "run_files": self.plan.run_uri,  # where the trials and Tune write (the storage, else the run dir)
             "resolved_spec": dataclasses.asdict(self.spec),
             "profile_replaced": [dataclasses.asdict(r) for r in self.replaced],
             "fit": self.fit,
@@ -401,7 +430,7 @@ def resolve(
         references=evaluation.references,
     )
     plan = TrainPlan(
-        run_dir=str(run_dir.resolve()),
+        run_uri=str(run_dir.resolve()),
         base_model=model_dir,
         base_model_name=spec.base_model,
         corpus_path=str(corpus.directory),

@@ -7,10 +7,10 @@ is wrong and how to fix it; nothing started), 1 any other failure.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from evaluators.noise import Gain
@@ -29,7 +29,6 @@ from platform.resolution import (
 )
 from platform.resources import InfeasibleResources
 from platform.spec import PROFILES, Replacement, SearchSpec, SpecError
-from platform.storage import RunMirror
 from platform.timings import PhaseClock
 
 
@@ -46,8 +45,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--storage",
         metavar="URI",
-        help="keep a copy of the run there as it runs (s3://bucket/prefix, gs://..., a path; platform/storage.py); "
-        "with --resume and no run dir yet, the run is fetched from it first",
+        help="keep the run's trials and records there, for nodes that share no file system (s3://bucket/prefix, "
+        "gs://..., a path; platform/storage.py); with --resume and no run dir yet, its records are fetched first",
     )
     resuming = parser.add_mutually_exclusive_group()
     resuming.add_argument("--resume", action="store_true", help="continue the search in an existing run dir")
@@ -131,12 +130,15 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> int:
         spec, profile, replaced, fit = settled or _settle(request, cluster)
         run_dir = request.run_dir
         with clock.phase("inputs"):  # the corpus is prepared by a Ray Data job the first time
-            model_dir, corpus, source_model = common.prepare_inputs(spec, plan_only=dry_run)
+            through_storage = request.storage is not None
+            model_dir, corpus, source_model = common.prepare_inputs(
+                spec, plan_only=dry_run, through_storage=through_storage
+            )
         resolved = resolve(
             spec, request.spec_path, profile, run_dir, model_dir, corpus, cluster, source_model, replaced, fit, growth
         )
         if request.storage:
-            resolved = dataclasses.replace(resolved, storage=request.storage.uri)
+            resolved = resolved.stored_at(request.storage.uri)
         summary = resolved.summary()
         if dry_run:
             if spec.base is not None:
@@ -153,10 +155,14 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> int:
         if not request.resume:
             run_dir.mkdir(parents=True)
             common.write_atomic(run_dir / SEARCH_RECORD, json.dumps(summary, indent=2, default=str))
-        mirror = RunMirror(request.storage, run_dir) if request.storage else None
-        with mirror.periodically() if mirror else contextlib.nullcontext():  # the copy follows, whatever ends it
-            code = _prepare_and_search(resolved, request.resume, clock)
-        return EXIT_FAILURE if mirror and mirror.behind and code == EXIT_OK else code
+        if not request.storage:
+            return _prepare_and_search(resolved, request.resume, clock)
+        from platform.records import RunRecords, UploadRecords
+
+        records = RunRecords(request.storage, run_dir)
+        with records.kept_current():  # the driver's records follow in the storage, whatever ends the search
+            code = _prepare_and_search(resolved, request.resume, clock, [UploadRecords(records)])
+        return EXIT_FAILURE if records.behind and code == EXIT_OK else code
     except (ModelUnavailable, DataUnavailable) as err:  # found while preparing the corpus
         print(f"doctune: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -167,16 +173,21 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> int:
         ray.shutdown()
 
 
-def _prepare_and_search(resolved, resume: bool, clock: PhaseClock) -> int:
+def _prepare_and_search(resolved, resume: bool, clock: PhaseClock, callbacks: Sequence = ()) -> int:
     """In a run directory that exists: the base stage (when the spec has one), the evaluator pool,
-    then the search and its report."""
+    then the search and its report (``callbacks``: more Tune callbacks)."""
     from platform import tuner
 
     spec, run_dir, profile = resolved.spec, resolved.run_dir, resolved.profile
     if spec.base is not None:  # trained (or taken from the cache) now that Ray runs and the run is recorded
         with clock.phase("base stage"):
-            model_dir, _, source_model = common.prepare_inputs(spec, build_base_in=run_dir)
+            model_dir, _, source_model = common.prepare_inputs(
+                spec, build_base_in=run_dir, through_storage=resolved.storage is not None
+            )
         resolved = resolved.with_base(model_dir, source_model)
+    if resolved.storage is not None:  # its nodes may not see this machine's cache: the inputs go through the storage
+        with clock.phase("inputs shared"):
+            resolved = _share_inputs(resolved)
     recipes = ", ".join(spec.recipes())
     print(f"doctune: search {spec.name!r}, profile {profile!r}, recipe {recipes}, run dir {run_dir}")
     stats = resolved.corpus_stats
@@ -191,10 +202,23 @@ def _prepare_and_search(resolved, resume: bool, clock: PhaseClock) -> int:
     for warning in small_parts(pool.part_items()):
         print(f"doctune: warning: {warning}", file=sys.stderr, flush=True)
     with pool:
-        return _search_and_report(resolved, resume, clock)
+        return _search_and_report(resolved, resume, clock, callbacks)
 
 
-def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> int:
+def _share_inputs(resolved):
+    """The search with its inputs in the driver's cache uploaded to the run's storage, once
+    (``trainers.inputs``), for Train workers on nodes that do not see this machine's cache."""
+    from core.data import cache_dir
+    from trainers.inputs import share_inputs
+
+    plan = resolved.plan
+    inputs = share_inputs(plan.run_files, (plan.base_model, plan.corpus_path), cache_dir())
+    for path, name in inputs.items():
+        print(f"doctune: {path} shared through the run's storage as {name}", flush=True)
+    return dataclasses.replace(resolved, plan=dataclasses.replace(plan, inputs=inputs))
+
+
+def _search_and_report(resolved, resume: bool, clock: PhaseClock, callbacks: Sequence) -> int:
     """With the evaluators up: the baselines and the trials, then the leaderboard, the winner's
     comparison with the baselines, its export to ``best/``, the report and the timings."""
     from platform import export, leaderboard, tracking, tuner
@@ -203,8 +227,9 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> int:
     spec, run_dir = resolved.spec, resolved.run_dir
     trackers = tracking.open_trackers(spec, run_dir)
     trackers.start(spec, resolved.profile, run_dir)
-    callback = trackers.callback(dataclasses.asdict(resolved.fixed))
-    baseline, results = tuner.run_search(resolved, resume, clock, [callback] if callback else [])
+    tracked = trackers.callback(dataclasses.asdict(resolved.fixed))
+    # the trackers' first: the records' upload that follows a round holds what they recorded of it
+    baseline, results = tuner.run_search(resolved, resume, clock, [*([tracked] if tracked else []), *callbacks])
     reference_record = tuner.reference_record(resolved, clock) if resolved.evaluation.references else {}
     tasks = list(resolved.evaluation.tasks)
     rows = leaderboard.rows_from_results(results, resolved)
@@ -238,7 +263,7 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> int:
         trackers.finish(rows, run_dir, None)
         return EXIT_FAILURE
     best = leaderboard.winner(rows)
-    exported = export.export_best(best, run_dir)
+    exported = export.export_best(best, run_dir, resolved.plan.run_files)
     test = f"{best.test_objective:.4f}" if best.test_objective is not None else "not scored"
     print(
         f"doctune: best trial {best.trial} (validation objective {best.objective:.4f}, test objective "
@@ -256,7 +281,8 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> int:
         print(f"doctune: {best.trial}'s configuration {leaderboard.describe_confirmation(best.confirmation)}")
     if exported.sentence_transformers_gap:
         print(f"doctune: {exported.path} has no sentence-transformers files: {exported.sentence_transformers_gap}")
-    print(f"doctune: leaderboard in {run_dir}/leaderboard.csv; TensorBoard: tensorboard --logdir {run_dir}")
+    logs = run_dir if resolved.storage is None else f"{resolved.storage} (Tune's logs, under tune/)"
+    print(f"doctune: leaderboard in {run_dir}/leaderboard.csv; TensorBoard: tensorboard --logdir {logs}")
     try:  # the leaderboard and best/ are written: a report that fails loses nothing and fails no search
         from platform.report import write_reports
 
@@ -277,17 +303,17 @@ class ItemOutcomes:
     encoder run twice)."""
 
     def __init__(self, resolved) -> None:
-        self.evaluation = resolved.evaluation
+        self.evaluation, self.files = resolved.evaluation, resolved.plan.run_files
         self.weights = next(iter(self.evaluation.objectives.values()))  # the ranking objective
         self._seen: dict[tuple[str, str], dict] = {}
 
     def __call__(self, row, split: str) -> dict:
-        from evaluators.pool import checkpoint_outcomes
+        from evaluators.pool import checkpoint_outcomes, stored_model
 
         key = (row.checkpoint, split)
         if key not in self._seen:
-            pooling = row.hyperparameters["pooling"]
-            self._seen[key] = checkpoint_outcomes(self.evaluation, row.checkpoint, pooling, list(self.weights), split)
+            model, pooling = stored_model(self.files, row.checkpoint), row.hyperparameters["pooling"]
+            self._seen[key] = checkpoint_outcomes(self.evaluation, model, pooling, list(self.weights), split)
         return self._seen[key]
 
 
@@ -315,16 +341,18 @@ def _compare_per_task(best, baselines, resolved) -> None:
     scored (the objective's and the report-only ones), test items paired by id, and on a retrieval task
     per length bucket of the documents to find."""
     from evaluators.noise import task_gain
-    from evaluators.pool import CheckpointMissing, checkpoint_outcomes, reference_outcomes
+    from evaluators.pool import CheckpointMissing, checkpoint_outcomes, reference_outcomes, stored_model
     from platform import tuner
 
-    evaluation = resolved.evaluation
+    evaluation, files = resolved.evaluation, resolved.plan.run_files
     tasks = [t for t in (*evaluation.tasks, *evaluation.report_tasks) if t in best.scores]
     print(
         f"doctune: comparing {best.trial} with the baseline and reference rows, task by task (test items)", flush=True
     )
     try:
-        mine = checkpoint_outcomes(evaluation, best.checkpoint, best.hyperparameters["pooling"], tasks)
+        mine = checkpoint_outcomes(
+            evaluation, stored_model(files, best.checkpoint), best.hyperparameters["pooling"], tasks
+        )
         against = {
             b.trial: checkpoint_outcomes(evaluation, b.checkpoint, b.hyperparameters["pooling"], tasks)
             for b in baselines
@@ -385,7 +413,7 @@ def _score_report_tasks(scored, resolved) -> None:
     has them), so the report shows whether the winners generalise beyond their objective: the
     winner on both parts, the runners-up on validation only; a length grid (``@grid``), the
     costliest, for the winner alone."""
-    from evaluators.pool import CheckpointMissing, score_checkpoint
+    from evaluators.pool import CheckpointMissing, score_checkpoint, stored_model
     from evaluators.tasks import GRID
 
     evaluation = resolved.evaluation
@@ -396,7 +424,8 @@ def _score_report_tasks(scored, resolved) -> None:
             continue
         plan = evaluation if place == 0 else dataclasses.replace(evaluation, parts=("val",))
         try:
-            row.scores |= score_checkpoint(plan, row.checkpoint, row.hyperparameters["pooling"], tasks)
+            model = stored_model(resolved.plan.run_files, row.checkpoint)
+            row.scores |= score_checkpoint(plan, model, row.hyperparameters["pooling"], tasks)
         except CheckpointMissing as err:
             row.status += f"; report-only tasks not scored: {err}"
 

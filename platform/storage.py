@@ -1,58 +1,74 @@
-"""A run's durable copy at a storage URI (``--storage``): a bucket, or a directory elsewhere.
+"""A run kept at a storage URI (``--storage``): a bucket, or a directory elsewhere, that every node reaches.
 
-``python -m platform.search SPEC --storage s3://bucket/runs/name`` keeps the run directory as the
-search's working copy (on the driver's node; shared by the nodes, as without ``--storage``) and
-mirrors it to the URI while the search runs and once more when it ends: checkpoints and their scores,
-Ray Tune's experiment and Ray Train's run state, the Optuna journal, ``baseline.json``, the
-leaderboard, the report, ``best/`` and the timings. What the run directory frees (superseded training
-state, ``train.keep_checkpoints``) is freed in the copy too. Only the embedding cache, half-written
-``*.partial`` directories and lock files stay local: they are rebuilt or never read back. Symbolic
-links are not followed: W&B links its service's shared log into each offline run, a file of the
-machine that keeps growing after the run ends, not part of the run.
+``python -m platform.search SPEC --storage s3://bucket/runs/name`` makes the URI the run's files
+(``core.run_files``): each trial persists its checkpoints there and reads and writes its records
+there (``trials/``), Ray Tune keeps its experiment there (``tune/``), and the driver keeps its own
+records in its run directory and uploads them as they change (``platform.records``: ``search.json``,
+the Optuna journal, the baselines, the leaderboard, the report, ``best/``, the timings). So the
+nodes of a cluster share nothing but the bucket.
 
 From the URI alone a fresh machine continues the search (``--resume --storage URI`` with a run
-directory that does not exist yet: the copy is fetched first), exports a trial
+directory that does not exist yet: the driver's records are fetched first), exports a trial
 (``python -m platform.export URI --to DIR``) or writes the run's report (``python -m
-platform.report URI --to DIR``, from its records alone). Any file system pyarrow opens by URI works: ``s3://``
-(with ``?endpoint_override=HOST:PORT&scheme=http`` for an S3-compatible server), ``gs://``,
-``hdfs://``, ``file://`` or a plain path. Credentials come from the environment, as pyarrow reads
-them. docs/decisions.md, "Run storage", says why a mirror and what it does not do.
+platform.report URI --to DIR``). Any file system pyarrow opens by URI works: ``s3://`` (with
+``?endpoint_override=HOST:PORT&scheme=http`` for an S3-compatible server), ``gs://``, ``hdfs://``,
+``file://`` or a plain path. Credentials come from the environment, as pyarrow reads them.
+docs/decisions.md, "Run storage", says what goes where.
 """
 
 from __future__ import annotations
 
-import os
-import sys
-import threading
-import time
+import json
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from core.run_files import RunFiles
-from platform.common import STUDY_FILE, UsageError
+from platform.common import STUDY_FILE, TUNE_DIR, UsageError
+from trainers.inputs import INPUTS
 
 REPORT_RECORDS = ("search.json", "leaderboard.json", "timings.json", STUDY_FILE)
-TUNE_LOGS = ("/result.json", "/progress.csv")  # each trial's rounds, as Tune logged them
-LOCAL_ONLY = ("embeddings",)  # top-level entries never copied: the embedding cache is rebuilt from checkpoints
-MIRROR_EVERY_S = 30.0  # while a search runs; a crash of the whole machine loses at most this much of the copy
+# top-level entries written in the storage by the trials, by Tune, and by the driver for the nodes (trainers.inputs)
+WRITTEN_THERE = ("trials", TUNE_DIR, INPUTS)
+LOCAL_ONLY = ("embeddings",)  # never uploaded: the embedding cache is rebuilt from checkpoints
 URI_HELP = (
     "a bucket or directory URI pyarrow opens: s3://bucket/prefix (an S3-compatible server: "
     "s3://bucket/prefix?endpoint_override=HOST:PORT&scheme=http), gs://bucket/prefix, or a path"
 )
 
 
-def _stays_local(relative: str) -> bool:
+def is_driver_record(relative: str) -> bool:
+    """Whether a file of the run (a path relative to it) is one the driver keeps in its run directory
+    and uploads (``platform.records``), rather than one the trials or Tune write in the storage, or
+    one never uploaded (the embedding cache, half-written ``*.partial`` directories, lock files)."""
     parts = relative.split("/")
-    return parts[0] in LOCAL_ONLY or any(p.endswith(".partial") for p in parts) or parts[-1].endswith(".lock")
+    return not (
+        parts[0] in WRITTEN_THERE
+        or parts[0] in LOCAL_ONLY
+        or any(p.endswith(".partial") for p in parts)
+        or parts[-1].endswith(".lock")
+    )
 
 
-def _written_once(relative: str) -> bool:
-    """A file inside a finished checkpoint (``trials/ID/checkpoints/step_N/...``): written whole, once,
-    never changed, so a copy of the same size is the same file."""
-    parts = relative.split("/")
-    return len(parts) > 4 and parts[0] == "trials" and parts[2] == "checkpoints" and parts[3].startswith("step_")
+def copied_by_an_earlier_doctune(recorded: dict) -> bool:
+    """Whether a run's ``search.json`` is one whose ``--storage`` held a copy of its run directory, kept
+    by an earlier doctune's copy loop (the run directory holds the whole run; the copy is not updated now)."""
+    return bool(recorded.get("storage")) and "run_files" not in recorded
+
+
+def refuse_earlier_copy(where: str, recorded: dict) -> UsageError:
+    """The message for resuming, through ``--storage``, a run an earlier doctune copied there."""
+    return UsageError(
+        f"{where}: this run's --storage ({recorded['storage']}) is the copy an earlier doctune kept of its run "
+        "directory, which this doctune does not update; resume the run directory itself without --storage "
+        "(fetch the copy whole first where the directory is gone, for example: aws s3 sync URI DIR)"
+    )
+
+
+def run_files_of(run_dir: Path) -> RunFiles:
+    """Where the run in ``run_dir`` keeps its trials and Tune's records: the storage its ``search.json``
+    records (``--storage``), else the directory itself."""
+    recorded = json.loads((run_dir / "search.json").read_text())
+    return RunFiles.at(recorded.get("run_files") or run_dir)
 
 
 class RunStorage(RunFiles):
@@ -97,12 +113,12 @@ class RunStorage(RunFiles):
         no run)."""
         storage = cls.open(uri, writable=False)
         if not storage.holds_run():
-            raise UsageError(f"{uri} holds no search.json: not the storage copy of a doctune run")
+            raise UsageError(f"{uri} holds no search.json: no doctune run was kept there (--storage)")
         return storage
 
     def check_holds(self, run_dir: Path, resume: bool) -> None:
-        """Refuse (``UsageError``) a copy the mirror must not write over, before anything is written:
-        a new search's URI must be empty, a resumed search's empty or this run's own copy (the same
+        """Refuse (``UsageError``) a storage the search must not write in, before anything is written:
+        a new search's URI must be empty, a resumed search's must hold this run (the same
         ``search.json``); and on this machine's disk, neither may lie inside the other."""
         import pyarrow.fs
 
@@ -119,15 +135,15 @@ class RunStorage(RunFiles):
         if not resume:
             what = "a search (its search.json)" if "search.json" in found else f"{len(found)} file(s)"
             raise UsageError(
-                f"--storage {self.uri} already holds {what}: a new search's copy goes to an empty place "
-                "(the copy is kept equal to the run directory, deleting what the run does not hold); "
-                "continue that search with --resume, or choose another URI"
+                f"--storage {self.uri} already holds {what}: a new search's files go to an empty place "
+                "(the search deletes there what it no longer keeps); continue that search with --resume, "
+                "or choose another URI"
             )
         recorded = (run_dir / "search.json").read_bytes()
         if "search.json" not in found or self.read("search.json") != recorded:
             raise UsageError(
-                f"--storage {self.uri} holds something other than the copy of {run_dir} (its search.json differs "
-                "or is missing); choose the URI this run was copied to, or an empty one"
+                f"--storage {self.uri} holds something other than the run in {run_dir} (its search.json differs "
+                "or is missing); choose the URI this run was started with"
             )
 
     def holds_run(self) -> bool:
@@ -140,113 +156,21 @@ class RunStorage(RunFiles):
             self.write(relative, source)
 
     def pull_records(self, run_dir: Path) -> int:
-        """Fetch what a run's report reads into ``run_dir`` (its records, the Optuna journal, Tune's
-        per-trial logs), none of its checkpoints; the count."""
-        files = [f for f in self.listing() if f in REPORT_RECORDS or (f.startswith("tune/") and f.endswith(TUNE_LOGS))]
-        return self._download_all(files, run_dir)
+        """Fetch what a run's report reads of the driver's records into ``run_dir`` (the leaderboard,
+        the search's record and timings, the Optuna journal; Tune's logs are read in the storage);
+        the count."""
+        return self._download_all([f for f in self.listing() if f in REPORT_RECORDS], run_dir)
 
-    def pull(self, run_dir: Path, under: tuple[str, ...] = ("",)) -> int:
-        """Fetch the copy's files whose paths start with one of ``under`` into ``run_dir``; the count."""
+    def pull_driver_records(self, run_dir: Path) -> int:
+        """Fetch the driver's records (``is_driver_record``) into ``run_dir``: what a search resumed on
+        another machine needs beside what stays in the storage; the count."""
+        return self._download_all([f for f in self.listing() if is_driver_record(f)], run_dir)
+
+    def pull(self, run_dir: Path, under: tuple[str, ...]) -> int:
+        """Fetch the files whose paths start with one of ``under`` into ``run_dir``; the count."""
         return self._download_all([f for f in self.listing() if f.startswith(under)], run_dir)
 
     def _download_all(self, files: list[str], run_dir: Path) -> int:
         for relative in files:
             self.download(relative, run_dir / relative)
         return len(files)
-
-
-class RunMirror:
-    """Keeps a storage copy of one run directory current: each ``sync`` uploads what is new or changed
-    since the last (by size and modification time) and deletes what the run directory no longer holds.
-    The driver is the copy's only writer."""
-
-    def __init__(self, storage: RunStorage, run_dir: Path) -> None:
-        self.storage, self.run_dir = storage, run_dir
-        self.behind = False  # the last sync failed: the copy lacks some of the run
-        self._sent: dict[str, tuple[int, int] | None] | None = None  # what the copy holds: local stamp, if known
-        self._lock = threading.Lock()
-
-    def _local_files(self) -> tuple[dict[str, tuple[int, int]], bool]:
-        """The run directory's files to copy, with their stamps, and whether the walk saw all of it (a
-        directory freed or renamed while walked is not seen; what was not seen is not deleted)."""
-        files, errors = {}, []
-        for directory, _, names in os.walk(self.run_dir, onerror=errors.append):
-            for name in names:
-                path = Path(directory) / name
-                relative = path.relative_to(self.run_dir).as_posix()
-                if _stays_local(relative) or path.is_symlink():
-                    continue
-                try:
-                    stat = path.stat()
-                except FileNotFoundError:  # freed while we looked
-                    continue
-                files[relative] = (stat.st_size, stat.st_mtime_ns)
-        return files, not errors
-
-    def sync(self) -> tuple[int, int]:
-        """Bring the copy up to date now; (files uploaded, files deleted)."""
-        with self._lock:
-            if self._sent is None:  # the copy as found: a resumed run's files need not go up again
-                found = self.storage.listing()
-                self._sent, sizes = dict.fromkeys(found), found
-            else:
-                sizes = {}
-            local, whole = self._local_files()
-            uploaded = 0
-            for relative, stamp in local.items():
-                if relative in self._sent and self._sent[relative] == stamp:
-                    continue
-                found_whole = sizes.get(relative) == stamp[0] and _written_once(relative)
-                if relative in self._sent and self._sent[relative] is None and found_whole:
-                    self._sent[relative] = stamp
-                    continue
-                try:
-                    self.storage.upload(self.run_dir / relative, relative)
-                except FileNotFoundError:  # freed while we copied: deleted from the copy below, next time
-                    continue
-                self._sent[relative] = stamp
-                uploaded += 1
-            gone = [relative for relative in self._sent if relative not in local] if whole else []
-            for relative in gone:
-                self.storage.delete_file(relative)
-                del self._sent[relative]
-            return uploaded, len(gone)
-
-    @contextmanager
-    def periodically(self, every: float = MIRROR_EVERY_S) -> Iterator[None]:
-        """Sync in the background every ``every`` seconds while the block runs (a failed sync is said
-        and retried at the next), then once more at its end, whatever ends it; ``behind`` says whether
-        that last one failed (the run directory is whole either way)."""
-        stop = threading.Event()
-
-        def loop() -> None:
-            while not stop.wait(every):
-                try:
-                    self.sync()
-                except Exception as err:  # said; the next sync tries again, and the last one decides
-                    print(f"doctune: warning: copying the run to {self.storage.uri}: {err}", file=sys.stderr)
-
-        thread = threading.Thread(target=loop, name="run-mirror", daemon=True)
-        thread.start()
-        try:
-            yield
-        finally:
-            stop.set()
-            thread.join()
-            began = time.perf_counter()
-            try:
-                uploaded, deleted = self.sync()
-            except Exception as err:  # said, never raised over what ended the block
-                self.behind = True
-                print(
-                    f"doctune: error: the run could not be copied to {self.storage.uri} ({err}); {self.run_dir} "
-                    "is whole: run the same command with --resume to copy it",
-                    file=sys.stderr,
-                )
-            else:
-                self.behind = False
-                print(
-                    f"doctune: run copied to {self.storage.uri} ({uploaded} file(s) uploaded, {deleted} deleted, "
-                    f"{time.perf_counter() - began:.1f} s)",
-                    flush=True,
-                )

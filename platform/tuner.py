@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from platform.common import STUDY_FILE
+from core.run_files import RunFiles
+from platform.common import STUDY_FILE, TUNE_DIR
 from platform.resolution import ResolvedSearch
 from platform.samplers import SamplerPlan, make_sampler, plan_sampler
 from platform.spec import Distribution
@@ -67,12 +67,16 @@ def _trainable(resolved: ResolvedSearch):
 def _tuner(resolved: ResolvedSearch, resume: bool, callbacks: Sequence = ()):
     from ray import tune
 
-    spec = resolved.spec
+    spec, files = resolved.spec, resolved.plan.run_files
     trainable = _trainable(resolved)
-    experiment = resolved.run_dir / "tune" / spec.name
-    if resume and (experiment / "tuner.pkl").exists():
+    experiment = f"{TUNE_DIR}/{spec.name}"
+    if resume and files.is_file(f"{experiment}/tuner.pkl"):
         return tune.Tuner.restore(
-            str(experiment.resolve()), trainable=trainable, resume_unfinished=True, resume_errored=True
+            files.path(experiment),
+            trainable=trainable,
+            resume_unfinished=True,
+            resume_errored=True,
+            storage_filesystem=tune_filesystem(files),
         )
     pbt = spec.search.scheduler.pbt
     if pbt is not None:
@@ -95,7 +99,8 @@ def _tuner(resolved: ResolvedSearch, resume: bool, callbacks: Sequence = ()):
         ),
         run_config=tune.RunConfig(
             name=spec.name,
-            storage_path=str((resolved.run_dir / "tune").resolve()),
+            storage_path=files.path(TUNE_DIR),
+            storage_filesystem=tune_filesystem(files),
             stop=_last_round_ends(resolved),
             # a restarted trial goes on from its latest checkpoint (trainers/loop.py); a diverged one
             # errors again at once (its divergence is recorded), so retries never retrain it
@@ -103,6 +108,13 @@ def _tuner(resolved: ResolvedSearch, resume: bool, callbacks: Sequence = ()):
             callbacks=[*_callbacks(resolved), *callbacks],
         ),
     )
+
+
+def tune_filesystem(files: RunFiles):
+    """The file system Tune and Train write the run's files through: None (their own choice, a local
+    path) where the run is on this machine's disk, else the run's (an S3-compatible server's
+    endpoint travels in it, which a URI string given to Tune would lose)."""
+    return None if files.local else files.filesystem
 
 
 def _optuna(resolved: ResolvedSearch):
@@ -260,7 +272,11 @@ def evaluator_pool(resolved: ResolvedSearch):
     evaluation = resolved.spec.evaluation
     print(f"doctune: starting {evaluation.evaluators} evaluator(s) (loading task data)", flush=True)
     return EvaluatorPool(
-        resolved.evaluation, resolved.plan.run_dir, evaluation.cpus_per_evaluator, evaluation.gpus_per_evaluator
+        resolved.evaluation,
+        str(resolved.run_dir.resolve()),
+        evaluation.cpus_per_evaluator,
+        evaluation.gpus_per_evaluator,
+        run_root=resolved.plan.run_files.root,
     )
 
 
@@ -288,7 +304,7 @@ def run_search(resolved: ResolvedSearch, resume: bool, clock: PhaseClock | None 
             print(f"doctune: warning: {warning}", file=sys.stderr, flush=True)
     with clock.phase("trials"):
         results = _tuner(resolved, resume, callbacks).fit()
-    if not finished(results, resolved.spec.search.samples):
+    if not finished(results, resolved.spec.search.samples, resolved.plan.run_files):
         raise KeyboardInterrupt  # Ctrl-C: Tune saved the experiment; the caller says how to continue it
     _release_ended(results, resolved)
     optuna_steered = resolved.spec.search.space and resolved.spec.search.scheduler.pbt is None
@@ -301,14 +317,14 @@ def run_search(resolved: ResolvedSearch, resume: bool, clock: PhaseClock | None 
     return baseline, results
 
 
-def finished(results, trials: int) -> bool:
+def finished(results, trials: int, files: RunFiles) -> bool:
     """Whether all ``trials`` of a Tune run ended (completed, stopped or errored), as the experiment
     state Tune saved last records them. An interrupted run (Ctrl-C, SIGINT) saves its state with the
     running trials RUNNING and only then stops them, marking them TERMINATED in memory, so ``fit``'s
     own trials cannot tell it from a finished run; nor can they count the trials not yet started."""
     from ray.tune import ExperimentAnalysis
 
-    saved = ExperimentAnalysis(results.experiment_path).trials
+    saved = ExperimentAnalysis(results.experiment_path, storage_filesystem=tune_filesystem(files)).trials
     return len(saved) >= trials and all(trial.status in ("TERMINATED", "ERROR") for trial in saved)
 
 
@@ -341,12 +357,19 @@ def train_seeds(resolved: ResolvedSearch, config: dict, seeds: Sequence[int], na
     run was interrupted."""
     from ray import tune
 
-    trainable = _trainable(resolved)
-    experiment = resolved.run_dir / "tune" / name
-    if (experiment / "tuner.pkl").exists() and not list(experiment.glob("experiment_state-*.json")):
-        shutil.rmtree(experiment)  # interrupted before Tune saved any state: nothing ran, nothing to restore
-    if (experiment / "tuner.pkl").exists():
-        tuner = tune.Tuner.restore(str(experiment.resolve()), trainable=trainable, resume_unfinished=True)
+    trainable, files = _trainable(resolved), resolved.plan.run_files
+    experiment = f"{TUNE_DIR}/{name}"
+    saved = files.children(experiment)
+    if "tuner.pkl" in saved and not any(n.startswith("experiment_state-") and n.endswith(".json") for n in saved):
+        files.delete_dir(experiment)  # interrupted before Tune saved any state: nothing ran, nothing to restore
+        saved = []
+    if "tuner.pkl" in saved:
+        tuner = tune.Tuner.restore(
+            files.path(experiment),
+            trainable=trainable,
+            resume_unfinished=True,
+            storage_filesystem=tune_filesystem(files),
+        )
     else:
         tuner = tune.Tuner(
             trainable,
@@ -354,13 +377,14 @@ def train_seeds(resolved: ResolvedSearch, config: dict, seeds: Sequence[int], na
             tune_config=tune.TuneConfig(max_concurrent_trials=resolved.resources.max_concurrent, reuse_actors=False),
             run_config=tune.RunConfig(
                 name=name,
-                storage_path=str(experiment.parent.resolve()),
+                storage_path=files.path(TUNE_DIR),
+                storage_filesystem=tune_filesystem(files),
                 failure_config=tune.FailureConfig(max_failures=resolved.spec.train.max_trial_failures),
                 callbacks=_callbacks(resolved),
             ),
         )
     results = tuner.fit()
-    if not finished(results, len(seeds)):
+    if not finished(results, len(seeds), files):
         raise KeyboardInterrupt  # the caller's own handling: the same command continues the run
     _release_ended(results, resolved)
     return results
@@ -391,11 +415,12 @@ def read_locked_part(resolved: ResolvedSearch, row) -> None:
     """Score ``row``'s chosen checkpoint on the objective's test parts and set its ``test_objective``.
     A search's rounds read validation only, so a trial's locked test part is read here, once the
     search has chosen, for the rows it reports (the winner and its confirmation runs)."""
-    from evaluators.pool import score_checkpoint
+    from evaluators.pool import score_checkpoint, stored_model
     from evaluators.scores import main_scores
 
     evaluation = dataclasses.replace(resolved.evaluation, parts=("test",))
-    scores = score_checkpoint(evaluation, row.checkpoint, row.hyperparameters["pooling"], list(evaluation.tasks))
+    model = stored_model(resolved.plan.run_files, row.checkpoint)
+    scores = score_checkpoint(evaluation, model, row.hyperparameters["pooling"], list(evaluation.tasks))
     for task, parts in scores.items():
         row.scores.setdefault(task, {}).update(parts)
     row.test_objective = evaluation.objective_of(main_scores(row.scores, "test"))

@@ -96,10 +96,16 @@ def default_corpus() -> Path:
     """The default search's corpus (docsplit_long at its full profile) in doctune's cache, prepared,
     if it is not yet, by a Ray of this machine's own CPUs: a dry run on a cluster of declared CPUs
     would prepare it with a Ray Data worker per CPU that is not there."""
+    return prepared_here("docsplit_long", "full")
+
+
+def prepared_here(spec: str, profile: str) -> Path:
+    """``spec``'s corpus at ``profile`` in doctune's cache, prepared, if it is not yet, by a Ray of
+    this machine's own (a cluster's Ray Data workers would write its shards on their own nodes)."""
     from core.data import cache_dir
     from platform.spec import load_spec
 
-    corpus = load_spec("docsplit_long", "full")[0].corpus
+    corpus = load_spec(spec, profile)[0].corpus
     prepare = (
         "import json, sys; from core.data import prepare_corpus; "
         "print(prepare_corpus(sys.argv[1], json.loads(sys.argv[2])).directory)"

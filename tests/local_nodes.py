@@ -5,11 +5,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 RAY = Path(sys.executable).parent / "ray"
@@ -25,6 +27,15 @@ while True:  # the head's GCS takes a moment to listen
         assert time.monotonic() < deadline, "the head did not come up"
         time.sleep(1)
 print("NODES", json.dumps([{"id": n["NodeID"], "alive": n["Alive"], "resources": n["Resources"]} for n in ray.nodes()]))
+"""
+
+ACTORS = """
+import json, sys
+import ray
+from ray.util.state import list_actors
+ray.init(sys.argv[1], logging_level="ERROR")
+actors = list_actors(limit=10_000, raise_on_missing_output=False)
+print("ACTORS", json.dumps([{"class": a.class_name, "node": a.node_id, "state": a.state} for a in actors]))
 """
 
 
@@ -46,25 +57,31 @@ class LocalNodes:
     def _start(self, command: list[str]) -> None:
         self.processes.append(subprocess.Popen(command, env=self.env, start_new_session=True))
 
-    def start_head(self, cpus: int = 1, gpus: int = 0, autoscaling_config: Path | None = None) -> None:
+    def start_head(
+        self, cpus: int = 1, gpus: int = 0, autoscaling_config: Path | None = None, dashboard: bool = False
+    ) -> None:
         """The head; with ``autoscaling_config``, one whose autoscaler launches the nodes it names
-        (its provider ``fake_multinode``: they start as processes of the autoscaler, in this group)."""
+        (its provider ``fake_multinode``: they start as processes of the autoscaler, in this group);
+        with ``dashboard``, one that serves Ray's state API (``actors``)."""
         port = self.address.rsplit(":", 1)[1]
         autoscaling = [f"--autoscaling-config={autoscaling_config}"] if autoscaling_config else []
+        serving = [f"--dashboard-port={_free_port()}"] if dashboard else ["--include-dashboard=false"]
         self._start(
             [str(RAY), "start", "--head", f"--port={port}", f"--num-cpus={cpus}", f"--num-gpus={gpus}",
-             "--include-dashboard=false", f"--ray-client-server-port={_free_port()}", *self._agent_ports(),
+             *serving, f"--ray-client-server-port={_free_port()}", *self._agent_ports(),
              *autoscaling, "--disable-usage-stats", "--block"]
         )  # fmt: skip
 
-    def add(self, hiding: Path | None = None, cpus: int = 1, gpus: int = 0) -> None:
-        """A node that joins the head; with ``hiding``, one that sees an empty tmpfs there instead."""
+    def add(self, hiding: Sequence[Path] = (), cpus: int = 1, gpus: int = 0) -> None:
+        """A node that joins the head; with ``hiding``, one in a mount namespace of its own that sees
+        an empty tmpfs over each of those directories instead (over ``/tmp``, its Ray temp directory
+        ``/tmp/ray`` is its own too)."""
         command = [str(RAY), "start", f"--address={self.address}", f"--num-cpus={cpus}", f"--num-gpus={gpus}",
                    *self._agent_ports(), "--disable-usage-stats", "--block"]  # fmt: skip
-        if hiding is not None:
-            joined = " ".join(command)
+        if hiding:
+            mounts = " && ".join(f"mount -t tmpfs tmpfs {shlex.quote(str(path))}" for path in hiding)
             command = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                       f"mount -t tmpfs tmpfs {hiding} && exec {joined}"]  # fmt: skip
+                       f"{mounts} && exec {shlex.join(command)}"]  # fmt: skip
         self._start(command)
 
     def nodes(self) -> list[dict]:
@@ -75,6 +92,21 @@ class LocalNodes:
         assert done.returncode == 0, done.stderr[-3000:]
         (line,) = [line for line in done.stdout.splitlines() if line.startswith("NODES ")]
         return json.loads(line.removeprefix("NODES "))
+
+    def actors(self) -> list[dict]:
+        """Every actor the cluster has run, alive or dead (``class``, ``node``: its node's id,
+        ``state``), from Ray's state API (a head started with ``dashboard``)."""
+        done = subprocess.run(
+            [sys.executable, "-c", ACTORS, self.address], env=self.env, capture_output=True, text=True, timeout=180
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        (line,) = [line for line in done.stdout.splitlines() if line.startswith("ACTORS ")]
+        return json.loads(line.removeprefix("ACTORS "))
+
+    def seen_by(self, node: int, path: Path) -> Path:
+        """``path`` as the ``node``-th started node (0: the head) sees it, readable from here (the node's
+        mount namespace's root, ``/proc/PID/root``)."""
+        return Path(f"/proc/{self.processes[node].pid}/root") / path.relative_to("/")
 
     def wait_until_alive(self, count: int, timeout_s: float = 120) -> list[dict]:
         deadline = time.monotonic() + timeout_s

@@ -1,19 +1,28 @@
-"""The whole product: the smoke search end to end, through the CLI, on a real local Ray. The suite's
-one smoke search is killed with SIGKILL mid-run (driver and every process it started) and finished
-by ``--resume``: every test of the search's products reads the resumed run, and one test checks
-that the kill lost and reran nothing."""
+"""The whole product: the smoke search end to end, through the CLI, on real Ray nodes. The suite's
+one smoke search runs on two nodes of this machine, its trials, Train workers and evaluators on one
+in a mount namespace of its own that shares no directory with the driver, and keeps its run in a
+bucket of a real S3-compatible server (``--storage``: the trials and Tune write there, the
+driver's records follow). It is killed with SIGKILL mid-run (the driver and every process it
+started), both nodes are stopped and the driver's run directory deleted, and ``--resume`` finishes
+it on two fresh nodes from the bucket alone: every test of the search's products reads the resumed
+run (its trials' and Tune's files as the bucket holds them: ``kept``), and one test checks that the
+kill lost and reran nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import math
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,11 +34,13 @@ from tests.conftest import (
     ROOT,
     closed_port,
     outside_the_checkout,
+    prepared_here,
     run_smoke_search,
     smoke_search_command,
     spec_variant,
     trial_rows,
 )
+from tests.local_nodes import LocalNodes
 from tests.servers import mlflow_server, s3_server
 from tests.wandb_records import offline_runs
 
@@ -54,6 +65,13 @@ def tracking_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def smoke_corpus() -> Path:
+    """The smoke spec's corpus, prepared before the two-node cluster starts (``_two_nodes``: its
+    node would write the shards where the driver cannot see them)."""
+    return prepared_here("smoke", "smoke")
+
+
+@pytest.fixture(scope="module")
 def bucket(tmp_path_factory):
     """The ``--storage`` URI the smoke search is copied to, in a bucket of a real S3-compatible server
     (moto) up for the module's tests."""
@@ -66,13 +84,23 @@ def bucket(tmp_path_factory):
 class Killed:
     """What the smoke search had when it was killed: the trials with a reported checkpoint, each
     checkpoint and when it was written, the trials that had finished, the trial whose second round
-    was being scored, and whether a leaderboard was written."""
+    was being scored, whether a leaderboard was written, and where the cluster ran each actor."""
 
     scored: set[str]
     checkpoints: dict[str, int]
     finished: set[str]
     interrupted: str
     had_leaderboard: bool
+    placement: Placement
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one cluster ran the search's actors, as Ray's state API lists them: the node that
+    declared CPUs (the head declares none), and each actor's class and node."""
+
+    worker: str
+    actors: list[dict]
 
 
 def _kill_tree(pid: int) -> None:
@@ -86,14 +114,27 @@ def _kill_tree(pid: int) -> None:
     psutil.wait_procs(processes, timeout=30)
 
 
-def _checkpoints(run_dir) -> dict[str, int]:
-    """Each reported checkpoint and when it was persisted, read off its record, which every
-    checkpoint keeps (a checkpoint directory itself changes when its training state or, once the
-    trial has ended, its weights are released: train.keep_checkpoints)."""
+def _checkpoints(files) -> dict[str, int]:
+    """Each reported checkpoint in the run's files and when it was persisted, read off its record,
+    which every checkpoint keeps (a checkpoint directory itself changes when its training state or,
+    once the trial has ended, its weights are released: train.keep_checkpoints)."""
+    import pyarrow.fs
+
+    selector = pyarrow.fs.FileSelector(files.path("trials"), recursive=True, allow_not_found=True)
+    found = {files.relative(info.path): info.mtime_ns for info in files.filesystem.get_file_info(selector)}
     return {
-        str(p.relative_to(run_dir)): (p / "doctune.json").stat().st_mtime_ns
-        for p in run_dir.glob("trials/*/checkpoints/step_*/")
-        if not p.name.endswith(".partial")
+        name.removesuffix("/doctune.json"): mtime
+        for name, mtime in found.items()
+        if re.fullmatch(r"trials/[^/]+/checkpoints/step_\d+/doctune\.json", name)
+    }
+
+
+def _trials_with(files, round_name: str) -> set[str]:
+    """The trials whose round ``round_name`` (``step_000002``) was reported, with its scores, to the run's files."""
+    return {
+        name.split("/")[0]
+        for name in files.listing("trials")
+        if re.fullmatch(rf"[^/]+/checkpoints/{round_name}/scores\.json", name)
     }
 
 
@@ -106,8 +147,8 @@ def _with_a_w_and_b_service_to_leave_alone() -> dict[str, str]:
 
 
 def _in_wandb(run_dir, trial: str, step: int) -> bool:
-    """Whether W&B's offline run file for ``trial`` holds ``step`` (it writes its file every second:
-    platform.tracking.wandb_runs)."""
+    """Whether W&B's offline run file for ``trial`` in ``run_dir`` holds ``step`` (it writes its file
+    every second: platform.tracking.wandb_runs)."""
     try:
         runs = offline_runs(run_dir)
     except Exception:  # a record still being written
@@ -115,64 +156,129 @@ def _in_wandb(run_dir, trial: str, step: int) -> bool:
     return step in [logged for logged, _ in runs.get(trial, {}).get("history", [])]
 
 
+def _in_the_buckets_wandb(storage, into: Path, trial: str, step: int) -> bool:
+    """``_in_wandb`` of W&B's offline run files as the bucket holds them (the driver uploads its
+    records every few seconds: platform.records)."""
+    shutil.rmtree(into, ignore_errors=True)
+    storage.pull(into, under=("wandb/",))
+    return _in_wandb(into, trial, step)
+
+
+@contextlib.contextmanager
+def _two_nodes() -> Iterator[tuple[LocalNodes, dict[str, str]]]:
+    """A Ray head that declares no CPU, and a node with this machine's two CPUs in a mount namespace
+    of its own, where a tmpfs hides ``/tmp`` (the driver's run directory under it, its own Ray temp
+    directory there) and doctune's cache: every trial, Train worker and evaluator runs on a node that
+    shares no directory with the driver. Yields the nodes and the driver's environment."""
+    from core.data import cache_dir
+
+    assert os.geteuid() == 0 and shutil.which("unshare"), "the smoke search's second node needs unshare, as root"
+    env = {name: value for name, value in os.environ.items() if name != "RAY_ADDRESS"}  # the suite's "local"
+    # `ray start` turns token auth on by default; this throwaway cluster on one machine runs without
+    env |= {"RAY_AUTH_MODE": "disabled", "PYTHONPATH": str(ROOT)}
+    nodes = LocalNodes(env)
+    try:
+        nodes.start_head(cpus=0, dashboard=True)
+        nodes.add(hiding=[Path(tempfile.gettempdir()), cache_dir()], cpus=2)
+        nodes.wait_until_alive(2)
+        yield nodes, {**_with_a_w_and_b_service_to_leave_alone(), **env, "RAY_ADDRESS": nodes.address}
+    finally:
+        nodes.stop()
+
+
+def _placement(nodes: LocalNodes) -> Placement:
+    (worker,) = [node["id"] for node in nodes.nodes() if node["alive"] and node["resources"].get("CPU")]
+    return Placement(worker, nodes.actors())
+
+
 @pytest.fixture(scope="module")
-def killed(tmp_path_factory, tracking_server, bucket):
-    """The smoke spec's search, tracked in MLflow and W&B and copied to ``bucket`` (the spec beside the
-    run directory, ``smoke.yaml``), killed with SIGKILL once its first trial has finished and its
-    second has reported its first round (W&B has it on disk) and saved its second, while the pool
-    scores it (a round takes seconds to score, so the kill lands inside that window): the resumed
-    trial goes on from its first round and trains and reports the second again. Returns the spec,
-    the run directory and ``Killed``."""
+def killed(tmp_path_factory, tracking_server, bucket, smoke_corpus):
+    """The smoke spec's search, tracked in MLflow and W&B and kept in ``bucket`` (the spec beside the
+    run directory, ``smoke.yaml``), on two nodes (``_two_nodes``), killed with SIGKILL once its first
+    trial has finished and its second has reported its first round (W&B has it, in the bucket) and
+    saved its second, while the pool scores it (a round takes seconds to score, so the kill lands
+    inside that window); then both nodes are stopped and the driver's run directory deleted: the
+    resumed trial goes on from its first round, as the bucket alone holds it, and trains and reports
+    the second again. Returns the spec, the run directory and ``Killed``."""
+    from platform.storage import RunStorage
     from trainers.checkpoint import staging_dir
 
+    storage = RunStorage.open(bucket, writable=False)
     directory = tmp_path_factory.mktemp("search")
-    run_dir = directory / "smoke"
+    run_dir, wandb_view = directory / "smoke", directory / "wandb-in-the-bucket"
     spec = spec_variant("smoke", directory, **_tracked(tracking_server), **{"evaluation.references": True})
     command = [*smoke_search_command(spec, run_dir), "--storage", bucket]
-    driver = subprocess.Popen(
-        command,
-        cwd=ROOT,
-        env=_with_a_w_and_b_service_to_leave_alone(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 600
-    try:
-        while time.monotonic() < deadline:
-            finished = {p.parents[2].name for p in run_dir.glob("trials/*/checkpoints/step_000004/scores.json")}
-            reported = {p.parents[2].name for p in run_dir.glob("trials/*/checkpoints/step_000002/scores.json")}
-            scoring = {t for t in reported - finished if (staging_dir(t) / "step_000004" / "doctune.json").exists()}
-            if finished and scoring and _in_wandb(run_dir, (interrupted := min(scoring)), 2):
-                break
-            assert driver.poll() is None, "the search ended before it could be interrupted"
-            time.sleep(0.2)
-        else:
-            raise AssertionError("no second trial reached its second round within 10 minutes")
-    finally:
-        _kill_tree(driver.pid)
-    scored = {p.parents[2].name for p in run_dir.glob("trials/*/checkpoints/step_*/scores.json")}
-    had_leaderboard = (run_dir / "leaderboard.json").exists()
-    return spec, run_dir, Killed(scored, _checkpoints(run_dir), finished, interrupted, had_leaderboard)
+    with _two_nodes() as (nodes, env):
+        driver = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
+        deadline = time.monotonic() + 600
+        try:
+            while time.monotonic() < deadline:
+                finished, reported = _trials_with(storage, "step_000004"), _trials_with(storage, "step_000002")
+                # rank 0 stages a round on its own node, which this process sees through the node's root
+                staged = {t: nodes.seen_by(1, staging_dir(t) / "step_000004" / "doctune.json") for t in reported}
+                scoring = {t for t in reported - finished if staged[t].exists()}
+                if (
+                    finished
+                    and scoring
+                    and _in_the_buckets_wandb(storage, wandb_view, (interrupted := min(scoring)), 2)
+                ):
+                    break
+                assert driver.poll() is None, "the search ended before it could be interrupted"
+                time.sleep(0.3)
+            else:
+                raise AssertionError("no second trial reached its second round within 10 minutes")
+        finally:
+            _kill_tree(driver.pid)
+        placement = _placement(nodes)
+    checkpoints = _checkpoints(storage)
+    scored = {name.split("/")[1] for name in checkpoints if storage.is_file(f"{name}/scores.json")}
+    had_leaderboard = storage.is_file("leaderboard.json")
+    shutil.rmtree(run_dir)  # the driver's machine is gone: the resume has the bucket alone
+    return spec, run_dir, Killed(scored, checkpoints, finished, interrupted, had_leaderboard, placement)
 
 
 @pytest.fixture(scope="module")
-def smoke_run(killed, bucket):
-    """The killed smoke search finished by ``--resume``: its run directory and the resume's output
-    (stdout, then stderr, where Ray's workers' lines may land)."""
+def resumed(killed, bucket):
+    """The killed smoke search finished by ``--resume`` on two fresh nodes, from the bucket alone: its
+    run directory, the resume's output (stdout, then stderr, where Ray's workers' lines may land) and
+    where the cluster ran its actors."""
     spec, run_dir, _ = killed
-    env = _with_a_w_and_b_service_to_leave_alone()
-    done = run_smoke_search(spec, run_dir, "--storage", bucket, "--resume", env=env)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return run_dir, done.stdout + done.stderr
+    with _two_nodes() as (nodes, env):
+        done = run_smoke_search(spec, run_dir, "--storage", bucket, "--resume", env=env)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        placement = _placement(nodes)
+    return run_dir, done.stdout + done.stderr, placement
 
 
-def test_a_search_killed_with_sigkill_resumes_losing_and_rerunning_nothing(killed, smoke_run, tracking_server):
-    """The interrupted trial continued from its reported checkpoint; no finished trial, reported
-    checkpoint or baseline score was redone; Optuna's study and the MLflow record went on as one
-    (W&B's, the offline run files merged: test_wandb_has_each_trial_every_round_and_the_winner_as_a_model)."""
+@pytest.fixture(scope="module")
+def smoke_run(resumed):
+    """The finished smoke search: its driver's run directory and the resume's output."""
+    run_dir, output, _ = resumed
+    return run_dir, output
+
+
+@pytest.fixture(scope="module")
+def kept(smoke_run, bucket, tmp_path_factory):
+    """The finished smoke search as its bucket holds it, fetched whole into a directory: the trials'
+    and Tune's files (written there by them, never in the driver's run directory) and the driver's
+    records."""
+    from platform.storage import RunStorage
+
+    view = tmp_path_factory.mktemp("kept") / "smoke"
+    RunStorage.open(bucket, writable=False).pull(view, under=("",))
+    return view
+
+
+def test_a_search_killed_with_sigkill_resumes_losing_and_rerunning_nothing(killed, smoke_run, bucket, tracking_server):
+    """Resumed on fresh nodes from the bucket alone, the interrupted trial continued from its
+    reported checkpoint; no finished trial, reported checkpoint or baseline score was redone; the
+    trials kept their ids; Optuna's study and the MLflow record went on as one (W&B's, the offline
+    run files merged: test_wandb_has_each_trial_every_round_and_the_winner_as_a_model)."""
     import optuna
 
+    from core.run_files import RunFiles
     from platform.tuner import study_storage
 
     _, run_dir, before = killed
@@ -183,11 +289,13 @@ def test_a_search_killed_with_sigkill_resumes_losing_and_rerunning_nothing(kille
     rows = json.loads((run_dir / "leaderboard.json").read_text())["rows"]
     trials = trial_rows(rows)
     assert len(trials) == 2 and {r["status"] for r in trials} == {"completed"}
-    after = _checkpoints(run_dir)
+    assert {r["trial"] for r in trials} == before.scored  # the same trial ids
+    after = _checkpoints(RunFiles.at(bucket))
     assert all(after[path] == mtime for path, mtime in before.checkpoints.items()), "a saved checkpoint was rewritten"
     assert len(after) == 4  # 2 trials x 2 rounds: nothing trained twice, nothing missing
     assert f"[{before.interrupted}] resumed from step_000002" in stdout
-    assert (run_dir / "baseline.json").stat().st_mtime_ns < min(before.checkpoints.values())  # not scored again
+    assert f"doctune: fetched the run's records from {bucket} into {run_dir}" in stdout
+    assert "scoring the base model" not in stdout  # its scores were in the bucket: not scored again
     study = optuna.load_study(study_name="smoke", storage=study_storage(run_dir))
     assert [t.state for t in study.trials] == [optuna.trial.TrialState.COMPLETE] * 2
     params = sorted(t.params["temperature"] for t in study.trials)
@@ -201,7 +309,19 @@ def test_a_search_killed_with_sigkill_resumes_losing_and_rerunning_nothing(kille
     assert len(parents) == 1 and sorted(children) == sorted(r["trial"] for r in rows)  # each run once
 
 
-def test_leaderboard_has_every_trial_and_the_baseline_with_finite_scores(smoke_run):
+def test_every_trial_train_worker_and_evaluator_ran_on_the_node_that_shares_no_directory(killed, resumed):
+    """Ray's state API: on both clusters, the killed search's and the resume's, each trial's actor,
+    its Train workers and the evaluators ran on the node in its own mount namespace (the head
+    declares no CPU), which reached the run, its checkpoints and its inputs through the bucket alone."""
+    searching = ("ImplicitFunc", "RayTrainWorker", "Evaluator")  # Tune's actor of a function trainable: a trial
+    for placement in (killed[2].placement, resumed[2]):
+        ran = {}
+        for actor in placement.actors:
+            ran.setdefault(actor["class"], set()).add(actor["node"])
+        assert all(ran.get(name) == {placement.worker} for name in searching), (placement.worker, ran)
+
+
+def test_leaderboard_has_every_trial_and_the_baseline_with_finite_scores(smoke_run, kept):
     run_dir, stdout = smoke_run
     rows = json.loads((run_dir / "leaderboard.json").read_text())["rows"]
     assert [r["trial"] for r in rows].count("baseline") == 1 and len(rows) == 6  # 2 trials, 3 references
@@ -224,7 +344,7 @@ def test_leaderboard_has_every_trial_and_the_baseline_with_finite_scores(smoke_r
             assert not any("test" in scores for scores in row["scores"].values()), row["trial"]
     for row in trials:  # the objective is the chosen checkpoint's validation objective, its rounds read no test part
         scores = json.loads(
-            (run_dir / "trials" / row["trial"] / "checkpoints" / f"step_{row['step']:06d}" / "scores.json").read_text()
+            (kept / "trials" / row["trial"] / "checkpoints" / f"step_{row['step']:06d}" / "scores.json").read_text()
         )
         assert row["objective"] == pytest.approx(sum(scores[t]["val"]["main"] for t in scores) / 2)
         assert not any("test" in parts for parts in scores.values())
@@ -317,27 +437,28 @@ def test_best_loads_with_transformers_and_describes_itself(smoke_run):
     assert out.shape[-1] == 384 and torch.isfinite(out).all()
 
 
-def test_every_round_was_scored_and_an_ended_trial_keeps_only_its_rows_weights(smoke_run, tmp_path):
+def test_every_round_was_scored_and_an_ended_trial_keeps_only_its_rows_weights(smoke_run, kept, tmp_path):
     run_dir, _ = smoke_run
     rows = json.loads((run_dir / "leaderboard.json").read_text())["rows"]
     trials = trial_rows(rows)
-    checkpoints = sorted(run_dir.glob("trials/*/checkpoints/step_*"))
-    assert len(checkpoints) == 4 and not list(run_dir.glob("trials/*/checkpoints/*.partial"))  # 2 trials x 2 rounds
-    kept = {(r["trial"], Path(r["checkpoint"]).name) for r in trials}
+    assert not (run_dir / "trials").exists()  # the trials write theirs in the bucket only
+    checkpoints = sorted(kept.glob("trials/*/checkpoints/step_*"))
+    assert len(checkpoints) == 4 and not list(kept.glob("trials/**/*.partial"))  # 2 trials x 2 rounds
+    rows_rounds = {(r["trial"], Path(r["checkpoint"]).name) for r in trials}
     for checkpoint in checkpoints:
         scores = json.loads((checkpoint / "scores.json").read_text())  # every round's scores stay
         assert set(scores) == {"news-title-retrieval", "r8-fewshot"}
         files = {p.name for p in checkpoint.iterdir()}
         assert "training_state" not in files  # ended trials never resume
-        if (checkpoint.parent.parent.name, checkpoint.name) in kept:
+        if (checkpoint.parent.parent.name, checkpoint.name) in rows_rounds:
             assert {"model.safetensors", "config.json", "doctune.json"} <= files
         else:  # train.keep_checkpoints: best
             assert files == {"doctune.json", "scores.json", "report.json"}
     for row in trials:
-        released = json.loads((run_dir / "trials" / row["trial"] / "released.json").read_text())
+        released = json.loads((kept / "trials" / row["trial"] / "released.json").read_text())
         assert released["policy"] == "best" and released["bytes"] > 0
         assert released["weights_kept"] == Path(row["checkpoint"]).name
-    for row in trials:  # every trial the leaderboard lists still exports
+    for row in trials:  # every trial the leaderboard lists still exports, from the run directory (its trials fetched)
         target = tmp_path / row["trial"]
         done = subprocess.run(
             [sys.executable, "-m", "platform.export", str(run_dir), "--trial", row["trial"], "--to", str(target)],
@@ -350,12 +471,11 @@ def test_every_round_was_scored_and_an_ended_trial_keeps_only_its_rows_weights(s
         assert (target / "model.safetensors").exists()
 
 
-def test_tensorboard_shows_every_trial(smoke_run):
+def test_tensorboard_shows_every_trial(kept):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    run_dir, _ = smoke_run
     # one directory per trial; the interrupted trial's holds a second events file, its resumed run's
-    trial_dirs = sorted({p.parent for p in run_dir.glob("tune/smoke/*/events.out.tfevents.*")})
+    trial_dirs = sorted({p.parent for p in kept.glob("tune/smoke/*/events.out.tfevents.*")})
     assert len(trial_dirs) == 2
     for trial_dir in trial_dirs:
         events = EventAccumulator(str(trial_dir))
@@ -370,7 +490,7 @@ def test_tensorboard_shows_every_trial(smoke_run):
         assert "_hparams_/session_start_info" in events.PluginTagToContent("hparams")
 
 
-def test_no_per_round_record_holds_a_test_score(smoke_run):
+def test_no_per_round_record_holds_a_test_score(smoke_run, kept):
     """The locked test part is read for the winner once the search has chosen it, and reported
     once: Tune's per-trial records and the rounds' own records beside each checkpoint hold
     validation keys only (the leaderboard's rows: the test above). Checked by key sets: every key the
@@ -386,13 +506,13 @@ def test_no_per_round_record_holds_a_test_score(smoke_run):
     assert test_keys and all(key.startswith("test/") for key in test_keys)
     forbidden = test_keys | {"test_objective"}
     records = {}
-    for trial_dir in sorted(run_dir.glob("tune/smoke/*/")):
+    for trial_dir in sorted(kept.glob("tune/smoke/*/")):
         lines = (trial_dir / "result.json").read_text().splitlines()
         records[f"{trial_dir.name}/result.json"] = set().union(*(json.loads(line) for line in lines if line.strip()))
         with (trial_dir / "progress.csv").open() as handle:
             records[f"{trial_dir.name}/progress.csv"] = set(next(csv.reader(handle)))
-    for report in run_dir.glob("trials/*/checkpoints/step_*/report.json"):
-        records[str(report.relative_to(run_dir))] = set(json.loads(report.read_text()))
+    for report in kept.glob("trials/*/checkpoints/step_*/report.json"):
+        records[str(report.relative_to(kept))] = set(json.loads(report.read_text()))
     assert len(records) >= 2 * 2 + 2 and all("objective" in keys for keys in records.values())
     for where, keys in records.items():
         assert not keys & forbidden, (where, sorted(keys & forbidden))
@@ -427,7 +547,8 @@ def _validation(scores: dict) -> dict:
 def golden_record(run_dir: Path) -> dict:
     """What the smoke spec's search decides and measures, for ``GOLDEN``: its trials in Tune's
     order (each one's hyperparameters, chosen step and objective, and every round's validation
-    scores), and the baseline's and the references' validation scores."""
+    scores), and the baseline's and the references' validation scores. ``run_dir``: the whole run,
+    its trials' and Tune's files included."""
     rows = {row["trial"]: row for row in json.loads((run_dir / "leaderboard.json").read_text())["rows"]}
     # Tune's trial directories: run_trial_<trial id>_<Tune's index>_<parameters>_<time>
     in_order = sorted(run_dir.glob("tune/smoke/run_trial_*"), key=lambda p: int(p.name.split("_")[3]))
@@ -466,13 +587,12 @@ def _departures(golden, found, where: str = "") -> list[str]:
     return [] if golden == found else [f"{where}: {found!r}, recorded {golden!r}"]
 
 
-def test_the_search_decides_and_measures_as_its_golden_record(smoke_run):
+def test_the_search_decides_and_measures_as_its_golden_record(kept):
     """Trial parameters and every validation score as recorded once on a machine with these float
     kernels (``golden_file``): code that only moves must leave them where they were."""
-    run_dir, _ = smoke_run
     golden = json.loads(golden_file().read_text())
     golden.pop("about")
-    departures = _departures(golden, golden_record(run_dir))
+    departures = _departures(golden, golden_record(kept))
     assert not departures, "\n".join(departures[:20])
 
 
@@ -514,13 +634,12 @@ def test_the_resumed_calls_wall_time_is_accounted_for(smoke_run):
     assert "wall time" in stdout and "overhead" in stdout
 
 
-def test_training_goes_on_while_a_round_is_scored_and_every_round_is_reported_in_order(smoke_run, killed):
+def test_training_goes_on_while_a_round_is_scored_and_every_round_is_reported_in_order(kept, killed):
     # train.overlap_scoring (the default): while the pool scored round 1, the trial trained on, so it
     # stood still for less than the scoring took; the last round is awaited before the trial ends
     # (quality_vs_length below runs without overlap)
-    run_dir, _ = smoke_run
     _, _, before = killed
-    reports = _reports(run_dir)
+    reports = _reports(kept)
     assert len(reports) == 2
     for trial in reports:
         rounds = [(r["eval_round"], r["step"]) for r in trial]
@@ -535,23 +654,25 @@ def test_training_goes_on_while_a_round_is_scored_and_every_round_is_reported_in
             assert again or first["eval_seconds"] < first["scoring_seconds"]
 
 
-def test_the_bucket_alone_holds_the_run_and_exports_its_winner_and_its_report(smoke_run, bucket, tmp_path):
+def test_the_bucket_alone_holds_the_run_and_exports_its_winner_and_its_report(smoke_run, kept, bucket, tmp_path):
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from platform.storage import RunStorage
-
     run_dir, stdout = smoke_run
-    assert f"doctune: run copied to {bucket}" in stdout
-    copy = RunStorage.open(bucket, writable=False).listing()
+    assert f"doctune: run records uploaded to {bucket}" in stdout
+    stored = {p.relative_to(kept).as_posix(): p.stat().st_size for p in kept.rglob("*") if p.is_file()}
     local = {p.relative_to(run_dir).as_posix() for p in run_dir.rglob("*") if p.is_file() and not p.is_symlink()}
-    # everything but the embedding cache, byte for byte in size (Tune's and Train's state included;
-    # not W&B's link to its service's log, which grows after the run)
-    kept = {f for f in local if not f.startswith("embeddings/") and not f.endswith(".lock")}
-    assert set(copy) == kept
-    assert [f for f in kept if copy[f] != (run_dir / f).stat().st_size] == []
-    assert {"search.json", "leaderboard.json", "report.html", "optuna.journal", "best/model.safetensors"} <= kept
-    assert any(f.startswith("tune/") for f in kept) and any(f.endswith("/scores.json") for f in kept)
+    # the driver's records, all but the embedding cache and locks, byte for byte in size (not W&B's
+    # link to its service's log, which grows after the run)
+    records = {f for f in local if not f.startswith("embeddings/") and not f.endswith(".lock")}
+    assert {f for f in stored if not f.startswith(("trials/", "tune/", "inputs/"))} == records
+    assert [f for f in records if stored[f] != (run_dir / f).stat().st_size] == []
+    assert {"search.json", "leaderboard.json", "report.html", "optuna.journal", "best/model.safetensors"} <= records
+    # the trials' and Tune's files are the bucket's alone: Tune's experiment, Train's runs, the rounds;
+    # and the inputs the driver's cache held (the corpus, the base given its MLM head), for the nodes
+    assert not {f for f in local if f.startswith(("trials/", "tune/", "inputs/"))}
+    assert any(f.startswith("tune/smoke/") for f in stored) and any(f.endswith("/scores.json") for f in stored)
+    assert {f.split("/")[1].split("-")[0] for f in stored if f.startswith("inputs/")} == {"corpora", "mlm_heads"}
     exported = tmp_path / "exported"
     export = [sys.executable, "-m", "platform.export", bucket, "--to", str(exported)]
     done = subprocess.run(export, cwd=ROOT, capture_output=True, text=True)
@@ -574,19 +695,23 @@ def test_the_bucket_alone_holds_the_run_and_exports_its_winner_and_its_report(sm
 def test_a_fresh_machine_resumes_the_finished_search_from_its_bucket_and_reruns_nothing(
     smoke_run, tracking_server, bucket, tmp_path
 ):
+    from platform.storage import RunStorage
+
     run_dir, _ = smoke_run
     fresh = tmp_path / "smoke"  # the same name: the trackers find the search's runs by it
     done = run_smoke_search(run_dir.parent / "smoke.yaml", fresh, "--resume", "--storage", bucket, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert f"doctune: fetched the run from {bucket} into {fresh}" in done.stdout
+    assert f"doctune: fetched the run's records from {bucket} into {fresh}" in done.stdout
     assert "] step " not in done.stdout + done.stderr  # no trial trained a round again
     rows = json.loads((fresh / "leaderboard.json").read_text())["rows"]
     before = json.loads((run_dir / "leaderboard.json").read_text())["rows"]
     assert [(r["trial"], r["objective"], r["step"]) for r in rows] == [
         (r["trial"], r["objective"], r["step"]) for r in before
     ]
-    for row in trial_rows(rows):  # the checkpoints the board names are the fetched ones
-        assert Path(row["checkpoint"]).is_relative_to(fresh)
+    storage = RunStorage.open(bucket, writable=False)
+    for row in trial_rows(rows):  # the checkpoints the board names are the bucket's, never fetched whole
+        assert storage.relative(row["checkpoint"]).startswith(f"trials/{row['trial']}/checkpoints/step_")
+    assert not (fresh / "trials").exists() and not (fresh / "tune").exists()
     assert len(_mlflow_runs(tracking_server)) == 7  # the search and its six rows, none again
 
 
@@ -667,13 +792,13 @@ def test_wandb_has_each_trial_every_round_and_the_winner_as_a_model(smoke_run):
     assert set(next(a for a in search["artifacts"].values() if a["type"] == "model")["aliases"]) == {"best", "latest"}
 
 
-def test_the_mlm_term_starts_from_the_head_trained_for_the_base(smoke_run):
+def test_the_mlm_term_starts_from_the_head_trained_for_the_base(smoke_run, kept):
     # all-MiniLM-L6-v2 ships no masked-LM head: the driver trained one before the trials (or took it
     # from the cache), and the first warm start (DocSplit's own setting, mlm_weight 0.1) trained its
     # MLM term through it. A random head starts above ln(30522) = 10.3 (10.84 measured, bench/RESULTS.md)
-    run_dir, stdout = smoke_run
+    _, stdout = smoke_run
     assert "doctune: MLM head for all-minilm-l6-v2:" in stdout and "below the unigram baseline's" in stdout
-    with_mlm = [trial for trial in _reports(run_dir) if trial[0]["config"]["mlm_weight"] > 0]
+    with_mlm = [trial for trial in _reports(kept) if trial[0]["config"]["mlm_weight"] > 0]
     assert len(with_mlm) == 1
     losses = [report["mlm_loss"] for report in with_mlm[0]]
     assert sum(losses) / len(losses) < 9.5, losses

@@ -33,7 +33,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import torch
 from safetensors.torch import load_file, load_model, save_file, save_model
@@ -47,11 +47,6 @@ REPORT_FILE = "report.json"  # the round's whole report to the search, written b
 CHECKPOINTS = "checkpoints"  # the name of a trial's Ray Train run, under the trial's directory
 
 
-def trial_checkpoint_dir(run_dir: str, trial_id: str) -> Path:
-    """Where a trial's reported checkpoints are persisted: its Ray Train run's directory."""
-    return Path(run_dir) / "trials" / trial_id / CHECKPOINTS
-
-
 def staging_dir(trial_id: str) -> Path:
     """Where rank 0 saves a trial's rounds on its own node until their reports persist them."""
     return Path(tempfile.gettempdir()) / "doctune-staged" / trial_id
@@ -62,13 +57,11 @@ def step_name(step: int) -> str:
     return f"{STEP_PREFIX}{step:06d}"
 
 
-def checkpoint_in_run(recorded: str, run_dir: str | Path, trial_id: str) -> Path:
-    """The checkpoint a report or record names, as ``run_dir`` holds it: reports name checkpoints by
-    absolute path, in the run directory they were written in, which a moved run, or one fetched from
-    its storage copy (``--storage``), no longer is. The recorded path when ``run_dir`` lacks it."""
-    path = Path(recorded)
-    here = trial_checkpoint_dir(str(run_dir), trial_id) / path.name
-    return here if here.exists() else path
+def recorded_checkpoint(recorded: str, trial_id: str) -> str:
+    """The run-relative name (``trial_path``) of the checkpoint a report or record names by its path
+    where it was written (``RunFiles.path``), so a run moved, or fetched from its storage, finds it
+    in its own files."""
+    return trial_path(trial_id, CHECKPOINTS, PurePosixPath(recorded).name)
 
 
 DIVERGED_FILE = "diverged.json"

@@ -255,7 +255,7 @@ class MlmHeadSettings:
 class TrainPlan:
     """The fixed part of every trial in one search (what does not vary per trial)."""
 
-    run_dir: str
+    run_uri: str  # where the run's shared files are: its directory, or --storage's URI (core.run_files)
     base_model: str  # a local directory, resolved by the driver
     base_model_name: str  # as the user wrote it, for the record
     corpus_path: str  # prepared corpus directory (core.data.PreparedCorpus)
@@ -279,11 +279,14 @@ class TrainPlan:
     # Population Based Training: every round's checkpoint keeps its training state (another trial may
     # continue from it) and reports go to Tune with a checkpoint (trainers.population)
     population: bool = False
+    # the driver's input paths (base_model, corpus_path) -> their copies in the run's files, for nodes
+    # that do not see the driver's cache (trainers.inputs; empty where the run is a local directory)
+    inputs: dict[str, str] = field(default_factory=dict)
 
     @property
     def run_files(self) -> RunFiles:
         """The run's files, through which a trial shares its checkpoints and records (``core.run_files``)."""
-        return RunFiles.at(self.run_dir)
+        return RunFiles.at(self.run_uri)
 
     @property
     def eval_rounds(self) -> int:

@@ -32,6 +32,7 @@ from trainers.checkpoint import (
 from trainers.config import Hyperparameters, TrainPlan
 from trainers.distributed import finite_everywhere, record_placement, training_device, world_size
 from trainers.grad_cache import all_reduce_gradients, cached_step
+from trainers.inputs import on_this_node
 from trainers.losses import mask_tokens, masked_lm_loss
 from trainers.memory import MIB
 from trainers.pairs import STATISTICS_DOCUMENTS, PairContext, build_pairs
@@ -122,9 +123,10 @@ def train_loop_per_worker(config: dict) -> None:
     files = plan.run_files
     record_placement(files, trial_id, device)
 
-    module, tokenizer = build_module(plan.base_model, hp, plan.gradient_checkpointing)
+    base_model, corpus = (on_this_node(files, plan.inputs, path) for path in (plan.base_model, plan.corpus_path))
+    module, tokenizer = build_module(base_model, hp, plan.gradient_checkpointing)
     with_mlm = module.with_mlm
-    documents = DocumentStream(PreparedCorpus.load(plan.corpus_path), rank, context.get_world_size(), plan.seed)
+    documents = DocumentStream(PreparedCorpus.load(corpus), rank, context.get_world_size(), plan.seed)
     batch_tokenizer = copy.deepcopy(tokenizer)  # the batch thread's own: a fast tokenizer is not thread-safe
     pair_context = PairContext(
         hp=hp,

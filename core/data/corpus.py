@@ -95,14 +95,18 @@ class PreparedCorpus:
             yield from (d for d in self.read_group(group) if d)
 
 
-def prepare_corpus(source: str, max_documents: int | None = None) -> PreparedCorpus:
+def prepare_corpus(source: str, max_documents: int | None = None, read_in_place: bool = True) -> PreparedCorpus:
     """The prepared corpus for ``source``: from the cache, or prepared now by a Ray Data job on the
-    running Ray (a local one is started, and stopped after, if none runs)."""
+    running Ray (a local one is started, and stopped after, if none runs). ``read_in_place``: the
+    Train workers read it at this path on their nodes, which must then see it (where the run's
+    storage carries it to them instead, only its preparation's writers need to)."""
     check_source(source)
     target = cache_dir() / "corpora" / source_identity(source, max_documents, PREPARATION_VERSION)
-    check_every_node_sees(target.parent)
     if (target / MANIFEST).exists():
+        if read_in_place:
+            check_every_node_sees(target.parent)
         return PreparedCorpus.load(target)
+    check_every_node_sees(target.parent)  # Ray Data's writers, on any node, write the shards here
     with exclusive_lock(target):
         if (target / MANIFEST).exists():  # prepared by the process we waited for
             return PreparedCorpus.load(target)

@@ -18,10 +18,12 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.run_files import RunFiles
 from platform.export.model_card import model_card
 from platform.export.record import ExportError, SearchRecord
 from platform.export.st_files import POOLINGS, sentence_transformers_gap, write_sentence_transformers_files
 from platform.leaderboard import Row
+from trainers.checkpoint import recorded_checkpoint
 
 
 @dataclass(frozen=True)
@@ -33,20 +35,22 @@ class Exported:
     sentence_transformers_gap: str | None
 
 
-def export_best(row: Row, run_dir: Path) -> Exported:
-    """The search's winner to ``run_dir/best`` (replacing an earlier export there)."""
-    return export_trial(row, SearchRecord.read(run_dir), run_dir / "best")
+def export_best(row: Row, run_dir: Path, files: RunFiles) -> Exported:
+    """The search's winner to ``run_dir/best`` (replacing an earlier export there), its checkpoint read
+    from the run's files (fetched for the export where they are in a storage)."""
+    with files.as_local_dir(recorded_checkpoint(row.checkpoint, row.trial)) as checkpoint:
+        return export_trial(row, SearchRecord.read(run_dir), run_dir / "best", checkpoint)
 
 
-def export_trial(row: Row, search: SearchRecord, target: Path, checkpoint: Path | None = None) -> Exported:
-    """Write ``row``'s checkpoint (or ``checkpoint``, where it has moved) as an exported encoder at ``target``.
+def export_trial(row: Row, search: SearchRecord, target: Path, checkpoint: Path) -> Exported:
+    """Write ``row``'s checkpoint, a directory here at ``checkpoint``, as an exported encoder at ``target``.
 
     Everything is written under ``<target>.partial`` and renamed at the end, so a directory named
     ``target`` is always whole; an existing ``target`` is replaced. An existing ``<target>.partial``
     is removed only when it is what an interrupted export of this same run left (it carries a
     marker naming the run directory); anything else there is refused with ``ExportError``.
     """
-    source = Path(checkpoint or row.checkpoint)
+    source = checkpoint
     partial = target.with_name(target.name + ".partial")
     _clear_leftover(partial, search)
     try:

@@ -3,42 +3,48 @@
 Exports one trial of a finished search: its encoder as an ordinary transformers model directory
 that sentence-transformers also loads with the trial's pooling and L2 normalisation, plus
 ``doctune.json`` (what it is) and ``README.md`` (a model card). A storage URI (the search's
-``--storage``, platform/storage.py) in place of the run directory exports from the run's copy
-there, fetching only the records and the trial's checkpoint. Exit codes: 0 success, 2 bad input
+``--storage``, platform/storage.py) in place of the run directory exports from the run kept
+there, fetching only its records and the trial's checkpoint. Exit codes: 0 success, 2 bad input
 (one message naming what is wrong and how to fix it; nothing written), 1 any other failure.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shlex
 import sys
 import tempfile
 from pathlib import Path
 
+from core.run_files import RunFiles
 from platform.common import EXIT_BAD_INPUT, EXIT_OK, UsageError, new_directory_problem
 from platform.export import export_trial
 from platform.export.record import ExportError, SearchRecord
 from platform.leaderboard import Row, is_baseline, read_leaderboard, winner
-from platform.storage import RunStorage
-from trainers.checkpoint import CHECKPOINTS, checkpoint_in_run, trial_checkpoint_dir, trial_path
+from platform.storage import RunStorage, run_files_of
+from trainers.checkpoint import recorded_checkpoint
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m platform.export", description=__doc__.split("\n\n")[1])
     parser.add_argument(
         "run_dir",
-        help="a finished search's run directory (runs/<spec name> by default), or the storage URI it was copied to",
+        help="a finished search's run directory (runs/<spec name> by default), or the storage URI it was kept at",
     )
     parser.add_argument("--trial", help="trial id from the leaderboard; default: the best trial")
     parser.add_argument("--to", type=Path, required=True, help="directory to write (new, or empty)")
     return parser.parse_args(argv)
 
 
-def check_inputs(run_dir: Path, trial: str | None, to: Path) -> tuple[Row, SearchRecord, Path, Path]:
-    """(row, search, checkpoint, target) for an export, or ExportError saying what is wrong."""
+def check_inputs(
+    run_dir: Path, trial: str | None, to: Path, files: RunFiles | None = None
+) -> tuple[Row, SearchRecord, str, Path]:
+    """(row, search, checkpoint, target) for an export, or ExportError saying what is wrong: the
+    checkpoint by its name in the run's files, ``files`` (by default where ``run_dir``'s search kept
+    its trials: ``platform.storage.run_files_of``)."""
     row, search = choose_row(run_dir, trial)
-    checkpoint = _locate_checkpoint(row, run_dir)
+    checkpoint = _locate_checkpoint(row, files or run_files_of(run_dir))
     return row, search, checkpoint, check_target(to)
 
 
@@ -91,51 +97,53 @@ def choose_row(run_dir: Path, trial: str | None) -> tuple[Row, SearchRecord]:
     return row, search
 
 
-def _fetch(uri: str, trial: str | None, into: Path) -> Path:
-    """From a run's storage copy into ``into``: its records, then the chosen row's checkpoint only."""
+def _fetch_records(uri: str, into: Path) -> RunStorage:
+    """The run kept at ``uri``, its records (``search.json``, ``leaderboard.json``) fetched into ``into``."""
     try:
         storage = RunStorage.open_run(uri)
     except UsageError as err:
         raise ExportError(str(err)) from None
-    try:
-        storage.pull(into, under=("search.json", "leaderboard.json"))
-        if not (into / "leaderboard.json").is_file():
-            raise ExportError(
-                f"{uri} holds no leaderboard.json: its search has not finished; finish it with its search command "
-                f"and --resume --storage {uri}"
-            )
-        row, _ = choose_row(into, trial)
-        name = Path(row.checkpoint).name
-        storage.pull(into, under=(f"{trial_path(row.trial, CHECKPOINTS, name)}/",))
-    except OSError as err:
-        raise ExportError(f"fetching from {uri} failed ({str(err).splitlines()[0]}); run the command again") from None
-    return into
-
-
-def _locate_checkpoint(row: Row, run_dir: Path) -> Path:
-    """The row's checkpoint, in ``run_dir`` when the run directory was moved or copied."""
-    found = checkpoint_in_run(row.checkpoint, run_dir, row.trial)
-    # a round whose weights train.keep_checkpoints released keeps only its record and scores
-    if not ((found / "doctune.json").is_file() and (found / "config.json").is_file()):
+    storage.pull(into, under=("search.json", "leaderboard.json"))
+    if not (into / "leaderboard.json").is_file():
         raise ExportError(
-            f"trial {row.trial!r}: its checkpoint {row.checkpoint} no longer exists (nor in "
-            f"{trial_checkpoint_dir(str(run_dir), row.trial)}); export another trial with --trial, "
-            "or restore the run directory's trials/"
+            f"{uri} holds no leaderboard.json: its search has not finished; finish it with its search command "
+            f"and --resume --storage {uri}"
         )
-    return found
+    return storage
+
+
+def _locate_checkpoint(row: Row, files: RunFiles) -> str:
+    """The row's checkpoint, by its name in the run's files (where the run directory was moved or
+    fetched, or the trials are in the run's storage)."""
+    checkpoint = recorded_checkpoint(row.checkpoint, row.trial)
+    # a round whose weights train.keep_checkpoints released keeps only its record and scores
+    if not (files.is_file(f"{checkpoint}/doctune.json") and files.is_file(f"{checkpoint}/config.json")):
+        raise ExportError(
+            f"trial {row.trial!r}: its checkpoint {files.path(checkpoint)} no longer exists; export another trial "
+            "with --trial, or restore the run's trials/"
+        )
+    return checkpoint
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="doctune-export-") as fetched:
+    with tempfile.TemporaryDirectory(prefix="doctune-export-") as fetched, contextlib.ExitStack() as fetching:
         try:
-            if "://" in args.run_dir:  # the --to check first: nothing is fetched for an export refused anyway
-                check_target(args.to)
-                run_dir = _fetch(args.run_dir, args.trial, Path(fetched))
-            else:
-                run_dir = Path(args.run_dir)
-            row, search, checkpoint, target = check_inputs(run_dir, args.trial, args.to)
-            exported = export_trial(row, search, target, checkpoint)  # refuses a foreign DIR.partial first
+            try:
+                run_dir, files = Path(args.run_dir), None
+                if "://" in args.run_dir:  # the --to check first: nothing is fetched for an export refused anyway
+                    check_target(args.to)
+                    run_dir, files = Path(fetched), _fetch_records(args.run_dir, Path(fetched))
+                row, search, checkpoint, target = check_inputs(run_dir, args.trial, args.to, files)
+                files = files or run_files_of(run_dir)
+                # fetched from the run's storage where it is there, for the block
+                local = fetching.enter_context(files.as_local_dir(checkpoint))
+            except OSError as err:
+                where = files.uri if files else args.run_dir
+                raise ExportError(
+                    f"reading {where} failed ({str(err).splitlines()[0]}); run the command again"
+                ) from None
+            exported = export_trial(row, search, target, local)  # refuses a foreign DIR.partial first
         except ExportError as err:  # said of the URI, not of the temporary directory it was fetched into
             print(f"doctune: error: {str(err).replace(fetched, args.run_dir)}", file=sys.stderr)
             return EXIT_BAD_INPUT

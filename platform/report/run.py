@@ -3,6 +3,7 @@ evaluation rounds and the Optuna study's hyperparameter importances."""
 
 from __future__ import annotations
 
+import io
 import json
 import warnings
 from dataclasses import dataclass
@@ -10,7 +11,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from core.run_files import RunFiles
+from platform.common import TUNE_DIR
 from platform.leaderboard import Row, read_leaderboard
+from platform.storage import run_files_of
 
 PLOTS_DIR = "plots"  # under the run directory
 
@@ -89,29 +93,42 @@ def read_run(run_dir: Path, kept_at: str | None = None) -> Run:
         raise ReportError(
             f"{run_dir}: leaderboard.json or search.json is not one this doctune wrote ({type(err).__name__}: {err})"
         ) from None
-    # the search's own experiment; a confirmation's (tune/<name>-confirm) re-runs the winner and is no trial
-    histories = trial_histories(run_dir / "tune" / name)
+    # the search's own experiment, where the search kept it (a copy an earlier doctune made at kept_at
+    # holds it too); a confirmation's (tune/<name>-confirm) re-runs the winner and is no trial
+    files = RunFiles.at(kept_at) if kept_at else run_files_of(run_dir)
+    try:
+        histories = trial_histories(files, f"{TUNE_DIR}/{name}")
+    except OSError as err:
+        raise ReportError(f"reading Tune's logs in {files.uri} failed ({str(err).splitlines()[0]})") from None
     return Run(run_dir, summary, name, rows, noise, objectives, tasks, searched, histories, kept_at)
 
 
-def trial_histories(tune_dir: Path) -> dict[str, pd.DataFrame]:
-    """Each trial's evaluation rounds, from Tune's per-trial logs under ``tune_dir``.
+TRIAL_LOGS = ("result.json", "progress.csv")  # Tune's log of a trial's rounds, in the trial's directory
+
+
+def trial_histories(files: RunFiles, experiment: str) -> dict[str, pd.DataFrame]:
+    """Each trial's evaluation rounds, from Tune's per-trial logs under ``experiment`` in the run's files.
 
     A frame per trial id with columns ``timestamp`` (Unix seconds of the report), ``objective`` and
     ``started`` (the trial's start, ``timestamp - time_total_s``), in time order. ``result.json``
     (JSON lines) is read where present, else ``progress.csv``; rounds without an objective are
     dropped, and so are trials left with none.
     """
+    logs: dict[str, set[str]] = {}
+    for relative in files.listing(experiment):
+        trial_dir, _, name = relative.rpartition("/")
+        if name in TRIAL_LOGS:
+            logs.setdefault(trial_dir, set()).add(name)
     frames: dict[str, list[pd.DataFrame]] = {}
-    trial_dirs = {p.parent for pattern in ("result.json", "progress.csv") for p in tune_dir.glob(f"**/{pattern}")}
-    for trial_dir in sorted(trial_dirs):
-        frame = _read_trial_log(trial_dir)
+    for trial_dir, names in sorted(logs.items()):
+        log = "result.json" if "result.json" in names else "progress.csv"
+        frame = _read_trial_log(files.read(f"{experiment}/{trial_dir}/{log}"), log)
         if frame is None or "objective" not in frame or "timestamp" not in frame:
             continue
         frame = frame.dropna(subset=["objective", "timestamp"])
         if frame.empty:
             continue
-        trial = str(frame["trial_id"].iloc[-1]) if "trial_id" in frame else trial_dir.name
+        trial = str(frame["trial_id"].iloc[-1]) if "trial_id" in frame else trial_dir.rpartition("/")[2]
         total = frame["time_total_s"].fillna(0) if "time_total_s" in frame else 0.0
         frames.setdefault(trial, []).append(
             pd.DataFrame(
@@ -128,18 +145,17 @@ def trial_histories(tune_dir: Path) -> dict[str, pd.DataFrame]:
     }
 
 
-def _read_trial_log(trial_dir: Path) -> pd.DataFrame | None:
-    result = trial_dir / "result.json"
-    if result.is_file():
+def _read_trial_log(data: bytes, name: str) -> pd.DataFrame | None:
+    if name == "result.json":
         records = []
-        for line in result.read_text().splitlines():
+        for line in data.decode().splitlines():
             try:
                 records.append(json.loads(line))
             except json.JSONDecodeError:  # a search killed mid-write leaves a partial last line
                 continue
         return pd.DataFrame.from_records(records) if records else None
     try:
-        return pd.read_csv(trial_dir / "progress.csv")
+        return pd.read_csv(io.BytesIO(data))
     except (pd.errors.EmptyDataError, pd.errors.ParserError):
         return None
 

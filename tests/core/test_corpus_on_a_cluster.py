@@ -84,7 +84,7 @@ def test_a_cache_some_node_cannot_see_is_refused_naming_the_node(nodes, tmp_path
     nodes.add()
     assert _ask_every_node(nodes, 2, cache / "corpora") == "seen by every node"
 
-    nodes.add(hiding=cache)
+    nodes.add(hiding=[cache])
     answer = _ask_every_node(nodes, 3, cache / "corpora")
     assert re.fullmatch(
         r"refused: the corpus cache .*/cache/corpora is not seen from node .* set DOCTUNE_CACHE.*", answer

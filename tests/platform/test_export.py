@@ -24,6 +24,7 @@ import torch
 
 from core.encoder import embed_texts, load_encoder
 from core.longformer import convert_to_longformer
+from core.run_files import RunFiles
 from platform.common import EXIT_BAD_INPUT, EXIT_OK
 from platform.export import export_best
 from platform.export.cli import main as export_main
@@ -32,7 +33,7 @@ from platform.export.st_files import POOLINGS
 from platform.leaderboard import BASELINE_ID, Row, read_leaderboard, write_leaderboard
 from platform.spec import load_spec
 from tests.conftest import ROOT
-from trainers.checkpoint import save_checkpoint, trial_checkpoint_dir
+from trainers.checkpoint import CHECKPOINTS, save_checkpoint, trial_path
 from trainers.config import Hyperparameters, Pooling
 from trainers.loop import _record
 
@@ -72,7 +73,7 @@ def _save_trial(run_dir: Path, trial_id: str, model_dir: str, pooling: str) -> P
     hp = Hyperparameters(pooling=pooling)
     plan = SimpleNamespace(base_model_name="all-minilm-l6-v2", corpus_name="news-articles", max_length=64)
     return save_checkpoint(
-        trial_checkpoint_dir(str(run_dir), trial_id) / "step_000002",
+        run_dir / trial_path(trial_id, CHECKPOINTS, "step_000002"),
         encoder=model,
         full_model=model,
         tokenizer=tokenizer,
@@ -235,7 +236,7 @@ def test_export_best_replaces_the_run_directorys_best(run_dir):
     best.mkdir()
     (best / "stale.txt").write_text("from an earlier export")
     rows, _ = read_leaderboard(run_dir)
-    exported = export_best(next(r for r in rows if r.trial == TRIALS["max"]), run_dir)
+    exported = export_best(next(r for r in rows if r.trial == TRIALS["max"]), run_dir, RunFiles.at(run_dir))
     assert exported.path == best and exported.sentence_transformers_gap is None
     assert json.loads((best / "doctune.json").read_text())["trial_id"] == TRIALS["max"]
     assert not (best / "stale.txt").exists() and not (run_dir / "best.partial").exists()

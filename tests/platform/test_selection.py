@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
+from core.run_files import RunFiles
 from evaluators.plan import EvalBudget, EvalPlan
 from evaluators.scores import flatten
 from platform.leaderboard import baseline_row, format_table, rows_from_results, winner, write_leaderboard
@@ -24,7 +25,10 @@ PLAN = EvalPlan(
 )
 # a run directory holding no trial records (no PBT lineage): the rows come from the Tune results alone
 RESOLVED = SimpleNamespace(
-    evaluation=PLAN, plan=SimpleNamespace(eval_rounds=2), fixed=Hyperparameters(), run_dir=Path("no-run-dir")
+    evaluation=PLAN,
+    plan=SimpleNamespace(eval_rounds=2, run_files=RunFiles.at("no-run-dir")),
+    fixed=Hyperparameters(),
+    run_dir=Path("no-run-dir"),
 )
 
 

@@ -1,27 +1,34 @@
-"""The run's copy at a storage URI (platform/storage.py), on a real S3-compatible server (moto)."""
+"""A run kept at a storage URI (platform/storage.py, platform/records.py), on a real S3-compatible
+server (moto): the trials' and Tune's files are written there by them; the driver's records follow."""
 
 from __future__ import annotations
 
+import io
 import os
+import pickle
+import re
 
 import pytest
 
 from platform.common import UsageError
-from platform.storage import RunMirror, RunStorage
+from platform.records import RunRecords
+from platform.storage import RunStorage
+
+TRIAL_FILE = "trials/t1/checkpoints/step_000002/model.safetensors"  # as a trial persists it, in the storage
 
 
 def _run_dir(root):
-    """A run directory's kinds of file: a checkpoint, a rewritten record, the embedding cache, a
-    half-written checkpoint, a lock, and a link to a log outside the run (as W&B's offline runs hold)."""
-    step = root / "trials" / "t1" / "checkpoints" / "step_000002"
-    step.mkdir(parents=True)
-    (step / "model.safetensors").write_bytes(b"w" * 1000)
-    (step / "scores.json").write_text("{}")
+    """A driver's run directory's kinds of file: records, the embedding cache, a half-written
+    directory, a lock, and a link to a log outside the run (as W&B's offline runs hold)."""
+    root.mkdir(parents=True)
     (root / "search.json").write_text('{"spec": "smoke"}')
+    (root / "optuna.journal").write_text("{}\n")
+    (root / "best").mkdir()
+    (root / "best" / "model.safetensors").write_bytes(b"w" * 1000)
     (root / "embeddings").mkdir()
     (root / "embeddings" / "abc.npz").write_bytes(b"cache")
-    (root / "trials" / "t1" / "checkpoints" / "step_000004.partial").mkdir()
-    (root / "trials" / "t1" / "checkpoints" / "step_000004.partial" / "model.safetensors").write_bytes(b"half")
+    (root / "best.partial").mkdir()
+    (root / "best.partial" / "model.safetensors").write_bytes(b"half")
     (root / "optuna.journal.lock").write_text("")
     service_log = root.parent / ".service" / "core-debug.log"
     service_log.parent.mkdir(exist_ok=True)
@@ -31,37 +38,35 @@ def _run_dir(root):
     return root
 
 
-def test_the_copy_follows_the_run_dir_and_a_fresh_directory_gets_it_back(s3, tmp_path):
-    storage = RunStorage.open(s3.uri("runs", "copy-1"))
+def test_the_driver_records_follow_the_run_dir_and_leave_the_trials_files_alone(s3, tmp_path):
+    storage = RunStorage.open(s3.uri("runs", "kept-1"))
     assert not storage.holds_run()
+    storage.write(TRIAL_FILE, io.BytesIO(b"t" * 10))
     run_dir = _run_dir(tmp_path / "run")
-    mirror = RunMirror(storage, run_dir)
-    assert mirror.sync() == (3, 0)
+    records = RunRecords(storage, run_dir)
+    assert records.sync() == (3, 0)
     assert storage.holds_run()
     assert storage.listing() == {
         "search.json": 17,
-        "trials/t1/checkpoints/step_000002/model.safetensors": 1000,
-        "trials/t1/checkpoints/step_000002/scores.json": 2,
+        "optuna.journal": 3,
+        "best/model.safetensors": 1000,
+        TRIAL_FILE: 10,  # not the driver's: never deleted, though the run directory has no trials/
     }
-    assert mirror.sync() == (0, 0)  # nothing changed, nothing sent
-    (run_dir / "search.json").write_text('{"spec": "smoke", "more": 1}')
-    os.utime(run_dir / "search.json", ns=(1, 1))  # a rewrite, whatever the clock's resolution
-    (run_dir / "trials" / "t1" / "checkpoints" / "step_000002" / "scores.json").unlink()  # freed by retention
-    assert mirror.sync() == (1, 1)
+    assert records.sync() == (0, 0)  # nothing changed, nothing sent
+    (run_dir / "optuna.journal").write_text("{}\n{}\n")
+    os.utime(run_dir / "optuna.journal", ns=(1, 1))  # a rewrite, whatever the clock's resolution
+    (run_dir / "best" / "model.safetensors").unlink()  # an export replaced
+    assert records.sync() == (1, 1)
+    # pickled with Tune's experiment (platform.records.UploadRecords), it asks the storage again
+    again = pickle.loads(pickle.dumps(records))
+    assert again.sync() == (2, 0) and storage.read("optuna.journal") == b"{}\n{}\n"
     fresh = tmp_path / "fresh"
-    assert storage.pull(fresh) == 2
-    assert (fresh / "search.json").read_text() == '{"spec": "smoke", "more": 1}'
-    assert (fresh / "trials/t1/checkpoints/step_000002/model.safetensors").read_bytes() == b"w" * 1000
-    assert not (fresh / "embeddings").exists()
-
-
-def test_a_mirror_of_a_fetched_run_sends_only_what_changed(s3, tmp_path):
-    storage = RunStorage.open(s3.uri("runs", "copy-2"))
-    RunMirror(storage, _run_dir(tmp_path / "run")).sync()
-    fresh = tmp_path / "fresh"
-    storage.pull(fresh)
-    # a resumed search's first sync: the checkpoint's files are whole in the copy; the records go again
-    assert RunMirror(storage, fresh).sync() == (1, 0)
+    assert storage.pull_driver_records(fresh) == 2
+    assert (fresh / "optuna.journal").read_text() == "{}\n{}\n"
+    assert not (fresh / "trials").exists() and not (fresh / "embeddings").exists()
+    assert RunRecords(storage, fresh).sync() == (0, 0)  # a resumed search's records fetched: none sent again
+    (fresh / "optuna.journal").write_text("{}\n{}\n{}\n")
+    assert RunRecords(storage, fresh).sync() == (1, 0)
 
 
 def test_a_bad_storage_uri_is_one_message(s3):
@@ -71,34 +76,76 @@ def test_a_bad_storage_uri_is_one_message(s3):
         RunStorage.open(s3.uri("no-such-bucket", "run"))
 
 
-def _recorded(run_dir, profile: str = "smoke"):
-    """``run_dir``'s search.json as a search of the shipped smoke spec at ``profile`` records it."""
+def _recorded(run_dir, profile: str = "smoke", storage: str | None = None, earlier: bool = False):
+    """``run_dir``'s search.json as a search of the shipped smoke spec at ``profile`` records it, kept
+    at ``storage``; ``earlier``: as an earlier doctune, which copied the run directory there, did."""
     import dataclasses
     import json
 
     from platform.spec import find_spec_file, parse_spec, read_raw
 
     spec = parse_spec(read_raw(find_spec_file("smoke")), profile)
-    record = {"spec": "smoke", "profile": profile, "resolved_spec": dataclasses.asdict(spec)}
+    record = {"spec": "smoke", "profile": profile, "storage": storage, "resolved_spec": dataclasses.asdict(spec)}
+    if not earlier:
+        record["run_files"] = storage or str(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "search.json").write_text(json.dumps(record, default=str))
     return run_dir
 
 
-def test_a_resume_fetches_the_copy_once_the_spec_matches_it(s3, tmp_path):
+def _kept(uri: str, run_dir, **recorded) -> RunStorage:
+    """A run kept at ``uri``: a trial's checkpoint file there, the driver's records uploaded."""
+    storage = RunStorage.open(uri)
+    storage.write(TRIAL_FILE, io.BytesIO(b"t" * 10))
+    RunRecords(storage, _recorded(_run_dir(run_dir), storage=uri, **recorded)).sync()
+    return storage
+
+
+def test_a_resume_fetches_the_driver_records_once_the_spec_matches(s3, tmp_path):
     from platform.resolution import SearchRequest
 
-    uri = s3.uri("runs", "copy-3")
-    RunMirror(RunStorage.open(uri), _recorded(_run_dir(tmp_path / "run"))).sync()
-    # another profile than the run's: refused from the copy's search.json alone, nothing fetched
+    uri = s3.uri("runs", "kept-3")
+    _kept(uri, tmp_path / "run")
+    # another profile than the run's: refused from the storage's search.json alone, nothing fetched
     with pytest.raises(UsageError, match="the spec or profile differs"):
         SearchRequest.from_command_line("smoke", "local", tmp_path / "fresh", True, uri)
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == ["run"]
     fresh = tmp_path / "fresh"
     request = SearchRequest.from_command_line("smoke", "smoke", fresh, True, uri)
     assert request.recorded["profile"] == "smoke" and request.storage.uri == uri
-    assert (fresh / "trials/t1/checkpoints/step_000002/model.safetensors").stat().st_size == 1000
+    assert (fresh / "best" / "model.safetensors").stat().st_size == 1000
+    assert not (fresh / "trials").exists()  # the trials go on from the storage
     with pytest.raises(UsageError, match=r"neither .* holds a search"):
         SearchRequest.from_command_line("smoke", "smoke", tmp_path / "other", True, s3.uri("runs", "empty"))
+
+
+def test_a_resumed_run_stays_where_its_trials_are(s3, tmp_path):
+    from platform.resolution import SearchRequest
+
+    uri = s3.uri("runs", "kept-6")
+    _kept(uri, tmp_path / "run")
+    resumed = SearchRequest.from_command_line("smoke", "smoke", tmp_path / "run", True)  # no --storage: its own
+    assert resumed.storage.uri == uri
+    with pytest.raises(
+        UsageError, match=rf"keeps its trials and Tune.s records in {re.escape(uri)}.*--storage {re.escape(uri)}"
+    ):
+        SearchRequest.from_command_line("smoke", "smoke", tmp_path / "run", True, s3.uri("runs", "kept-7"))
+    local = _recorded(tmp_path / "local")  # started without --storage: its trials are in its directory
+    with pytest.raises(UsageError, match=r"in .*local, where its search started; resume it without --storage"):
+        SearchRequest.from_command_line("smoke", "smoke", local, True, s3.uri("runs", "kept-7"))
+
+
+def test_a_run_an_earlier_doctune_copied_goes_on_in_its_directory_alone(s3, tmp_path, capsys):
+    from platform.resolution import SearchRequest
+
+    uri = s3.uri("runs", "kept-8")
+    _kept(uri, tmp_path / "run", earlier=True)
+    for run_dir, storage in ((tmp_path / "run", uri), (tmp_path / "fresh", uri)):
+        with pytest.raises(UsageError, match=r"the copy an earlier doctune kept .* without --storage"):
+            SearchRequest.from_command_line("smoke", "smoke", run_dir, True, storage)
+    assert not (tmp_path / "fresh").exists()
+    request = SearchRequest.from_command_line("smoke", "smoke", tmp_path / "run", True)
+    assert request.storage is None and "that copy is no longer updated" in capsys.readouterr().out
 
 
 def test_a_retried_command_starts_the_search_once_and_resumes_it_after(s3, tmp_path):
@@ -113,23 +160,23 @@ def test_a_retried_command_starts_the_search_once_and_resumes_it_after(s3, tmp_p
     fresh = SearchRequest.from_command_line("smoke", "smoke", tmp_path / "run", False, resume_if_started=True)
     assert not fresh.resume
     started = SearchRequest.from_command_line(
-        "smoke", "smoke", _recorded(_run_dir(tmp_path / "run")), False, resume_if_started=True
+        "smoke", "smoke", _recorded(tmp_path / "run"), False, resume_if_started=True
     )
     assert started.resume and started.recorded["profile"] == "smoke"
-    # on a fresh node, from the copy alone
-    uri = s3.uri("runs", "copy-5")
-    RunMirror(RunStorage.open(uri), tmp_path / "run").sync()
+    # on a fresh node, from the storage alone
+    uri = s3.uri("runs", "kept-5")
+    _kept(uri, tmp_path / "kept")
     elsewhere = SearchRequest.from_command_line(
         "smoke", "smoke", tmp_path / "node2", False, uri, resume_if_started=True
     )
     assert elsewhere.resume and (tmp_path / "node2" / "search.json").exists()
 
 
-def test_the_copy_never_writes_over_what_is_not_this_runs(s3, tmp_path):
+def test_a_search_never_writes_over_what_is_not_its_own(s3, tmp_path):
     from platform.resolution import SearchRequest
 
-    uri = s3.uri("runs", "copy-4")
-    RunMirror(RunStorage.open(uri), _recorded(_run_dir(tmp_path / "run"))).sync()
+    uri = s3.uri("runs", "kept-4")
+    _kept(uri, tmp_path / "run")
     with pytest.raises(UsageError, match=r"already holds a search .*continue that search with --resume"):
         SearchRequest.from_command_line("smoke", "smoke", tmp_path / "new", False, uri)
     other = s3.uri("runs", "not-a-run")
@@ -137,11 +184,11 @@ def test_the_copy_never_writes_over_what_is_not_this_runs(s3, tmp_path):
     with pytest.raises(UsageError, match=r"already holds 1 file\(s\)"):
         SearchRequest.from_command_line("smoke", "smoke", tmp_path / "new", False, other)
     assert not (tmp_path / "new").exists()
-    # a resumed run against a copy of another run (another search.json)
-    _recorded(_run_dir(tmp_path / "second"), profile="local")
-    with pytest.raises(UsageError, match="holds something other than the copy of"):
+    # a resumed run against the storage of another run (another search.json)
+    _recorded(tmp_path / "second", profile="local", storage=uri)
+    with pytest.raises(UsageError, match="holds something other than the run in"):
         SearchRequest.from_command_line("smoke", "local", tmp_path / "second", True, uri)
-    # on one disk, the copy and the run directory may not contain each other
+    # on one disk, the storage and the run directory may not contain each other
     with pytest.raises(UsageError, match="overlap"):
         SearchRequest.from_command_line("smoke", "smoke", tmp_path / "copies" / "run", False, str(tmp_path / "copies"))
     with pytest.raises(UsageError, match="credentials in the URI"):
@@ -167,8 +214,8 @@ def test_the_search_command_refuses_a_bad_storage_uri_before_anything_starts(tmp
 def test_an_export_from_a_uri_refuses_bad_input_in_terms_of_the_uri(s3, tmp_path, capsys):
     from platform.export.cli import main as export_main
 
-    uri = s3.uri("runs", "copy-5")
-    RunMirror(RunStorage.open(uri), _recorded(_run_dir(tmp_path / "run"))).sync()
+    uri = s3.uri("runs", "kept-9")
+    _kept(uri, tmp_path / "run")
     assert export_main([uri, "--to", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert err == (
@@ -180,5 +227,5 @@ def test_an_export_from_a_uri_refuses_bad_input_in_terms_of_the_uri(s3, tmp_path
     assert export_main([uri, "--to", str(tmp_path / "taken")]) == 2
     assert "exists and is not an empty directory" in capsys.readouterr().err
     assert export_main([s3.uri("runs", "empty"), "--to", str(tmp_path / "out")]) == 2
-    assert "holds no search.json: not the storage copy of a doctune run" in capsys.readouterr().err
+    assert "holds no search.json: no doctune run was kept there" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()

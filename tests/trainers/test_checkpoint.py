@@ -6,26 +6,23 @@ from __future__ import annotations
 import io
 
 from trainers.checkpoint import (
-    checkpoint_in_run,
     divergence,
     drop_superseded_training_state,
     record_divergence,
+    recorded_checkpoint,
     reported_rounds,
     step_name,
-    trial_checkpoint_dir,
 )
 
 
-def test_a_moved_or_fetched_run_finds_its_own_checkpoints(tmp_path):
-    written_in = trial_checkpoint_dir(str(tmp_path / "first"), "t1") / "step_000004"
-    written_in.mkdir(parents=True)
-    moved = trial_checkpoint_dir(str(tmp_path / "second"), "t1") / "step_000004"
-    # the run directory lacks it: the recorded path, wherever it is
-    assert checkpoint_in_run(str(written_in), tmp_path / "second", "t1") == written_in
-    moved.mkdir(parents=True)
-    # it holds it: its own, even while the directory it was written in still exists
-    assert checkpoint_in_run(str(written_in), tmp_path / "second", "t1") == moved
-    assert checkpoint_in_run(str(written_in), tmp_path / "first", "t1") == written_in
+def test_a_moved_or_fetched_run_finds_its_own_checkpoints(run_files):
+    """A report names its checkpoint by its path where it was written; the run finds it by the name
+    inside its own files, wherever they now are."""
+    for written_in in ("/old/run/trials/t1/checkpoints/step_000004", "bucket/runs/a/trials/t1/checkpoints/step_000004"):
+        name = recorded_checkpoint(written_in, "t1")
+        assert name == "trials/t1/checkpoints/step_000004"
+        assert run_files.path(name) == f"{run_files.root}/{name}" and run_files.relative(run_files.path(name)) == name
+    assert run_files.relative("/elsewhere/trials/t1/checkpoints/step_000004") is None
 
 
 def test_only_the_latest_reported_round_keeps_its_training_state(run_files):

@@ -1,0 +1,77 @@
+"""The search's inputs (the prepared corpus, the base model) on a trial's node.
+
+The driver prepares them in its cache (``core.data.cache_dir``: the corpus's Parquet shards, a
+base given a masked-LM head, converted to a Longformer or trained by the base stage). Where the
+run is kept at a storage URI (``--storage``), nodes may share no file system with the driver, so
+the driver uploads each input found in its cache to the run's files once, under
+``inputs/<kind>-<key>/`` (its cache directory's own names: a key of its content), and
+``TrainPlan.inputs`` maps the driver's path to that name. A Train worker whose node does not see
+the driver's path fetches the input into its own node's cache on first use, whole or not at all
+(fetched beside, renamed into place); a node that sees it (the driver's, one sharing its cache)
+reads it there. Inputs outside the cache (a model installed with a package, the same on every node
+of one locked environment) are read by their path. docs/decisions.md, "Storage with no shared file
+system", lists every route.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from core.data import cache_dir
+from core.run_files import RunFiles
+
+INPUTS = "inputs"  # in the run's files
+WHOLE = ".whole"  # written last: an input's upload that holds it was not interrupted
+
+
+def input_name(path: str | Path) -> str:
+    """Where an input in the driver's cache goes in the run's files: ``inputs/<kind>-<key>``."""
+    path = Path(path)
+    return f"{INPUTS}/{path.parent.name}-{path.name}"
+
+
+def share_inputs(files: RunFiles, paths: Iterable[str], cache: Path) -> dict[str, str]:
+    """Upload each of ``paths`` that lies in ``cache`` to the run's files, unless whole there already;
+    the driver's path -> its name there. Nothing where the run's files are this machine's directory
+    (its nodes then share the driver's file system, its cache included)."""
+    if files.local:
+        return {}
+    shared = {}
+    for path in dict.fromkeys(paths):
+        source = Path(path).resolve()
+        if not source.is_relative_to(cache.resolve()):
+            continue
+        name = input_name(source)
+        if not files.is_file(f"{name}/{WHOLE}"):
+            for file in sorted(p for p in source.rglob("*") if p.is_file()):
+                with file.open("rb") as data:
+                    files.write(f"{name}/{file.relative_to(source).as_posix()}", data)
+            files.write(f"{name}/{WHOLE}", io.BytesIO(b""))
+        shared[path] = name
+    return shared
+
+
+def on_this_node(files: RunFiles, inputs: dict[str, str], path: str) -> str:
+    """``path`` (an input as the driver named it) as a directory of this node: itself where this node
+    sees it, else its copy in this node's cache, fetched from the run's files the first time."""
+    name = inputs.get(path)
+    if name is None or Path(path).is_dir():
+        return path
+    target = cache_dir() / name
+    if not target.is_dir():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fetching = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial"))
+        try:
+            for inside in files.listing(name):
+                files.download(f"{name}/{inside}", fetching / inside)
+            fetching.rename(target)
+        except OSError:
+            if not target.is_dir():  # another worker of this node renamed its copy first: that one is used
+                raise
+        finally:
+            shutil.rmtree(fetching, ignore_errors=True)
+    return str(target)
