@@ -159,8 +159,8 @@ def _storage_of(recorded: dict, asked: RunStorage | None, run_dir: Path) -> RunS
 
 
 def fetch_run(storage: RunStorage, run_dir: Path, check: Callable[[dict], object]) -> None:
-    """For ``--resume --storage URI`` on a machine without the run: its copy into ``run_dir``, once
-    ``check`` accepted the copy's ``search.json`` (it raises otherwise). Fetched beside ``run_dir``
+    """For ``--resume --storage URI`` on a machine without the run: the driver's records into ``run_dir``, once
+    ``check`` accepted the storage's ``search.json`` (it raises otherwise). Fetched beside ``run_dir``
     and renamed when whole, so an interrupted fetch leaves no run directory behind."""
     if not storage.holds_run():
         raise UsageError(

@@ -72,7 +72,7 @@ def run_files_of(run_dir: Path) -> RunFiles:
 
 
 class RunStorage(RunFiles):
-    """A run's storage copy: its files (``core.run_files``), checked as a search or a reader opens it."""
+    """A run's storage: its files (``core.run_files``), checked as a search or a reader opens it."""
 
     @classmethod
     def open(cls, uri: str, writable: bool = True) -> RunStorage:
@@ -126,7 +126,7 @@ class RunStorage(RunFiles):
             here, there = run_dir.resolve(), Path(self.root)
             if here == there or there in here.parents or here in there.parents:
                 raise UsageError(
-                    f"--storage {self.uri} and the run directory {run_dir} overlap: the copy must lie outside "
+                    f"--storage {self.uri} and the run directory {run_dir} overlap: the storage must lie outside "
                     "the run directory and hold nothing else; choose another --storage or --run-dir"
                 )
         found = self.listing()
@@ -147,11 +147,11 @@ class RunStorage(RunFiles):
             )
 
     def holds_run(self) -> bool:
-        """Whether a search was started here (its ``search.json`` is in the copy)."""
+        """Whether a search was started here (its ``search.json`` is in the storage)."""
         return self.is_file("search.json")
 
     def upload(self, local: Path, relative: str) -> None:
-        """One file into the copy, whole or not at all."""
+        """One file into the storage, whole or not at all."""
         with local.open("rb") as source:
             self.write(relative, source)
 

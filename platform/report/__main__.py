@@ -2,7 +2,7 @@
 
 ``python -m platform.report URI --to DIR`` does it for a run kept at a storage URI (a search's
 ``--storage``): the records the report reads are fetched (no checkpoint), the report is written
-beside them, and the whole lands in DIR (new, or empty) only once it is complete; the copy at the
+beside them, and the whole lands in DIR (new, or empty) only once it is complete; the storage at the
 URI is left unchanged. Exit codes: 0 written, 2 bad input, with one message, 1 any other failure.
 """
 

@@ -206,7 +206,7 @@ def _winner_section(run: Run) -> str:
     if best.confirmation:
         text += f"<p>Its configuration {escape(describe_confirmation(best.confirmation))}.</p>"
     export = f"<code>python -m platform.export {escape(run.location)} --trial {escape(best.trial)} --to DIR</code>"
-    if run.kept_at:  # records only were fetched: the winner's weights stay in the copy
+    if run.kept_at:  # records only were fetched: the winner's weights stay in the storage
         return text + f"<p>Export it from the run's copy with {export}.</p>"
     best_dir = run.path / "best"
     try:

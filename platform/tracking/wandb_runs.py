@@ -117,7 +117,7 @@ class WandbRuns:
         self._close(search, failed=False)
         self.state.save(state | {"finished": True})
         # W&B's service otherwise writes the last of its run files as this process exits, after the
-        # search's copy at --storage was taken (platform/storage.py)
+        # driver's records were last uploaded to --storage (platform.records)
         wandb.teardown()
 
     def _trial_run(self, state: dict, trial: str, hyperparameters: dict):
