@@ -478,9 +478,9 @@ def test_the_command_line_writes_the_report_or_exits_2(tmp_path):
 
 def test_the_report_of_a_run_kept_at_a_storage_uri_is_written_locally_and_whole(tmp_path):
     """``platform.report URI --to DIR`` fetches the records the report reads, none of the checkpoints,
-    and writes DIR only once the report is complete; the copy is left as it was; bad input is one
-    message and exit 2, with nothing written."""
-    copy = make_run_dir(tmp_path / "bucket")  # a run's storage copy, as a search's --storage mirror leaves it
+    reads Tune's logs where they are, and writes DIR only once the report is complete; the storage is
+    left as it was; bad input is one message and exit 2, with nothing written."""
+    copy = make_run_dir(tmp_path / "bucket")  # a run kept at a storage URI: its records, tune/ and trials/
     weights = copy / "trials" / TRIALS[0][0] / "checkpoints" / "step_000040" / "model.safetensors"
     weights.parent.mkdir(parents=True)
     weights.write_bytes(b"w" * 1000)
@@ -503,7 +503,7 @@ def test_the_report_of_a_run_kept_at_a_storage_uri_is_written_locally_and_whole(
     empty.mkdir()  # an empty directory named by --to receives the report too
     done = subprocess.run([*command, copy.as_uri(), "--to", str(empty)], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0 and (empty / "report.html").is_file(), done.stderr
-    assert sorted(p.relative_to(copy) for p in copy.rglob("*")) == before  # the copy unchanged
+    assert sorted(p.relative_to(copy) for p in copy.rglob("*")) == before  # the storage unchanged
     assert not list((tmp_path / "reports").glob(".doctune-report-*"))  # nothing staged is left
     not_finished = tmp_path / "unfinished"
     shutil.copytree(copy, not_finished)
