@@ -159,6 +159,7 @@ INTERRUPTED_RUN = """
 import os, signal, sys, threading, time
 import ray
 from ray import tune
+from core.run_files import RunFiles
 from platform.tuner import finished
 
 def count(config):
@@ -177,7 +178,8 @@ def run(name, rounds, interrupt_after=None):
     )
     results = tuner.fit()
     in_memory = all(t.status == "TERMINATED" for t in results._experiment_analysis.trials)
-    return finished(results, 2), finished(results, 3), in_memory
+    files = RunFiles.at(sys.argv[1])
+    return finished(results, 2, files), finished(results, 3, files), in_memory
 
 ray.init(num_cpus=2, include_dashboard=False)
 print("completed", *run("completed", 3))
