@@ -10,11 +10,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 from pathlib import Path
 
-from evaluators.plan import EvalBudget, EvalPlan
-from evaluators.references import Reading
+from evaluators.evaluate import evaluate
+from evaluators.plan import EvalBudget
 from evaluators.scores import TOTAL_SUFFIX, coverage, sizes, strata, stratum_keys
 from evaluators.tasks import TASK_FAMILIES, TASKS, UnknownTask, check_task_name
 
@@ -67,15 +66,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _pooling(model_dir: str, requested: str | None) -> str:
-    record = Path(model_dir) / "doctune.json"
-    if requested:
-        return requested
-    if record.exists():
-        return json.loads(record.read_text()).get("pooling", "mean")
-    return "mean"
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.list:
@@ -87,19 +77,27 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{prefix + '<location>':24s} {(TASK_FAMILIES[prefix].__doc__ or '').strip().splitlines()[0]}")
         return 0
     tasks = [*args.task, *(f"beir:{d}" for d in args.beir)]
+    budget = EvalBudget(
+        max_documents=args.max_documents,
+        max_queries=args.max_queries,
+        max_test=args.max_test,
+        fewshot_k=args.fewshot_k,
+        repeats=args.repeats,
+        max_train=args.max_train,
+        probe_head=args.probe_head,
+        long_length=args.long_length,
+        long_queries=args.long_queries,
+        haystacks=args.haystacks,
+    )
     try:
         if not args.model or not tasks:
             raise UnknownTask("name a --model and at least one --task or --beir (see --list)")
         for task in tasks:
             check_task_name(task)
-        from core.encoder import ModelUnavailable, resolve_model
-
-        try:
-            model_dir = resolve_model(args.model)
-        except ModelUnavailable as err:
-            raise UnknownTask(str(err)) from None
+        model = args.model
         if args.longformer:
             from core.data import cache_dir
+            from core.encoder import ModelUnavailable, resolve_model
             from core.longformer import cached_longformer
 
             if args.attention_window % 2 or not 0 < args.attention_window <= args.longformer:
@@ -107,40 +105,29 @@ def main(argv: list[str] | None = None) -> int:
                     f"--attention-window {args.attention_window}: give an even window of at most --longformer's "
                     f"{args.longformer} positions (256 is the default spec's)"
                 )
-            model_dir = str(cached_longformer(model_dir, args.longformer, args.attention_window, cache_dir()))
+            try:
+                model = resolve_model(args.model)
+            except ModelUnavailable as err:
+                raise UnknownTask(str(err)) from None
+            model = str(cached_longformer(model, args.longformer, args.attention_window, cache_dir()))
+        done = evaluate(
+            model,
+            tasks,
+            pooling=args.pooling,
+            max_length=args.max_length,
+            batch_size=args.batch_size,
+            threads=args.threads,
+            budget=budget,
+            long_inputs=None if args.long_inputs == "task" else args.long_inputs,
+            cache_dir=args.cache_dir,
+        )
     except UnknownTask as err:
         print(f"evaluators: error: {err.args[0]}", file=sys.stderr)
         return 2
 
-    from evaluators.pool import Evaluator
     from evaluators.tasks.base import SPLITS
 
-    plan = EvalPlan(
-        objectives={"objective": dict.fromkeys(tasks, 1.0)},
-        actor_names=(),
-        namespace="",
-        max_length=args.max_length,
-        batch_size=args.batch_size,
-        threads=args.threads,
-        budget=EvalBudget(
-            max_documents=args.max_documents,
-            max_queries=args.max_queries,
-            max_test=args.max_test,
-            fewshot_k=args.fewshot_k,
-            repeats=args.repeats,
-            max_train=args.max_train,
-            probe_head=args.probe_head,
-            long_length=args.long_length,
-            long_queries=args.long_queries,
-            haystacks=args.haystacks,
-        ),
-    )
-    with tempfile.TemporaryDirectory() as scratch:
-        reading = Reading(long_inputs=None if args.long_inputs == "task" else args.long_inputs)
-        evaluator = Evaluator(plan, str(args.cache_dir or scratch))
-        pooling = _pooling(model_dir, args.pooling)
-        scores = evaluator.score(model_dir, pooling, tasks, reading=reading)
-        lengths = {t: evaluator.scoring_length(model_dir, t, reading) for t in tasks}
+    scores, pooling, lengths = done.scores, done.pooling, done.lengths
     converted = f", converted to a {args.longformer}-token Longformer (untrained)" if args.longformer else ""
     print(f"model {args.model}{converted} ({pooling} pooling); main score ± standard error")
     width = max(len(t) for t in tasks) + 6

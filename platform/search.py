@@ -1,7 +1,9 @@
 """``python -m platform.search SPEC [--profile PROFILE] [--run-dir DIR] [--storage URI] [--resume] [--dry-run]``
 
 Runs one hyperparameter search. Exit codes: 0 success, 2 bad input (one message naming what
-is wrong and how to fix it; nothing started), 1 any other failure.
+is wrong and how to fix it; nothing started), 1 any other failure. ``run`` is the same search
+called from Python (``doctune.search``): it raises bad input (``BAD_INPUT``) and returns the
+leaderboard's rows.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evaluators.noise import Gain
 from evaluators.part_sizes import small_parts
@@ -30,6 +33,9 @@ from platform.resolution import (
 from platform.resources import InfeasibleResources
 from platform.spec import PROFILES, Replacement, SearchSpec, SpecError
 from platform.timings import PhaseClock
+
+if TYPE_CHECKING:
+    from platform.listeners import TrialListener
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -60,20 +66,64 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> int:
+@dataclasses.dataclass(frozen=True)
+class SearchOutcome:
+    """How a search call ended: ``code`` (``EXIT_OK``, or ``EXIT_FAILURE`` when no trial scored or
+    the run's records could not reach its storage), the leaderboard's rows as ranked (none for a dry
+    run), the run directory, and the plan ``search.json`` records (what a dry run prints)."""
+
+    code: int
+    rows: list
+    run_dir: Path
+    plan: dict
+
+
+def bad_input() -> tuple[type[Exception], ...]:
+    """The errors a search raises for bad input (spec, model, corpus, run directory, storage,
+    resources), each with one message naming what is wrong and how to fix it; nothing was started."""
+    from core.data import DataUnavailable
+    from core.encoder import ModelUnavailable
+
+    return (SpecError, UsageError, InfeasibleResources, ModelUnavailable, DataUnavailable)
+
+
+def run(
+    spec: str | Path,
+    profile: str | None = None,
+    run_dir: Path | None = None,
+    storage: str | None = None,
+    resume: bool = False,
+    resume_if_started: bool = False,
+    dry_run: bool = False,
+    on_trial: TrialListener | None = None,
+) -> SearchOutcome:
+    """One search in this process, as the command line's options say (``on_trial``: called with each
+    trial's id and every round it reports). Raises ``bad_input()``'s errors, ``BaseStageFailed``
+    when the base stage fails, ``KeyboardInterrupt`` when interrupted (the same call with
+    ``resume=True`` continues it)."""
+    from platform.listeners import listening
     from platform.tracking.wandb_runs import use_own_service
 
     clock = PhaseClock()
-    args = parse_args(argv)
     use_own_service()
+    request = SearchRequest.from_command_line(str(spec), profile, run_dir, resume, storage, resume_if_started)
+    with listening(on_trial):
+        return _run(request, dry_run, clock)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from trainers.base_stage import BaseStageFailed
+
+    args = parse_args(argv)
     try:
-        request = SearchRequest.from_command_line(
-            args.spec, args.profile, args.run_dir, args.resume, args.storage, args.resume_if_started
-        )
-        return _run(request, args.dry_run, clock)
-    except (SpecError, UsageError, InfeasibleResources) as err:
+        options = dict(profile=args.profile, run_dir=args.run_dir, storage=args.storage, resume=args.resume)
+        return run(args.spec, **options, resume_if_started=args.resume_if_started, dry_run=args.dry_run).code
+    except bad_input() as err:
         print(f"doctune: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BaseStageFailed as err:
+        print(f"doctune: error: {err}", file=sys.stderr)
+        return EXIT_FAILURE
     except KeyboardInterrupt:
         print("doctune: interrupted; continue with --resume", file=sys.stderr)
         return EXIT_FAILURE
@@ -101,19 +151,11 @@ def _settle(
     return spec, profile, tuple(replaced), fit
 
 
-def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> int:
-    from core.data import DataUnavailable
-    from core.encoder import ModelUnavailable
-    from trainers.base_stage import BaseStageFailed
-
+def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> SearchOutcome:
     provisional = request.provisional_spec()
     # a search that starts its own Ray knows its cluster now: bad input is refused before Ray starts
     settled = _settle(request, this_machine()) if common.starts_its_own_ray(provisional.address) else None
-    try:
-        common.check_inputs(settled[0] if settled else provisional)
-    except (ModelUnavailable, DataUnavailable) as err:
-        print(f"doctune: error: {err}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    common.check_inputs(settled[0] if settled else provisional)
 
     import ray
 
@@ -151,31 +193,27 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> int:
             for line in lines:
                 print(f"doctune: {line}")
             print(json.dumps(summary, indent=2, default=str))
-            return EXIT_OK
+            return SearchOutcome(EXIT_OK, [], run_dir, summary)
         if not request.resume:
             run_dir.mkdir(parents=True)
             common.write_atomic(run_dir / SEARCH_RECORD, json.dumps(summary, indent=2, default=str))
         if not request.storage:
-            return _prepare_and_search(resolved, request.resume, clock)
+            code, rows = _prepare_and_search(resolved, request.resume, clock)
+            return SearchOutcome(code, rows, run_dir, summary)
         from platform.records import RunRecords, UploadRecords
 
         records = RunRecords(request.storage, run_dir)
         with records.kept_current():  # the driver's records follow in the storage, whatever ends the search
-            code = _prepare_and_search(resolved, request.resume, clock, [UploadRecords(records)])
-        return EXIT_FAILURE if records.behind and code == EXIT_OK else code
-    except (ModelUnavailable, DataUnavailable) as err:  # found while preparing the corpus
-        print(f"doctune: error: {err}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except BaseStageFailed as err:
-        print(f"doctune: error: {err}", file=sys.stderr)
-        return EXIT_FAILURE
+            code, rows = _prepare_and_search(resolved, request.resume, clock, [UploadRecords(records)])
+        return SearchOutcome(EXIT_FAILURE if records.behind else code, rows, run_dir, summary)
     finally:
         ray.shutdown()
 
 
-def _prepare_and_search(resolved, resume: bool, clock: PhaseClock, callbacks: Sequence = ()) -> int:
+def _prepare_and_search(resolved, resume: bool, clock: PhaseClock, callbacks: Sequence = ()) -> tuple[int, list]:
     """In a run directory that exists: the base stage (when the spec has one), the evaluator pool,
-    then the search and its report (``callbacks``: more Tune callbacks)."""
+    then the search and its report (``callbacks``: more Tune callbacks). The exit code and the
+    leaderboard's rows."""
     from platform import tuner
 
     spec, run_dir, profile = resolved.spec, resolved.run_dir, resolved.profile
@@ -218,7 +256,7 @@ def _share_inputs(resolved):
     return dataclasses.replace(resolved, plan=dataclasses.replace(plan, inputs=inputs))
 
 
-def _search_and_report(resolved, resume: bool, clock: PhaseClock, callbacks: Sequence) -> int:
+def _search_and_report(resolved, resume: bool, clock: PhaseClock, callbacks: Sequence) -> tuple[int, list]:
     """With the evaluators up: the baselines and the trials, then the leaderboard, the winner's
     comparison with the baselines, its export to ``best/``, the report and the timings."""
     from platform import export, leaderboard, tracking, tuner
@@ -261,7 +299,7 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock, callbacks: Seq
     if not scored:
         print("doctune: no trial produced a score; see the statuses above", file=sys.stderr)
         trackers.finish(rows, run_dir, None)
-        return EXIT_FAILURE
+        return EXIT_FAILURE, rows
     best = leaderboard.winner(rows)
     exported = export.export_best(best, run_dir, resolved.plan.run_files)
     test = f"{best.test_objective:.4f}" if best.test_objective is not None else "not scored"
@@ -291,7 +329,7 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock, callbacks: Seq
         print(f"doctune: report not written: {type(err).__name__}: {err}", file=sys.stderr)
     print(f"doctune: {write_timings(run_dir, clock.summary(trial_seconds(results, since=clock.started_at)))}")
     trackers.finish(rows, run_dir, exported.path)
-    return EXIT_OK
+    return EXIT_OK, rows
 
 
 REPORT_TOP_TRIALS = 3  # trials scored on the report-only tasks, beside the baseline

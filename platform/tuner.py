@@ -165,11 +165,13 @@ def _last_round_ends(resolved: ResolvedSearch) -> dict | None:
 def _callbacks(resolved: ResolvedSearch) -> list:
     """Every Tune run's own callbacks: ended trials' checkpoints released (not under PBT: a trial
     may go on from any round of another until the search ends), TensorBoard without the per-round
-    test scores (``platform.tracking``)."""
+    test scores (``platform.tracking``), every round to the calling code's listeners
+    (``platform.listeners``)."""
+    from platform.listeners import TrialListeners
     from platform.tracking import ValidationOnlyTensorBoard
 
     released = [] if resolved.plan.population else [_release_callback(resolved)]
-    return [*released, ValidationOnlyTensorBoard()]
+    return [*released, ValidationOnlyTensorBoard(), TrialListeners()]
 
 
 def _release_callback(resolved: ResolvedSearch):

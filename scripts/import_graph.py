@@ -2,11 +2,12 @@
 
     python scripts/import_graph.py [--dot FILE]
 
-Layers, arrows pointing down only: the driver (``platform``) imports ``trainers`` and
-``evaluators``, which never import each other and never the driver; both build on ``core``, which
-imports none of the three. Inside ``platform`` no module may import itself through others (a
-cycle). Every import counts, a function's own included (they hide tangles just as well), except
-those under ``if TYPE_CHECKING:``. Prints each package's arrows, the modules over 400 lines, and
+Layers, arrows pointing down only: the public API and the command (``doctune``) on top, which
+nothing imports; the driver (``platform``) imports ``trainers`` and ``evaluators``, which never
+import each other and never the driver; both build on ``core``, which imports none of the three.
+Inside ``platform`` no module may import itself through others (a cycle). Every import counts, a
+function's own included (they hide tangles just as well), except those under ``if
+TYPE_CHECKING:``. Prints each package's arrows, the modules over 400 lines, and
 the broken rules; exits 1 if any rule is broken. ``--dot`` also writes the module graph for
 Graphviz (``dot -Tsvg FILE``).
 """
@@ -20,12 +21,13 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("platform", "trainers", "evaluators", "core")
+PACKAGES = ("doctune", "platform", "trainers", "evaluators", "core")
 # package -> the project packages it must never import
 FORBIDDEN = {
-    "core": {"platform", "trainers", "evaluators"},
-    "trainers": {"platform", "evaluators"},
-    "evaluators": {"platform", "trainers"},
+    "platform": {"doctune"},
+    "core": {"doctune", "platform", "trainers", "evaluators"},
+    "trainers": {"doctune", "platform", "evaluators"},
+    "evaluators": {"doctune", "platform", "trainers"},
 }
 MAX_LINES = 400
 

@@ -1,8 +1,8 @@
 """An environment built from the CPU lock alone passes ``pip check``, and ``pip install .`` into it
 gives a ``doctune`` command that works from any directory and leaves the standard library's
 ``platform`` module alone (the environment: ``installed_doctune`` in conftest).
-The installed command also runs a real search from outside the checkout: bregman_longformer's
-smoke search in tests/test_search_smoke.py.
+The installed wheel also runs a real search from outside the checkout, in process through
+``doctune.search``: bregman_longformer's smoke search in tests/test_search_smoke.py.
 """
 
 from __future__ import annotations

@@ -816,6 +816,24 @@ def _last_results(run_dir) -> list[dict]:
     return [trial[-1] for trial in _reports(run_dir)]
 
 
+# doctune.search in a process that imported the standard platform module, torch and ray first, as a
+# notebook has them; prints the rows it returned and the rounds its on_trial received
+IN_PROCESS_SEARCH = """
+import json, sys
+import platform, torch, ray
+standard = sys.modules["platform"]
+import doctune
+rounds = []
+rows = doctune.search(
+    sys.argv[1], profile="smoke", run_dir=sys.argv[2],
+    on_trial=lambda trial, result: rounds.append([trial, result["eval_round"], "objective" in result]),
+)
+print("API", json.dumps({
+    "rows": [row.trial for row in rows], "rounds": rounds, "standard_platform": sys.modules["platform"] is standard,
+}))
+"""
+
+
 @pytest.mark.parametrize(
     ("spec", "recipes"),
     [
@@ -847,12 +865,18 @@ def test_each_recipes_gpu_sized_spec_runs_real_trials_under_the_smoke_profile(
     }
     variant = spec_variant(spec, tmp_path, **changes)
     run_dir = tmp_path / "run"
-    if spec == "bregman_longformer":  # the installed `doctune` command (tests/test_install.py), outside the checkout
-        command = [installed_doctune / "doctune", "search", variant, "--profile", "smoke", "--run-dir", str(run_dir)]
+    if spec == "bregman_longformer":  # from Python, the installed wheel's (tests/test_install.py), outside the checkout
+        command = [installed_doctune / "python", "-c", IN_PROCESS_SEARCH, str(variant), str(run_dir)]
         done = outside_the_checkout(command, tmp_path, timeout=900)
     else:
         done = run_smoke_search(variant, run_dir)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    if spec == "bregman_longformer":  # the rows returned, each round handed over, the standard module in place
+        (line,) = [line for line in done.stdout.splitlines() if line.startswith("API ")]
+        called = json.loads(line.removeprefix("API "))
+        board = json.loads((run_dir / "leaderboard.json").read_text())["rows"]
+        assert called["rows"] == [r["trial"] for r in board] and called["standard_platform"]
+        assert called["rounds"] == [[r["trial"], 1, True] for r in trial_rows(board)]  # one trial, one round
     search = json.loads((run_dir / "search.json").read_text())
     assert search["profile"] == "smoke" and search["trial_plan"]["steps"] == 4
     rows = json.loads((run_dir / "leaderboard.json").read_text())["rows"]
