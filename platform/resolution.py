@@ -48,7 +48,7 @@ from platform.resources import (
     auto_workers,
     plan_resources,
 )
-from platform.spec import Replacement, SearchSpec, find_spec_file, parse_spec, profile_replacements, read_raw
+from platform.spec import Replacement, SearchSpec, find_spec_file, parse_profiles, profile_replacements, read_raw
 from platform.spec.checks import check_semantics, losses_of, values_of
 from platform.spec.convert import plugin_registries
 from platform.storage import RunStorage, copied_by_an_earlier_doctune, refuse_earlier_copy
@@ -70,6 +70,7 @@ class SearchRequest:
 
     spec_path: Path
     raw: dict
+    profiles: dict[str, SearchSpec]  # the spec validated under every profile, parsed once (``parse_profiles``)
     run_dir: Path
     asked_profile: str | None
     recorded: dict | None  # search.json of the run being resumed
@@ -90,14 +91,18 @@ class SearchRequest:
         Slurm job)."""
         spec_path = find_spec_file(spec)
         raw = read_raw(spec_path)
-        name = parse_spec(raw, profile or "local").name  # validates the spec itself and every profile's overrides
+        profiles = parse_profiles(raw)  # the spec itself and every profile's overrides, validated once
+        name = profiles[profile or "local"].name
         run_dir = run_dir or Path.cwd() / "runs" / name
         storage = RunStorage.open(storage_uri) if storage_uri else None
         if resume_if_started:
             resume = (run_dir / SEARCH_RECORD).exists() or (storage is not None and storage.holds_run())
         if storage and resume and not (run_dir / SEARCH_RECORD).exists():
             # the spec is checked against the storage's record before the driver's records are fetched
-            fetch_run(storage, run_dir, lambda found: cls(spec_path, raw, run_dir, profile, found).provisional_spec())
+            def check(found: dict) -> SearchSpec:
+                return cls(spec_path, raw, profiles, run_dir, profile, found).provisional_spec()
+
+            fetch_run(storage, run_dir, check)
         check_run_dir(run_dir, resume)
         recorded = json.loads((run_dir / SEARCH_RECORD).read_text()) if resume else None
         if recorded and copied_by_an_earlier_doctune(recorded):
@@ -112,7 +117,7 @@ class SearchRequest:
             storage = _storage_of(recorded, storage, run_dir)
         if storage:
             storage.check_holds(run_dir, resume)
-        return cls(spec_path, raw, run_dir, profile, recorded, storage)
+        return cls(spec_path, raw, profiles, run_dir, profile, recorded, storage)
 
     @property
     def resume(self) -> bool:
@@ -123,7 +128,7 @@ class SearchRequest:
         A resumed search knows its profile already, so a changed spec is refused here, before Ray."""
         if self.resume:
             return self.spec_for(self.asked_profile or self.recorded_profile)
-        return parse_spec(self.raw, self.asked_profile or "local")
+        return self.profiles[self.asked_profile or "local"]
 
     @property
     def recorded_profile(self) -> str | None:
@@ -134,7 +139,7 @@ class SearchRequest:
         return profile_replacements(self.raw, profile)
 
     def spec_for(self, profile: str) -> SearchSpec:
-        spec = parse_spec(self.raw, profile)
+        spec = self.profiles[profile]
         if self.recorded is not None:
             spec = check_matches_recording(spec, self.recorded, self.run_dir)
         return spec

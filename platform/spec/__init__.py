@@ -42,6 +42,7 @@ __all__ = [
     "find_spec_file",
     "leaves",
     "load_spec",
+    "parse_profiles",
     "parse_spec",
     "profile_replacements",
     "read_raw",
@@ -152,6 +153,11 @@ def _builtin_overrides(raw: dict, profile: str) -> dict:
 
 def parse_spec(raw: dict, profile: str) -> SearchSpec:
     """Validate ``raw`` with ``profile``'s overrides; every profile's overrides are checked too."""
+    return parse_profiles(raw)[profile]
+
+
+def parse_profiles(raw: dict) -> dict[str, SearchSpec]:
+    """Validate ``raw`` under every profile: profile name -> the spec with its overrides."""
     overrides = raw.get("profiles", {})
     if not isinstance(overrides, dict) or any(not isinstance(v, dict) for v in overrides.values()):
         raise SpecError("profiles: expected a mapping of profile name -> overrides mapping")
@@ -183,7 +189,7 @@ def parse_spec(raw: dict, profile: str) -> SearchSpec:
             if name == "full" and name not in overrides:
                 raise
             raise SpecError(f"{err} (in the overrides of profile {name!r})") from None
-    return specs[profile]
+    return specs
 
 
 def load_spec(name_or_path: str, profile: str) -> tuple[SearchSpec, Path]:

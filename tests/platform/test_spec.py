@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import subprocess
 import sys
 
@@ -15,6 +16,7 @@ from platform.spec import (
     SpecError,
     find_spec_file,
     load_spec,
+    parse_profiles,
     parse_spec,
     profile_replacements,
     read_raw,
@@ -375,3 +377,24 @@ def test_where_la_ser_3_is_claimed_only_the_token_budget_bounds_m(profile):
     elongated = [row for row in long_study.study.rows.values() if "elongation" in row.get("views", "")]
     reach = min(512, long_study.train.max_length - 2)
     assert len(elongated) == 2 and all(row["elongation_max"] >= reach for row in elongated)
+
+
+def test_a_search_parses_its_spec_once(tmp_path, monkeypatch):
+    """A search request validates the spec under every profile once; the profile chosen later, the
+    provisional spec before Ray and a resumed run's checks read those specs, never the YAML again."""
+    import json
+
+    import platform.resolution as resolution
+    from platform.resolution import SearchRequest
+
+    parsed = []
+    monkeypatch.setattr(resolution, "parse_profiles", lambda raw: parsed.append(raw) or parse_profiles(raw))
+    request = SearchRequest.from_command_line("smoke", None, tmp_path / "run", False)
+    assert request.provisional_spec().name == "smoke"
+    assert [request.spec_for(profile).name for profile in PROFILES] == ["smoke"] * len(PROFILES)
+    assert len(parsed) == 1
+    (tmp_path / "run").mkdir()
+    record = {"profile": "smoke", "resolved_spec": dataclasses.asdict(request.spec_for("smoke"))}
+    (tmp_path / "run" / "search.json").write_text(json.dumps(record, default=str))
+    resumed = SearchRequest.from_command_line("smoke", None, tmp_path / "run", True)
+    assert resumed.provisional_spec() == resumed.spec_for("smoke") and len(parsed) == 2  # one more request
