@@ -5,7 +5,9 @@
 Layers, arrows pointing down only: the public API and the command (``doctune``) on top, which
 nothing imports; the driver (``platform``) imports ``trainers`` and ``evaluators``, which never
 import each other and never the driver; both build on ``core``, which imports none of the three.
-Inside ``platform`` no module may import itself through others (a cycle). Every import counts, a
+Inside a package no module may import itself through others (a cycle), a package's ``__init__``
+included: a plug-in imports its registry from its package's ``base`` module, not from the package
+that imports it back. Every import counts, a
 function's own included (they hide tangles just as well), except those under ``if
 TYPE_CHECKING:``. Prints each package's arrows, the modules over 400 lines, and
 the broken rules; exits 1 if any rule is broken. ``--dot`` also writes the module graph for
@@ -125,18 +127,12 @@ def check(root: Path = ROOT) -> tuple[dict[str, list[tuple[str, bool]]], list[st
                 broken.append(f"{name} imports {target}: {package} never imports {target.split('.')[0]}")
     for package in PACKAGES:
         graph = {
-            name: {t for t, _ in targets if t.split(".")[0] == package and not _is_parent(t, name)}
+            name: {t for t, _ in targets if t.split(".")[0] == package }
             for name, targets in edges.items()
             if name.split(".")[0] == package
         }
         broken += [f"cycle in {package}: {' <-> '.join(cycle)}" for cycle in find_cycles(graph)]
     return edges, broken
-
-
-def _is_parent(target: str, name: str) -> bool:
-    """A submodule importing its own package (``platform.report.page`` -> ``platform.report``) runs
-    inside that package's import; only the package's ``__init__`` itself is followed."""
-    return name.startswith(target + ".")
 
 
 def main() -> int:

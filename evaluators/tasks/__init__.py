@@ -16,18 +16,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from core.registry import Registry, import_plugins
+from core.registry import import_plugins
 from evaluators.plan import EvalBudget
-from evaluators.tasks.base import Task, TaskMetadata
-
-TASKS: Registry[type[Task]] = Registry("task")
-TASK_FAMILIES: Registry[type[Task]] = Registry("task family")  # by prefix, "beir:"
-
-
-def register_task(cls: type[Task]) -> type[Task]:
-    """Class decorator: the task, found by its metadata's name."""
-    return TASKS.register(cls.metadata.name)(cls)
-
+from evaluators.tasks.base import TASK_FAMILIES, TASKS, Task, TaskMetadata, register_task
 
 GRID = "@grid"  # the suffix of a length-grid task's name
 

@@ -18,6 +18,7 @@ from typing import Literal
 
 import numpy as np
 
+from core.registry import Registry
 from evaluators.plan import EvalBudget
 
 Embedder = Callable[[list[str]], np.ndarray]  # texts -> (n, d) L2-normalised embeddings
@@ -269,3 +270,13 @@ def validation_size(train: int, test: int) -> int:
     """How many training examples a probe-like task holds out for validation: as many as its
     test part scores, at most a fifth of the training split."""
     return min(test, train // 5)
+
+
+# the registries every task module joins (``evaluators.tasks`` imports them all and finds tasks by name)
+TASKS: Registry[type[Task]] = Registry("task")
+TASK_FAMILIES: Registry[type[Task]] = Registry("task family")  # by prefix, "beir:"
+
+
+def register_task(cls: type[Task]) -> type[Task]:
+    """Class decorator: the task, found by its metadata's name."""
+    return TASKS.register(cls.metadata.name)(cls)

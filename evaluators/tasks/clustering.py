@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from evaluators.tasks import register_task
-from evaluators.tasks.base import SPLIT_SEED, Embedder, Outcomes, Split, Task, TaskMetadata
+from evaluators.tasks.base import SPLIT_SEED, Embedder, Outcomes, Split, Task, TaskMetadata, register_task
 from evaluators.tasks.probe import ORANGE_SOURCE, read_orange_tab, stratified_subsample
 
 KMEANS_SEEDS = 3  # k-means restarts with different seeds; the mean NMI is reported

@@ -19,8 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.data.news import NEWS_PARTS
-from evaluators.tasks import register_task
-from evaluators.tasks.base import SPLITS, Embedder, Outcomes, Split, Task, TaskMetadata
+from evaluators.tasks.base import SPLITS, Embedder, Outcomes, Split, Task, TaskMetadata, register_task
 
 ELONGATIONS = (2, 4, 8)
 DEFAULT_PAIRS = 200

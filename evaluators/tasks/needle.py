@@ -32,8 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from evaluators.lengths import token_counts
-from evaluators.tasks import TASK_FAMILIES, register_task
-from evaluators.tasks.base import SPLIT_SEED, SPLITS, Split, TaskMetadata
+from evaluators.tasks.base import SPLIT_SEED, SPLITS, TASK_FAMILIES, Split, TaskMetadata, register_task
 from evaluators.tasks.held_out_text import PACKAGED, CollectionTask, part_rule, part_texts, sentences, source_label
 from evaluators.tasks.needle_facts import (
     FIRST_NAMES,

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluators.tasks import TASK_FAMILIES, register_task
 from evaluators.tasks.base import (
     SPLIT_SEED,
+    TASK_FAMILIES,
     Embedder,
     Outcomes,
     PerEncoder,
@@ -32,6 +32,7 @@ from evaluators.tasks.base import (
     TaskMetadata,
     held_out_indices,
     mean_of_rows,
+    register_task,
 )
 from evaluators.tasks.probe import ORANGE_SOURCE, PUBLISHED_SPLITS, fit_head, read_orange_splits
 

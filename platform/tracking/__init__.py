@@ -13,29 +13,30 @@ A tracker that fails (a server that does not answer, a full disk) warns once and
 the search goes on and loses nothing (``Guarded``). What a tracker has logged is kept in the run
 directory (``tracking.json``), so a resumed search continues the same runs and logs no round twice.
 
-A tracker is one class with ``start``, ``round`` and ``finish``: ``mlflow_runs`` is the MLflow one,
-``wandb_runs`` the Weights & Biases one.
+A tracker is one class with ``start``, ``round`` and ``finish`` (``base.Tracker``): ``mlflow_runs`` is
+the MLflow one, ``wandb_runs`` the Weights & Biases one.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import math
 import sys
 from numbers import Real
 from pathlib import Path
-from typing import Protocol
 
 from ray import tune
 from ray.tune.logger import TBXLoggerCallback
 
-from platform import common
+from platform.tracking.base import (
+    SEARCH_ARTIFACTS,
+    STATE_FILE,
+    Tracker,
+    TrackerState,
+    chosen_round_scores,
+    search_settings,
+)
 
-STATE_FILE = "tracking.json"
 ROUND_BOOKKEEPING = ("eval_round", "report_step", "step")  # numbers, but not measurements
-# every file of the run directory that describes the whole search (the plots directory too)
-SEARCH_ARTIFACTS = ("search.json", "leaderboard.json", "leaderboard.csv", "report.html", "timings.json", "plots")
 
 
 def is_test_metric(key: str) -> bool:
@@ -55,59 +56,6 @@ def steering_metrics(result: dict) -> dict[str, float]:
         and not is_test_metric(key)
         and key not in ROUND_BOOKKEEPING
     }
-
-
-def search_settings(spec, profile: str) -> dict:
-    """The resolved spec as a search run's settings (the profiles, study and tracking sections left out)."""
-    settings = {k: v for k, v in dataclasses.asdict(spec).items() if k not in ("profiles", "study", "tracking")}
-    return {**settings, "profile": profile}
-
-
-def chosen_round_scores(row, logged_rounds: bool) -> dict[str, float]:
-    """What a row's run gets once the search is over: the test objective and test scores of its chosen
-    round, and, for a row whose rounds were never logged (a baseline), its validation ones too."""
-    scores = {"test_objective": row.test_objective}
-    splits = ("test",) if logged_rounds else ("val", "test")
-    if not logged_rounds:
-        scores["objective"] = row.objective
-    for task, parts in row.scores.items():
-        for split in splits:
-            values = parts.get(split)
-            if isinstance(values, dict):
-                scores |= {f"{split}/{task}/{k}": v for k, v in values.items() if isinstance(v, float | int)}
-    return {key: value for key, value in scores.items() if value is not None}
-
-
-class TrackerState:
-    """One tracker's part of the run directory's ``tracking.json``, re-read on every call (the Tune
-    callback and the driver may hold different copies of a tracker)."""
-
-    def __init__(self, run_dir: Path, key: str) -> None:
-        self.path, self.key = Path(run_dir) / STATE_FILE, key
-
-    def load(self) -> dict:
-        if not self.path.exists():
-            return {}
-        return json.loads(self.path.read_text()).get(self.key, {})
-
-    def save(self, state: dict) -> None:
-        whole = json.loads(self.path.read_text()) if self.path.exists() else {}
-        common.write_atomic(self.path, json.dumps(whole | {self.key: state}, indent=2))
-
-
-class Tracker(Protocol):
-    """One tracking backend. Each call may raise; ``Guarded`` turns the first failure into a warning."""
-
-    def describe(self) -> str: ...
-
-    def start(self, spec, profile: str, run_dir: Path) -> None:
-        """The search's run (created, or found again on a resume), with the resolved spec's settings."""
-
-    def round(self, trial: str, hyperparameters: dict, step: int, metrics: dict[str, float]) -> None:
-        """One evaluation round of ``trial`` (its run created on its first round)."""
-
-    def finish(self, rows: list, run_dir: Path, best_dir: Path | None) -> None:
-        """Each row's test scores at its chosen round, the search's artifacts, the winner's model."""
 
 
 class Guarded:
@@ -191,3 +139,20 @@ def open_trackers(spec, run_dir: Path) -> Trackers:
 
         trackers.append(WandbRuns(spec.tracking.wandb, run_dir))
     return Trackers(trackers)
+
+
+__all__ = [
+    "SEARCH_ARTIFACTS",
+    "STATE_FILE",
+    "Guarded",
+    "RoundsToTrackers",
+    "Tracker",
+    "TrackerState",
+    "Trackers",
+    "ValidationOnlyTensorBoard",
+    "chosen_round_scores",
+    "is_test_metric",
+    "open_trackers",
+    "search_settings",
+    "steering_metrics",
+]

@@ -22,7 +22,7 @@ from pathlib import Path
 from platform import leaderboard
 from platform.spec import leaves
 from platform.spec.schema import MlflowTracking
-from platform.tracking import SEARCH_ARTIFACTS, TrackerState, chosen_round_scores, search_settings
+from platform.tracking.base import SEARCH_ARTIFACTS, TrackerState, chosen_round_scores, search_settings
 
 MODEL_CODE = Path(__file__).with_name("encoder_model.py")
 MODEL_REQUIREMENTS = ["sentence-transformers>=3", "transformers", "torch"]
@@ -49,7 +49,7 @@ def flat_params(tree: dict) -> dict[str, str]:
 
 
 class MlflowRuns:
-    """The MLflow tracker (``platform.tracking.Tracker``)."""
+    """The MLflow tracker (``platform.tracking.base.Tracker``)."""
 
     def __init__(self, settings: MlflowTracking, spec_name: str, run_dir: Path) -> None:
         self.settings = settings

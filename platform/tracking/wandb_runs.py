@@ -31,7 +31,7 @@ from pathlib import Path
 
 from platform import leaderboard
 from platform.spec.schema import WandbTracking
-from platform.tracking import SEARCH_ARTIFACTS, TrackerState, chosen_round_scores, search_settings
+from platform.tracking.base import SEARCH_ARTIFACTS, TrackerState, chosen_round_scores, search_settings
 
 INIT_TIMEOUT_S = 15  # a W&B server that does not answer fails the tracker, not the search, this soon
 FLUSH_SECONDS = 1.0  # how often W&B writes a run's records to its file (x_transaction_log_flush_interval)
@@ -52,7 +52,7 @@ def artifact_name(text: str) -> str:
 
 
 class WandbRuns:
-    """The Weights & Biases tracker (``platform.tracking.Tracker``)."""
+    """The Weights & Biases tracker (``platform.tracking.base.Tracker``)."""
 
     def __init__(self, settings: WandbTracking, run_dir: Path) -> None:
         self.settings = settings

@@ -53,3 +53,19 @@ def test_a_cycle_inside_the_driver_is_caught_but_a_type_checking_import_is_not(t
     )
     _, broken = import_graph.check(root)
     assert broken == ["cycle in platform: platform.report <-> platform.search"]
+
+
+def test_a_plugin_importing_the_package_that_imports_it_back_is_a_cycle(tmp_path):
+    root = _tree(
+        tmp_path,
+        {
+            "trainers/losses/__init__.py": "from trainers.losses.base import LOSSES\nimport trainers.losses.hinge\n",
+            "trainers/losses/base.py": "LOSSES = {}\n",
+            "trainers/losses/hinge.py": "from trainers.losses import LOSSES\ndef hinge(): ...\n",
+            "trainers/pairs/__init__.py": "from trainers.pairs.base import RECIPES\n",
+            "trainers/pairs/base.py": "RECIPES = {}\n",
+            "trainers/pairs/swap.py": "from trainers.pairs import RECIPES\n",  # its package never imports it
+        },
+    )
+    _, broken = import_graph.check(root)
+    assert broken == ["cycle in trainers: trainers.losses <-> trainers.losses.hinge"]

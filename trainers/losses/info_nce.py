@@ -23,7 +23,7 @@ import torch.nn.functional as F
 
 from trainers.config import Hyperparameters
 from trainers.distributed import gather, world_size
-from trainers.losses import CONTRASTIVE_LOSSES, ContrastiveLoss
+from trainers.losses.base import CONTRASTIVE_LOSSES, ContrastiveLoss
 from trainers.losses.precision import at_least_fp32
 
 

@@ -25,7 +25,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from trainers.config import Hyperparameters
-from trainers.losses import CONTRASTIVE_LOSSES, ContrastiveLoss
+from trainers.losses.base import CONTRASTIVE_LOSSES, ContrastiveLoss
 from trainers.losses.precision import at_least_fp32
 
 PREDICTOR_HIDDEN = 64  # DECA App. A.3.2: "a two layer MLPs with 64 hidden"

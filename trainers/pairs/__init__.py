@@ -9,64 +9,27 @@ recipe is one module here (docs/decisions.md, "Adding a recipe, a loss or a task
 
 from __future__ import annotations
 
-import random
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Protocol
-
-from core.data.corpus import CorpusStats
-from core.registry import Registry, import_plugins
-from trainers.config import Hyperparameters
-
-
-class PairBuilder(Protocol):
-    def __call__(self, sentences: list[str], rng: random.Random) -> tuple[str, str] | None: ...
-
-
-@dataclass(frozen=True)
-class PairContext:
-    hp: Hyperparameters
-    max_length: int  # tokens per view, special tokens included
-    count_tokens: Callable[[str], int]  # word-piece tokens of a text, without special tokens
-    documents: Sequence[list[str]]  # this worker's first documents, for corpus statistics (vocabulary, IDF)
-
-
-# a worker's corpus statistics are read from its first this many documents, so that its memory and
-# start-up stay the same however large the corpus (the packaged corpus is read whole)
-STATISTICS_DOCUMENTS = 20_000
-
-
-class Recipe:
-    """A positive-pair recipe. ``pairs`` builds the trial's pair builder (once per worker, so it
-    may precompute corpus statistics from ``context.documents``). ``loss`` names the contrastive
-    loss its paper trains with (``trainers.losses``), the one a trial uses where
-    ``hyperparameters.loss`` is unset."""
-
-    loss: str = "infonce"
-
-    def pairs(self, context: PairContext) -> PairBuilder:
-        raise NotImplementedError
-
-    def corpus_problem(self, stats: CorpusStats) -> str | None:
-        """Why a prepared corpus cannot train this recipe (the driver refuses it with this
-        message before any trial starts), or None."""
-        return None
-
-
-RECIPES: Registry[type[Recipe]] = Registry("recipe")
-
-
-def recipes() -> list[str]:
-    return RECIPES.names()
-
-
-def build_pairs(context: PairContext) -> PairBuilder:
-    return RECIPES[context.hp.recipe]().pairs(context)
-
-
-def contrastive_loss_name(hp: Hyperparameters) -> str:
-    """The contrastive loss a trial trains with: ``hp.loss``, or where unset its recipe's own."""
-    return hp.loss or RECIPES[hp.recipe].loss
-
+from core.registry import import_plugins
+from trainers.pairs.base import (
+    RECIPES,
+    STATISTICS_DOCUMENTS,
+    PairBuilder,
+    PairContext,
+    Recipe,
+    build_pairs,
+    contrastive_loss_name,
+    recipes,
+)
 
 import_plugins(__name__, __path__)
+
+__all__ = [
+    "RECIPES",
+    "STATISTICS_DOCUMENTS",
+    "PairBuilder",
+    "PairContext",
+    "Recipe",
+    "build_pairs",
+    "contrastive_loss_name",
+    "recipes",
+]

@@ -33,7 +33,7 @@ from trainers.augment.word_level import (
     tfidf_uda,
 )
 from trainers.config import Hyperparameters
-from trainers.pairs import RECIPES, PairBuilder, PairContext, Recipe
+from trainers.pairs.base import RECIPES, PairBuilder, PairContext, Recipe
 
 
 def corpus_counts(documents: list[list[str]]) -> Counter:

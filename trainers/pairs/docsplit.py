@@ -28,7 +28,7 @@ import random
 from functools import lru_cache
 
 from core.data.corpus import CorpusStats
-from trainers.pairs import RECIPES, PairBuilder, PairContext, Recipe
+from trainers.pairs.base import RECIPES, PairBuilder, PairContext, Recipe
 from trainers.pairs.laser import draw_m, elongate
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import random
 
-from trainers.pairs import RECIPES, PairBuilder, PairContext, Recipe
+from trainers.pairs.base import RECIPES, PairBuilder, PairContext, Recipe
 
 SPECIAL_TOKENS = 2  # [CLS] and [SEP] share the token budget
 

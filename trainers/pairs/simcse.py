@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 
-from trainers.pairs import RECIPES, PairBuilder, PairContext, Recipe
+from trainers.pairs.base import RECIPES, PairBuilder, PairContext, Recipe
 
 
 @RECIPES.register("simcse")
