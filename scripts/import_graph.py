@@ -127,7 +127,7 @@ def check(root: Path = ROOT) -> tuple[dict[str, list[tuple[str, bool]]], list[st
                 broken.append(f"{name} imports {target}: {package} never imports {target.split('.')[0]}")
     for package in PACKAGES:
         graph = {
-            name: {t for t, _ in targets if t.split(".")[0] == package }
+            name: {t for t, _ in targets if t.split(".")[0] == package}
             for name, targets in edges.items()
             if name.split(".")[0] == package
         }
