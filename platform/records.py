@@ -39,12 +39,6 @@ class RunRecords:
         self._sent: dict[str, tuple[int, int]] | None = None  # what the storage holds: its stamp (size, mtime)
         self._lock = threading.Lock()
 
-    def __getstate__(self) -> dict:  # pickled with Tune's experiment (``UploadRecords``): what was sent is asked again
-        return {"storage": self.storage, "run_dir": self.run_dir}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__init__(state["storage"], state["run_dir"])
-
     def _local_files(self) -> tuple[dict[str, tuple[int, int]], bool]:
         """The run directory's records, with their stamps, and whether the walk saw all of it (a
         directory replaced while walked is not seen; what was not seen is not deleted)."""
@@ -93,12 +87,16 @@ class RunRecords:
 
     @contextmanager
     def kept_current(self) -> Iterator[None]:
-        """Sync as the block starts and once more as it ends, whatever ends it; ``behind`` says whether
-        that last one failed (the run directory is whole either way)."""
+        """Sync as the block starts, after Tune's trial events while it runs (``UploadRecords``), and
+        once more as it ends, whatever ends it; ``behind`` says whether that last one failed (the run
+        directory is whole either way)."""
+        global _kept
         self.try_sync()
+        _kept = self
         try:
             yield
         finally:
+            _kept = None
             began = time.perf_counter()
             try:
                 uploaded, deleted = self.sync()
@@ -118,20 +116,25 @@ class RunRecords:
                 )
 
 
-class UploadRecords(tune.Callback):
-    """Uploads the driver's records after every trial event Tune reports (a round, an end, an error),
-    and every ``RECORDS_EVERY_S`` between them. Give it after the trackers' callback: Tune calls its
-    callbacks in order, so a round's upload holds what the trackers recorded of it."""
+_kept: RunRecords | None = None  # the records a search of this process keeps current (``kept_current``)
 
-    def __init__(self, records: RunRecords) -> None:
-        self.records = records
+
+class UploadRecords(tune.Callback):
+    """Uploads the driver's records (those a running ``kept_current`` block keeps; none without a
+    storage) after every trial event Tune reports (a round, an end, an error), and every
+    ``RECORDS_EVERY_S`` between them. It holds no records itself: Tune saves its callbacks with the
+    experiment, and a resumed search, perhaps in another directory, keeps its own. Give it after the
+    trackers' callback: Tune calls its callbacks in order, so a round's upload holds what the
+    trackers recorded of it."""
+
+    def __init__(self) -> None:
         self._last = 0.0
 
     def __getstate__(self) -> dict:
-        return {"records": self.records}
+        return {}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["records"])
+        self.__init__()
 
     def on_step_end(self, iteration: int, trials: list, **info) -> None:
         if time.monotonic() - self._last >= RECORDS_EVERY_S:
@@ -139,7 +142,8 @@ class UploadRecords(tune.Callback):
 
     def _sync(self) -> None:
         self._last = time.monotonic()
-        self.records.try_sync()
+        if _kept is not None:
+            _kept.try_sync()
 
     def on_trial_result(self, iteration: int, trials: list, trial, result: dict, **info) -> None:
         self._sync()

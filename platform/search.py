@@ -12,7 +12,6 @@ import argparse
 import dataclasses
 import json
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -200,20 +199,19 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> SearchOutc
         if not request.storage:
             code, rows = _prepare_and_search(resolved, request.resume, clock)
             return SearchOutcome(code, rows, run_dir, summary)
-        from platform.records import RunRecords, UploadRecords
+        from platform.records import RunRecords
 
         records = RunRecords(request.storage, run_dir)
         with records.kept_current():  # the driver's records follow in the storage, whatever ends the search
-            code, rows = _prepare_and_search(resolved, request.resume, clock, [UploadRecords(records)])
+            code, rows = _prepare_and_search(resolved, request.resume, clock)
         return SearchOutcome(EXIT_FAILURE if records.behind else code, rows, run_dir, summary)
     finally:
         ray.shutdown()
 
 
-def _prepare_and_search(resolved, resume: bool, clock: PhaseClock, callbacks: Sequence = ()) -> tuple[int, list]:
+def _prepare_and_search(resolved, resume: bool, clock: PhaseClock) -> tuple[int, list]:
     """In a run directory that exists: the base stage (when the spec has one), the evaluator pool,
-    then the search and its report (``callbacks``: more Tune callbacks). The exit code and the
-    leaderboard's rows."""
+    then the search and its report. The exit code and the leaderboard's rows."""
     from platform import tuner
 
     spec, run_dir, profile = resolved.spec, resolved.run_dir, resolved.profile
@@ -240,7 +238,7 @@ def _prepare_and_search(resolved, resume: bool, clock: PhaseClock, callbacks: Se
     for warning in small_parts(pool.part_items()):
         print(f"doctune: warning: {warning}", file=sys.stderr, flush=True)
     with pool:
-        return _search_and_report(resolved, resume, clock, callbacks)
+        return _search_and_report(resolved, resume, clock)
 
 
 def _share_inputs(resolved):
@@ -256,7 +254,7 @@ def _share_inputs(resolved):
     return dataclasses.replace(resolved, plan=dataclasses.replace(plan, inputs=inputs))
 
 
-def _search_and_report(resolved, resume: bool, clock: PhaseClock, callbacks: Sequence) -> tuple[int, list]:
+def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> tuple[int, list]:
     """With the evaluators up: the baselines and the trials, then the leaderboard, the winner's
     comparison with the baselines, its export to ``best/``, the report and the timings."""
     from platform import export, leaderboard, tracking, tuner
@@ -266,8 +264,7 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock, callbacks: Seq
     trackers = tracking.open_trackers(spec, run_dir)
     trackers.start(spec, resolved.profile, run_dir)
     tracked = trackers.callback(dataclasses.asdict(resolved.fixed))
-    # the trackers' first: the records' upload that follows a round holds what they recorded of it
-    baseline, results = tuner.run_search(resolved, resume, clock, [*([tracked] if tracked else []), *callbacks])
+    baseline, results = tuner.run_search(resolved, resume, clock, [tracked] if tracked else [])
     reference_record = tuner.reference_record(resolved, clock) if resolved.evaluation.references else {}
     tasks = list(resolved.evaluation.tasks)
     rows = leaderboard.rows_from_results(results, resolved)

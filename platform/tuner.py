@@ -105,7 +105,7 @@ def _tuner(resolved: ResolvedSearch, resume: bool, callbacks: Sequence = ()):
             # a restarted trial goes on from its latest checkpoint (trainers/loop.py); a diverged one
             # errors again at once (its divergence is recorded), so retries never retrain it
             failure_config=tune.FailureConfig(max_failures=spec.train.max_trial_failures),
-            callbacks=[*_callbacks(resolved), *callbacks],
+            callbacks=_callbacks(resolved, callbacks),
         ),
     )
 
@@ -162,16 +162,18 @@ def _last_round_ends(resolved: ResolvedSearch) -> dict | None:
     return {"eval_round": resolved.plan.eval_rounds} if resolved.plan.population else None
 
 
-def _callbacks(resolved: ResolvedSearch) -> list:
-    """Every Tune run's own callbacks: ended trials' checkpoints released (not under PBT: a trial
-    may go on from any round of another until the search ends), TensorBoard without the per-round
-    test scores (``platform.tracking``), every round to the calling code's listeners
-    (``platform.listeners``)."""
+def _callbacks(resolved: ResolvedSearch, more: Sequence = ()) -> list:
+    """Every Tune run's callbacks: ended trials' checkpoints released (not under PBT: a trial may go
+    on from any round of another until the search ends), TensorBoard without the per-round test
+    scores (``platform.tracking``), every round to the calling code's listeners
+    (``platform.listeners``), ``more`` (the trackers'), and last the driver's records uploaded to
+    the run's storage (``platform.records``), so that they hold what the others recorded."""
     from platform.listeners import TrialListeners
+    from platform.records import UploadRecords
     from platform.tracking import ValidationOnlyTensorBoard
 
     released = [] if resolved.plan.population else [_release_callback(resolved)]
-    return [*released, ValidationOnlyTensorBoard(), TrialListeners()]
+    return [*released, ValidationOnlyTensorBoard(), TrialListeners(), *more, UploadRecords()]
 
 
 def _release_callback(resolved: ResolvedSearch):

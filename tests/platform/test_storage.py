@@ -11,7 +11,7 @@ import re
 import pytest
 
 from platform.common import UsageError
-from platform.records import RunRecords
+from platform.records import RunRecords, UploadRecords
 from platform.storage import RunStorage
 
 TRIAL_FILE = "trials/t1/checkpoints/step_000002/model.safetensors"  # as a trial persists it, in the storage
@@ -57,9 +57,15 @@ def test_the_driver_records_follow_the_run_dir_and_leave_the_trials_files_alone(
     os.utime(run_dir / "optuna.journal", ns=(1, 1))  # a rewrite, whatever the clock's resolution
     (run_dir / "best" / "model.safetensors").unlink()  # an export replaced
     assert records.sync() == (1, 1)
-    # pickled with Tune's experiment (platform.records.UploadRecords), it asks the storage again
-    again = pickle.loads(pickle.dumps(records))
-    assert again.sync() == (2, 0) and storage.read("optuna.journal") == b"{}\n{}\n"
+    # Tune's callback uploads the records a running search keeps (none outside one); it holds none
+    # itself, so the one Tune saved with the experiment serves a resumed search's own
+    callback = pickle.loads(pickle.dumps(UploadRecords()))
+    (run_dir / "search.json").write_text('{"spec": "smoke", "more": 1}')
+    callback.on_trial_complete(0, [], None)
+    assert storage.read("search.json") == b'{"spec": "smoke"}'
+    with records.kept_current():
+        callback.on_trial_complete(0, [], None)
+        assert storage.read("search.json") == b'{"spec": "smoke", "more": 1}'
     fresh = tmp_path / "fresh"
     assert storage.pull_driver_records(fresh) == 2
     assert (fresh / "optuna.journal").read_text() == "{}\n{}\n"
