@@ -167,8 +167,10 @@ class RunStorage(RunFiles):
         return self._download_all([f for f in self.listing() if is_driver_record(f)], run_dir)
 
     def pull(self, run_dir: Path, under: tuple[str, ...]) -> int:
-        """Fetch the files whose paths start with one of ``under`` into ``run_dir``; the count."""
-        return self._download_all([f for f in self.listing() if f.startswith(under)], run_dir)
+        """Fetch the files whose paths start with one of ``under`` into ``run_dir``, not those a write
+        still has under a name of its own (``RunFiles.write``); the count."""
+        wanted = [f for f in self.listing() if f.startswith(under) and not f.endswith(".partial")]
+        return self._download_all(wanted, run_dir)
 
     def _download_all(self, files: list[str], run_dir: Path) -> int:
         for relative in files:

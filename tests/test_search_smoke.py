@@ -160,7 +160,10 @@ def _in_the_buckets_wandb(storage, into: Path, trial: str, step: int) -> bool:
     """``_in_wandb`` of W&B's offline run files as the bucket holds them (the driver uploads its
     records every few seconds: platform.records)."""
     shutil.rmtree(into, ignore_errors=True)
-    storage.pull(into, under=("wandb/",))
+    try:
+        storage.pull(into, under=("wandb/",))
+    except FileNotFoundError:  # a file replaced between the listing and its fetch: whole at the next look
+        return False
     return _in_wandb(into, trial, step)
 
 
