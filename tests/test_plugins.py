@@ -1,4 +1,4 @@
-"""The worked example of docs/decisions.md, "Adding a recipe, a loss or a task", runs as written:
+"""The worked example of docs/plugins.md, runs as written:
 its three files, dropped into a copy of the project, are found by name, refused where they should
 be, and do their job on real text and real tensors; the spec accepts them."""
 
@@ -83,7 +83,7 @@ CHECK = textwrap.dedent(
 
 def _example_files() -> dict[str, str]:
     """Each file of the worked example: its path (the backticked name before the code) -> code."""
-    text = (ROOT / "docs" / "decisions.md").read_text()
+    text = (ROOT / "docs" / "plugins.md").read_text()
     section = text[text.index(SECTION) :]
     section = section[: section.index("\n## ", len(SECTION))]
     return dict(re.findall(r"^`([\w/]+\.py)`.*?```python\n(.*?)```", section, flags=re.S | re.M))

@@ -5,7 +5,7 @@ the user's own data are families named by a prefix and a location (``TASK_FAMILI
 ``beir:<directory>`` (a BEIR-format collection), ``beir-hf:<dataset>`` (a BEIR collection in the
 Hugging Face layout, Hub id or local copy) and ``pairs:<directory>`` (linked document pairs).
 Every module of this package is imported, so adding a task is one module with one class
-(docs/decisions.md, "Adding a recipe, a loss or a task").
+(docs/plugins.md).
 
 A task whose documents come in set lengths (``Task.length_grid``: needle, passkey) also has a grid
 variant, its name plus ``@grid``: every length up to the long length, whatever the search scores

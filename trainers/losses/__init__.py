@@ -2,7 +2,7 @@
 
 The contrastive losses a spec's ``hyperparameters.loss`` names are ``ContrastiveLoss`` classes
 registered by name in their modules (``CONTRASTIVE_LOSSES``); adding one is one module here
-(docs/decisions.md, "Adding a recipe, a loss or a task"). ``trainers.training_loss`` combines the
+(docs/plugins.md). ``trainers.training_loss`` combines the
 chosen one with the MLM and Bregman terms into a trial's training loss.
 """
 
