@@ -46,9 +46,9 @@ def measure(config: dict) -> dict:
 
     sys.path.insert(0, str(ROOT))
     from core.encoder import tokenize
-    from trainers.config import Hyperparameters
     from trainers.grad_cache import all_reduce_gradients, cached_step
     from trainers.loop import _mlm_inputs, build_module
+    from trainers.settings import TrialSettings
     from trainers.training_loss import training_loss
 
     torch.set_num_threads(config["threads"])
@@ -58,7 +58,7 @@ def measure(config: dict) -> dict:
 
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(config["port"]))
         dist.init_process_group("gloo", rank=config["process"], world_size=config["workers"])
-    hp = Hyperparameters(
+    hp = TrialSettings(
         recipe="docsplit", temperature=0.05, mlm_weight=config["mlm_weight"], symmetric=True, pooling="mean"
     )
     module, tokenizer = build_module(config["model"], hp)

@@ -43,16 +43,16 @@ def measure(config: dict) -> dict:
     from core.data import cache_dir
     from core.encoder import resolve_model, tokenize
     from core.longformer import cached_longformer
-    from trainers.config import Hyperparameters
     from trainers.grad_cache import cached_step
     from trainers.loop import build_module
+    from trainers.settings import TrialSettings
     from trainers.training_loss import training_loss
 
     torch.set_num_threads(config["threads"])
     model_dir = resolve_model("all-minilm-l6-v2")
     if config["model"] == "longformer":
         model_dir = str(cached_longformer(model_dir, 4096, config["window"], cache_dir()))
-    hp = Hyperparameters(mlm_weight=0.0, recipe="simcse")
+    hp = TrialSettings(mlm_weight=0.0, recipe="simcse")
     module, tokenizer = build_module(model_dir, hp)
     optimizer = torch.optim.AdamW(module.parameters(), lr=1e-5)
     texts = ["lorem ipsum dolor sit amet " * (config["length"] // 4)] * (2 * config["pairs"])

@@ -67,14 +67,14 @@ def measure(config: dict) -> dict:
     from core.encoder import bf16_autocast, resolve_model, tokenize
     from core.longformer import cached_longformer
     from core.longformer_attention import FusedLongformerSelfAttention
-    from trainers.config import Hyperparameters
     from trainers.loop import build_module
+    from trainers.settings import TrialSettings
     from trainers.training_loss import training_loss
 
     torch.set_num_threads(config["threads"])
     device = torch.device(config["device"])
     model_dir = str(cached_longformer(resolve_model("all-minilm-l6-v2"), 4096, config["window"], cache_dir()))
-    hp = Hyperparameters(mlm_weight=0.0, recipe="simcse")
+    hp = TrialSettings(mlm_weight=0.0, recipe="simcse")
     module, tokenizer = build_module(model_dir, hp)  # doctune's loading point: its attention
     fused = [m for m in module.modules() if isinstance(m, FusedLongformerSelfAttention)]
     assert len(fused) == module.model.config.num_hidden_layers

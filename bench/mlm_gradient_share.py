@@ -46,17 +46,17 @@ def batches(count: int, tokenizer) -> list[dict]:
     from core.data import DocumentStream, PreparedCorpus, prepare_corpus
     from core.encoder import tokenize
     from trainers.batches import PairStream
-    from trainers.config import Hyperparameters
-    from trainers.pairs import STATISTICS_DOCUMENTS, PairContext, build_pairs
+    from trainers.pairs import STATISTICS_DOCUMENTS, build_pairs
+    from trainers.settings import TrialSettings
 
     documents = DocumentStream(PreparedCorpus.load(prepare_corpus("news-articles").directory), 0, 1, 0)
-    context = PairContext(
-        hp=Hyperparameters(recipe="docsplit", batch_size=PAIRS),
+    pair_builder = build_pairs(
+        TrialSettings(recipe="docsplit", batch_size=PAIRS),
         max_length=LENGTH,
         count_tokens=lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"]),
         documents=documents.first(STATISTICS_DOCUMENTS),
     )
-    stream = PairStream(documents.read(), build_pairs(context), PAIRS, 0, 0, give_up_after=documents.rows)
+    stream = PairStream(documents.read(), pair_builder, PAIRS, 0, 0, give_up_after=documents.rows)
     made = []
     for step in range(count):
         views_a, views_b = stream.batch(step)
@@ -91,12 +91,12 @@ def measure(model_dir: str, new_head: bool, inputs: list[dict], seed: int) -> li
     import torch
 
     from core.encoder import load_encoder
-    from trainers.config import Hyperparameters
     from trainers.loop import ContrastiveModel
     from trainers.losses import mask_tokens
+    from trainers.settings import TrialSettings
     from trainers.training_loss import LossHeads, training_loss
 
-    hp = Hyperparameters(recipe="docsplit", mlm_weight=1.0, temperature=0.05, symmetric=True, pooling="mean")
+    hp = TrialSettings(recipe="docsplit", mlm_weight=1.0, temperature=0.05, symmetric=True, pooling="mean")
     torch.manual_seed(seed)  # the random head's initial weights
     model, tokenizer = load_encoder(model_dir, with_mlm_head=True, new_head=new_head)
     module = ContrastiveModel(model, hp.pooling, True, LossHeads(hp, model.config.hidden_size))

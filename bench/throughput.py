@@ -16,7 +16,7 @@ gradient clipping at norm 1.0, an AdamW step. Both sides train the embedded all-
 batches of text, the same maximum length and the same torch thread count.
 
 - doctune: ``build_module``, ``tokenize``, the ``ContrastiveModel`` forward and ``training_loss``
-  with ``Hyperparameters(recipe="docsplit", mlm_weight=0.0, temperature=0.05, symmetric=...)``,
+  with ``TrialSettings(recipe="docsplit", mlm_weight=0.0, temperature=0.05, symmetric=...)``,
   as in ``trainers.loop.train_loop_per_worker``.
 - sentence-transformers: ``SentenceTransformer(model_dir)``, its ``SentenceTransformerDataCollator``
   (the model's own ``preprocess``), ``BaseTrainer.collect_features`` and
@@ -91,19 +91,19 @@ def build_batches(pairs: int, steps: int) -> list[tuple[list[str], list[str]]]:
     from core.data import DocumentStream, prepare_corpus
     from core.encoder import resolve_model
     from trainers.batches import PairStream
-    from trainers.config import Hyperparameters
-    from trainers.pairs import STATISTICS_DOCUMENTS, PairContext, build_pairs
+    from trainers.pairs import STATISTICS_DOCUMENTS, build_pairs
+    from trainers.settings import TrialSettings
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model("all-minilm-l6-v2"))
-    hp = Hyperparameters(recipe="docsplit", batch_size=pairs)
+    hp = TrialSettings(recipe="docsplit", batch_size=pairs)
     documents = DocumentStream(prepare_corpus("news-articles"), rank=0, world_size=1, seed=0)  # as one worker reads it
-    context = PairContext(
-        hp=hp,
+    pair_builder = build_pairs(
+        hp,
         max_length=512,
         count_tokens=lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"]),
         documents=documents.first(STATISTICS_DOCUMENTS),
     )
-    stream = PairStream(documents.read(), build_pairs(context), pairs, seed=0, rank=0, give_up_after=documents.rows)
+    stream = PairStream(documents.read(), pair_builder, pairs, seed=0, rank=0, give_up_after=documents.rows)
     return [stream.batch(step) for step in range(steps)]
 
 
@@ -122,11 +122,11 @@ def train_doctune(config: dict) -> dict:
     import torch
 
     from core.encoder import bf16_autocast, computed_widths, resolve_model, tokenize
-    from trainers.config import Hyperparameters
     from trainers.loop import build_module
+    from trainers.settings import TrialSettings
     from trainers.training_loss import training_loss
 
-    hp = Hyperparameters(
+    hp = TrialSettings(
         recipe="docsplit", mlm_weight=0.0, temperature=TEMPERATURE, symmetric=config["symmetric"], pooling="mean"
     )
     device = torch.device(config["device"])

@@ -15,6 +15,8 @@ from pathlib import Path
 import platform  # the package re-exports the standard library's platform functions
 from core.nodes import live_nodes, on_every_node, this_node
 
+ROOT = Path(__file__).resolve().parent.parent  # the checkout (or installed tree) this driver runs from
+
 PACKAGES = (
     "doctune",
     "torch",

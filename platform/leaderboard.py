@@ -21,8 +21,8 @@ from evaluators.references import REFERENCE_PREFIX
 from evaluators.scores import coverage, main_scores, part, sizes, unflatten
 from evaluators.tasks.base import SPLITS
 from trainers.checkpoint import CHECKPOINTS, SCORES_FILE, recorded_checkpoint, reported_rounds, trial_path
-from trainers.config import Hyperparameters
 from trainers.population import exploits
+from trainers.settings import TrialSettings
 
 BASELINE_ID = "baseline"  # the base encoder as the spec names it
 CONVERTED_BASELINE_ID = "baseline-converted"  # the same after the backbone conversion, untrained
@@ -112,7 +112,7 @@ def rows_from_results(results, resolved) -> list[Row]:
         if frame is not None and "trial_id" in frame.columns and len(frame):
             trial_id = str(frame["trial_id"].iloc[-1])
         # built as the trial built them, so what a searched ``views`` decides (recipe, elongate) shows
-        hp = asdict(Hyperparameters(**{**fixed, **{k: v for k, v in (result.config or {}).items() if k in fixed}}))
+        hp = asdict(TrialSettings(**{**fixed, **{k: v for k, v in (result.config or {}).items() if k in fixed}}))
         if frame is None or "objective" not in frame.columns or frame["objective"].dropna().empty:
             reason = str(result.error).strip().splitlines()[-1][:300] if result.error else "no evaluation reported"
             rows.append(Row(trial_id, f"error: {reason}", None, None, None, hp))

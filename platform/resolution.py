@@ -35,8 +35,8 @@ from core.data.corpus import CorpusStats, PreparedCorpus
 from core.data.wheels import cache_dir
 from evaluators.plan import EvalPlan
 from evaluators.pool import CheckpointScorer
-from platform.common import ROOT, UsageError, check_run_dir
-from platform.environment import environment
+from platform.environment import ROOT, environment
+from platform.exit_codes import UsageError
 from platform.resources import (
     EVALUATOR_CPUS_CAP,
     EVALUATOR_GPU_SHARE,
@@ -48,11 +48,13 @@ from platform.resources import (
     auto_workers,
     plan_resources,
 )
+from platform.run_dir import check_run_dir
 from platform.spec import Replacement, SearchSpec, find_spec_file, parse_profiles, profile_replacements, read_raw
 from platform.spec.checks import check_semantics, losses_of, values_of
 from platform.spec.convert import plugin_registries
 from platform.storage import RunStorage, copied_by_an_earlier_doctune, refuse_earlier_copy
-from trainers.config import Hyperparameters, TrainPlan
+from trainers.config import TrainPlan
+from trainers.settings import TrialSettings
 
 ACTOR_PREFIX = "evaluator"
 SEARCH_RECORD = "search.json"  # the resolved search, written when a run directory is created
@@ -343,7 +345,7 @@ class ResolvedSearch:
     run_dir: Path
     plan: TrainPlan
     evaluation: EvalPlan
-    fixed: Hyperparameters
+    fixed: TrialSettings
     resources: ResourcePlan
     corpus_stats: CorpusStats
     source_model: str  # the base encoder before any backbone conversion (plan.base_model is after it)

@@ -17,9 +17,11 @@ from typing import TYPE_CHECKING
 
 from evaluators.noise import Gain
 from evaluators.part_sizes import small_parts
-from platform import common, ranking
+from platform import ranking
 from platform.autoscaling import cluster_to_plan_for
-from platform.common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, UsageError
+from platform.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, UsageError
+from platform.inputs import check_inputs, prepare_inputs
+from platform.ray_cluster import ray_init, starts_its_own_ray
 from platform.resolution import (
     SEARCH_RECORD,
     SearchRequest,
@@ -30,6 +32,7 @@ from platform.resolution import (
     this_machine,
 )
 from platform.resources import InfeasibleResources
+from platform.run_dir import write_atomic
 from platform.spec import PROFILES, Replacement, SearchSpec, SpecError
 from platform.timings import PhaseClock
 
@@ -153,15 +156,15 @@ def _settle(
 def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> SearchOutcome:
     provisional = request.provisional_spec()
     # a search that starts its own Ray knows its cluster now: bad input is refused before Ray starts
-    settled = _settle(request, this_machine()) if common.starts_its_own_ray(provisional.address) else None
-    common.check_inputs(settled[0] if settled else provisional)
+    settled = _settle(request, this_machine()) if starts_its_own_ray(provisional.address) else None
+    check_inputs(settled[0] if settled else provisional)
 
     import ray
 
     with clock.phase("ray start"):
         population = provisional.search.scheduler.pbt is not None
         may_wait = request.resume or population
-        cluster = common.ray_init(provisional.address, trials_may_wait=may_wait, log_to_driver=not dry_run)
+        cluster = ray_init(provisional.address, trials_may_wait=may_wait, log_to_driver=not dry_run)
     growth = None
     try:
         if settled is None:  # a running cluster: plan for what its autoscaler may add too
@@ -172,9 +175,7 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> SearchOutc
         run_dir = request.run_dir
         with clock.phase("inputs"):  # the corpus is prepared by a Ray Data job the first time
             through_storage = request.storage is not None
-            model_dir, corpus, source_model = common.prepare_inputs(
-                spec, plan_only=dry_run, through_storage=through_storage
-            )
+            model_dir, corpus, source_model = prepare_inputs(spec, plan_only=dry_run, through_storage=through_storage)
         resolved = resolve(
             spec, request.spec_path, profile, run_dir, model_dir, corpus, cluster, source_model, replaced, fit, growth
         )
@@ -195,7 +196,7 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> SearchOutc
             return SearchOutcome(EXIT_OK, [], run_dir, summary)
         if not request.resume:
             run_dir.mkdir(parents=True)
-            common.write_atomic(run_dir / SEARCH_RECORD, json.dumps(summary, indent=2, default=str))
+            write_atomic(run_dir / SEARCH_RECORD, json.dumps(summary, indent=2, default=str))
         if not request.storage:
             code, rows = _prepare_and_search(resolved, request.resume, clock)
             return SearchOutcome(code, rows, run_dir, summary)
@@ -217,7 +218,7 @@ def _prepare_and_search(resolved, resume: bool, clock: PhaseClock) -> tuple[int,
     spec, run_dir, profile = resolved.spec, resolved.run_dir, resolved.profile
     if spec.base is not None:  # trained (or taken from the cache) now that Ray runs and the run is recorded
         with clock.phase("base stage"):
-            model_dir, _, source_model = common.prepare_inputs(
+            model_dir, _, source_model = prepare_inputs(
                 spec, build_base_in=run_dir, through_storage=resolved.storage is not None
             )
         resolved = resolved.with_base(model_dir, source_model)

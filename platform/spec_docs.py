@@ -10,8 +10,8 @@ import dataclasses
 import types
 import typing
 
-from platform.spec import BUILTIN_PROFILES, HP_FIELDS, Distribution, SearchSpec
-from trainers.config import Hyperparameters
+from platform.spec import BUILTIN_PROFILES, Distribution, SearchSpec
+from trainers.settings import SETTINGS
 
 
 def type_name(hint) -> str:
@@ -83,16 +83,18 @@ def render() -> str:
         "",
         "Fixed under `hyperparameters:` or searched under `search.space:` (a distribution:",
         "`{uniform: [lo, hi]}`, `{loguniform: [lo, hi]}`, `{int: [lo, hi]}` inclusive, `{choice: [...]}`).",
-        "`batch_size` is set by `train.batch_size` unless searched.",
+        "`batch_size` is set by `train.batch_size` unless searched. The first ones every trial reads;",
+        "the rest are a recipe's, a loss's or the Bregman term's own (`read by`), declared in its module",
+        "(docs/plugins.md); a trial that does not use their owner ignores them.",
         "",
-        "| name | type | default | valid | meaning |",
-        "|---|---|---|---|---|",
+        "| name | read by | type | default | valid | meaning |",
+        "|---|---|---|---|---|---|",
     ]
-    hints = typing.get_type_hints(Hyperparameters)
-    for name, field in HP_FIELDS.items():
+    for name, setting in SETTINGS.items():
+        field = setting.field
         out.append(
-            f"| `{name}` | {type_name(hints[name])} | `{field.default!r}` | {_range(field.metadata)} "
-            f"| {field.metadata.get('help', '')} |"
+            f"| `{name}` | {', '.join(setting.owners) or 'every trial'} | {type_name(setting.hint)} "
+            f"| `{field.default!r}` | {_range(field.metadata)} | {field.metadata.get('help', '')} |"
         )
     out += [
         "",

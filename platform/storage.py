@@ -23,7 +23,8 @@ import uuid
 from pathlib import Path
 
 from core.run_files import RunFiles
-from platform.common import STUDY_FILE, TUNE_DIR, UsageError
+from platform.exit_codes import UsageError
+from platform.run_dir import STUDY_FILE, TUNE_DIR
 from trainers.inputs import INPUTS
 
 REPORT_RECORDS = ("search.json", "leaderboard.json", "timings.json", STUDY_FILE)

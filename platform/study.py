@@ -32,12 +32,15 @@ import sys
 import time
 from pathlib import Path
 
-from platform import common, tuner
+from platform import tuner
 from platform.autoscaling import cluster_to_plan_for
-from platform.common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, UsageError
+from platform.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, UsageError
+from platform.inputs import check_inputs, prepare_inputs
 from platform.leaderboard import BASELINE_ID
+from platform.ray_cluster import ray_init, starts_its_own_ray
 from platform.resolution import ResolvedSearch, fit_to_cluster, resolve
 from platform.resources import InfeasibleResources
+from platform.run_dir import check_run_dir, write_atomic
 from platform.spec import SearchSpec, SpecError, load_spec
 from platform.study_table import RowResult, rank_rows, write_table
 from platform.timings import TIMINGS_FILE, PhaseClock
@@ -121,7 +124,7 @@ def _check_tasks(names: list[str]) -> None:
 def _check_study_dir(run_dir: Path, marker: str) -> None:
     """A new directory, or one this same study started (it then goes on where it stopped)."""
     if not run_dir.exists():
-        common.check_run_dir(run_dir, resume=False)
+        check_run_dir(run_dir, resume=False)
     elif not (run_dir / MARKER).exists():
         raise UsageError(f"{run_dir} exists and holds no study ({MARKER}); choose another --run-dir")
     elif (run_dir / MARKER).read_text() != marker:
@@ -216,11 +219,11 @@ class Study:
             # every run shares the study's base, scored once on every table task (base_row)
             base = {"model": self.model_dir, "status": "base model, untouched"}
             base["scores"] = json.loads((self.run_dir / BASE_FILE).read_text())
-            common.write_atomic(directory / "baseline.json", json.dumps({BASELINE_ID: base}, indent=2))
+            write_atomic(directory / "baseline.json", json.dumps({BASELINE_ID: base}, indent=2))
         resolved = self.resolve(spec, directory)
         _, results = tuner.run_search(resolved, resume=resume)
         result = self.result(resolved, leaderboard.rows_from_results(results, resolved))
-        common.write_atomic(done, json.dumps(result, indent=2))
+        write_atomic(done, json.dumps(result, indent=2))
         return result
 
     def result(self, resolved: ResolvedSearch, rows: list) -> dict:
@@ -244,7 +247,7 @@ class Study:
             print("doctune: study: scoring the base model", flush=True)
             evaluation = pool_plan.evaluation
             scores = score_checkpoint(evaluation, self.model_dir, pool_plan.fixed.pooling, self.tasks)
-            common.write_atomic(base_file, json.dumps(scores, indent=2))
+            write_atomic(base_file, json.dumps(scores, indent=2))
         scores = json.loads(base_file.read_text())
         return RowResult(base_row_name(self.spec), {}, {self.spec.study.seeds[0]: scores}, {})
 
@@ -270,7 +273,7 @@ class Study:
             for result, row in zip(results, leaderboard.rows_from_results(results, resolved)):
                 if (seed := int(result.config["seed"])) in todo:
                     done[seed].parent.mkdir(parents=True, exist_ok=True)
-                    common.write_atomic(done[seed], json.dumps(self.result(resolved, [row]), indent=2))
+                    write_atomic(done[seed], json.dumps(self.result(resolved, [row]), indent=2))
         return {seed: json.loads(path.read_text()) for seed, path in done.items()}
 
     def tuned(self, name: str) -> RowResult:
@@ -320,12 +323,12 @@ def _run(spec: SearchSpec, spec_path: Path, profile: str, columns, run_dir: Path
 
     tasks = list(dict.fromkeys(task for task, _ in columns))
     try:
-        common.check_inputs(spec)
+        check_inputs(spec)
     except (ModelUnavailable, DataUnavailable) as err:
         print(f"doctune: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    joins = not common.starts_its_own_ray(spec.address)
-    cluster = common.ray_init(spec.address)
+    joins = not starts_its_own_ray(spec.address)
+    cluster = ray_init(spec.address)
     if joins:  # a running cluster: plan for what its autoscaler may add too
         cluster, growth = cluster_to_plan_for(cluster)
         if growth:
@@ -335,14 +338,14 @@ def _run(spec: SearchSpec, spec_path: Path, profile: str, columns, run_dir: Path
         print(f"doctune: {fit}")
     try:
         try:
-            inputs = common.prepare_inputs(spec)  # the corpus is prepared by a Ray Data job the first time
+            inputs = prepare_inputs(spec)  # the corpus is prepared by a Ray Data job the first time
         except (ModelUnavailable, DataUnavailable) as err:
             print(f"doctune: error: {err}", file=sys.stderr)
             return EXIT_BAD_INPUT
         run_dir.mkdir(parents=True, exist_ok=True)
-        common.write_atomic(run_dir / MARKER, marker)
+        write_atomic(run_dir / MARKER, marker)
         if spec.base is not None:  # the vanilla base: trained once, then taken from the cache
-            inputs = common.prepare_inputs(spec, build_base_in=run_dir)
+            inputs = prepare_inputs(spec, build_base_in=run_dir)
         study = Study(spec, spec_path, profile, run_dir, inputs, cluster, tasks)
         pool_plan = study.resolve(spec, run_dir)
         with tuner.evaluator_pool(pool_plan):
@@ -362,7 +365,7 @@ def _run(spec: SearchSpec, spec_path: Path, profile: str, columns, run_dir: Path
                 write_table(rows, columns, run_dir, spec)
             finally:  # an interrupted or failed call's time counts too: the next call goes on from its work
                 timings = summed_timings(run_dir / TIMINGS_FILE, time.monotonic() - clock.began, clock.phases)
-                common.write_atomic(run_dir / TIMINGS_FILE, json.dumps(timings, indent=2))
+                write_atomic(run_dir / TIMINGS_FILE, json.dumps(timings, indent=2))
         print((run_dir / "study.md").read_text())
         print(f"doctune: study table in {run_dir}/study.md, chart in {run_dir}/study.png")
         return EXIT_OK if all(r.seeds for r in rows) else EXIT_FAILURE

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evaluators.scores import main_scores, part
-from platform import common
 from platform.report.plots import save_png, study_bars
+from platform.run_dir import write_atomic
 from platform.spec import SearchSpec
 
 
@@ -80,7 +80,7 @@ def write_table(rows: list[RowResult], columns: list[tuple[str, str]], run_dir: 
     for row in rows:
         seeds = str(len(row.seeds)) + (f" ({len(row.failed)} failed)" if row.failed else "")
         lines.append("| " + " | ".join([row.name, seeds, *(_cell(row.values(t, m)) for t, m in columns)]) + " |")
-    common.write_atomic(run_dir / "study.md", "\n".join(lines) + "\n")
+    write_atomic(run_dir / "study.md", "\n".join(lines) + "\n")
     with (run_dir / "study.csv").open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["row", "seed", *(_label(t, m) for t, m in columns)])
@@ -96,5 +96,5 @@ def write_table(rows: list[RowResult], columns: list[tuple[str, str]], run_dir: 
         }
         for row in rows
     ]
-    common.write_atomic(run_dir / "study.json", json.dumps(summary, indent=2))
+    write_atomic(run_dir / "study.json", json.dumps(summary, indent=2))
     save_png(study_bars(summary, [_label(t, m) for t, m in columns]), run_dir / "study.png")

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core.run_files import RunFiles
-from platform.common import STUDY_FILE, TUNE_DIR
 from platform.resolution import ResolvedSearch
+from platform.run_dir import STUDY_FILE, TUNE_DIR
 from platform.samplers import SamplerPlan, make_sampler, plan_sampler
 from platform.spec import Distribution
 from platform.timings import PhaseClock

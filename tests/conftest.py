@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from core.run_files import RunFiles
-from platform.common import LOCAL_RAY_START_LIMITS
+from platform.ray_cluster import LOCAL_RAY_START_LIMITS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # no test may reach a model hub
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -133,6 +134,13 @@ def minilm_with_mlm_head(minilm_dir, tmp_path_factory) -> str:
     texts = (article.text for article in pretraining_articles())
     train_mlm_head(minilm_dir, texts, MlmHeadSettings(**smoke["mlm_head"]), smoke["train"]["max_length"], 0, target)
     return str(target)
+
+
+def documented_plugins() -> dict[str, str]:
+    """The worked example of docs/plugins.md, each file's path (the backticked name opening the
+    paragraph before its code) -> its code."""
+    text = (ROOT / "docs" / "plugins.md").read_text()
+    return dict(re.findall(r"^`([\w/]+\.py)`.*?```python\n(.*?)```", text, flags=re.S | re.M))
 
 
 def spec_variant(name: str, directory: Path, **changes) -> str:

@@ -4,13 +4,12 @@ be, and do their job on real text and real tensors; the spec accepts them."""
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 import sys
 import textwrap
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, documented_plugins
 
 PACKAGES = ("core", "trainers", "evaluators", "platform", "search_spaces")
 
@@ -26,25 +25,40 @@ CHECK = textwrap.dedent(
     from evaluators.plan import EvalBudget
     from evaluators.tasks import TASKS, make_task
     from platform.spec import SpecError, parse_spec, read_raw, find_spec_file
-    from trainers.config import Hyperparameters
+    from trainers.config import NoSettings
     from trainers.losses import CONTRASTIVE_LOSSES
-    from trainers.pairs import RECIPES, PairContext, build_pairs
+    from trainers.pairs import RECIPES, build_pairs
+    from trainers.settings import SETTINGS, TrialSettings
 
     assert "shuffled" in RECIPES and "alignment" in CONTRASTIVE_LOSSES and "title-match" in TASKS
 
-    sentences = ["One sentence here.", "A second one.", "And a third."]
-    context = PairContext(Hyperparameters(recipe="shuffled"), 64, lambda t: len(t.split()), [sentences])
-    view_a, view_b = build_pairs(context)(sentences, random.Random(3))
-    assert view_a == " ".join(sentences) and sorted(view_b.split()) == sorted(view_a.split())
-    assert build_pairs(context)(["Only one."], random.Random(0)) is None
+    # the recipe's two settings join the flat namespace; the recipe receives them and nothing else
+    assert SETTINGS["shuffled_share"].owners == SETTINGS["shuffled_min_sentences"].owners == ("recipe shuffled",)
+    received = []
+    pairs = RECIPES["shuffled"].pairs
+    RECIPES["shuffled"].pairs = lambda self, context: received.append(context.settings) or pairs(self, context)
+    sentences = [f"Sentence number {i}." for i in range(10)]
+    hp = TrialSettings(recipe="shuffled", shuffled_share=1.0, shuffled_min_sentences=3)
+    build = build_pairs(hp, 64, lambda t: len(t.split()), [sentences])
+    assert [vars(s) for s in received] == [{"shuffled_share": 1.0, "shuffled_min_sentences": 3}]
+    view_a, view_b = build(sentences, random.Random(3))
+    assert view_a == " ".join(sentences) and sorted(view_b.split()) == sorted(view_a.split()) and view_b != view_a
+    assert build(sentences[:2], random.Random(0)) is None  # fewer than shuffled_min_sentences
+
+    def moved(share: float) -> int:  # sentences view B puts elsewhere, over 20 documents
+        build = build_pairs(TrialSettings(recipe="shuffled", shuffled_share=share), 64, len, [sentences])
+        views = [build(sentences, random.Random(seed))[1] for seed in range(20)]
+        return sum(a != b for view in views for a, b in zip(sentences, view.split(" S")))
+
+    assert moved(0.2) < moved(1.0)
     single = CorpusStats(documents=4, sentences=4, single_sentence_documents=4, dropped_empty=0, truncated=0,
                          replaced_invalid_utf8=0)
     assert "one sentence" in RECIPES["shuffled"]().corpus_problem(single)
 
     a = torch.randn(6, 8, requires_grad=True)
-    loss, scale = CONTRASTIVE_LOSSES["alignment"]()(Hyperparameters(), a, a.detach().clone(), None)
+    loss, scale = CONTRASTIVE_LOSSES["alignment"]()(NoSettings(), a, a.detach().clone(), None)
     assert scale == 1 and abs(loss.item()) < 1e-6
-    loss, _ = CONTRASTIVE_LOSSES["alignment"]()(Hyperparameters(), a, torch.randn(6, 8), None)
+    loss, _ = CONTRASTIVE_LOSSES["alignment"]()(NoSettings(), a, torch.randn(6, 8), None)
     loss.backward()
     assert a.grad is not None and loss.item() > 0
 
@@ -64,10 +78,25 @@ CHECK = textwrap.dedent(
 
     raw = read_raw(find_spec_file("smoke"))
     raw["recipe"] = "shuffled"
-    raw.setdefault("hyperparameters", {})["loss"] = "alignment"
+    raw.setdefault("hyperparameters", {}).update(loss="alignment", shuffled_min_sentences=3)
+    raw["search"].update(space={"shuffled_share": {"uniform": [0.2, 0.9]}}, warm_start=[])
     raw["search"]["objective"] = {"tasks": {"title-match": 1.0}}
     spec = parse_spec(raw, "smoke")
-    assert spec.recipe == "shuffled" and spec.fixed_hyperparameters().loss == "alignment"
+    fixed = spec.fixed_hyperparameters()
+    assert spec.recipe == "shuffled" and fixed.loss == "alignment" and fixed.shuffled_min_sentences == 3
+    for where, bad in [("hyperparameters.shuffled_min_sentences", 1), ("search.space.shuffled_share", [0.5, 1.5])]:
+        section, key = where.rsplit(".", 1)
+        wrong = {**raw, "hyperparameters": dict(raw["hyperparameters"]), "search": dict(raw["search"])}
+        if section == "hyperparameters":
+            wrong["hyperparameters"][key] = bad
+        else:
+            wrong["search"]["space"] = {key: {"uniform": bad}}
+        try:
+            parse_spec(wrong, "smoke")
+        except SpecError as err:
+            assert str(err).startswith(where) and "out of range" in str(err), err
+        else:
+            raise AssertionError(f"{where}: {bad} was accepted")
     raw["recipe"] = "shufled"
     try:
         parse_spec(raw, "smoke")
@@ -75,19 +104,18 @@ CHECK = textwrap.dedent(
         assert "unknown recipe 'shufled'" in str(err) and "shuffled" in str(err), err
     else:
         raise AssertionError("a misspelt recipe was accepted")
+
+    from platform.spec_docs import render
+
+    rows = {line.split("|")[1].strip(): line for line in render().splitlines() if line.startswith("| `")}
+    assert "recipe shuffled" in rows["`shuffled_share`"] and "≥ 2, ≤ 1000" in rows["`shuffled_min_sentences`"], rows
     print("plug-ins work")
     """
 )
 
 
-def _example_files() -> dict[str, str]:
-    """Each file of the worked example: its path (the backticked name before the code) -> code."""
-    text = (ROOT / "docs" / "plugins.md").read_text()
-    return dict(re.findall(r"^`([\w/]+\.py)`.*?```python\n(.*?)```", text, flags=re.S | re.M))
-
-
 def test_the_documented_recipe_loss_and_task_are_one_file_each(tmp_path):
-    files = _example_files()
+    files = documented_plugins()
     assert sorted(files) == [
         "evaluators/tasks/title_match.py",
         "trainers/losses/alignment.py",

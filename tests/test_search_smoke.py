@@ -33,6 +33,7 @@ from tests.conftest import (
     FEW_ITEMS,
     ROOT,
     closed_port,
+    documented_plugins,
     outside_the_checkout,
     prepared_here,
     run_smoke_search,
@@ -841,7 +842,7 @@ print("API", json.dumps({
     ("spec", "recipes"),
     [
         ("deca_wordnet", {"deca"}),
-        ("bregman_longformer", {"simcse"}),
+        ("bregman_longformer", {"shuffled"}),
     ],
 )
 def test_each_recipes_gpu_sized_spec_runs_real_trials_under_the_smoke_profile(
@@ -866,11 +867,20 @@ def test_each_recipes_gpu_sized_spec_runs_real_trials_under_the_smoke_profile(
         **confirm,
         **tracked,
     }
+    if spec == "bregman_longformer":  # with the Bregman term, the docs' example recipe (docs/plugins.md)
+        changes |= {"recipe": "shuffled", "hyperparameters.shuffled_share": 0.7}
     variant = spec_variant(spec, tmp_path, **changes)
     run_dir = tmp_path / "run"
     if spec == "bregman_longformer":  # from Python, the installed wheel's (tests/test_install.py), outside the checkout
+        # the example recipe is one file more in the installed package, and nothing else changes
+        (site,) = installed_doctune.parent.glob("lib/python*/site-packages")
+        example = site / "trainers" / "pairs" / "shuffled.py"
+        example.write_text(documented_plugins()["trainers/pairs/shuffled.py"])
         command = [installed_doctune / "python", "-c", IN_PROCESS_SEARCH, str(variant), str(run_dir)]
-        done = outside_the_checkout(command, tmp_path, timeout=900)
+        try:
+            done = outside_the_checkout(command, tmp_path, timeout=900)
+        finally:
+            example.unlink()
     else:
         done = run_smoke_search(variant, run_dir)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -894,6 +904,8 @@ def test_each_recipes_gpu_sized_spec_runs_real_trials_under_the_smoke_profile(
     trials = trial_rows(rows)
     assert {r["status"] for r in trials} == {"completed"}
     assert {r["hyperparameters"]["recipe"] for r in trials} <= recipes
+    if spec == "bregman_longformer":  # the recipe read its own setting; the pairs it made trained
+        assert {r["hyperparameters"]["shuffled_share"] for r in trials} == {0.7}
     if tracked:
         assert done.stderr.count("warning: MLflow tracking at") == 1 and "the search goes on" in done.stderr
     if spec == "bregman_longformer":  # chunk_size: auto, measured by each worker

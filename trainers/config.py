@@ -6,31 +6,29 @@ workers only ever sees them, never raw dicts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from dataclasses import dataclass, field, fields
+from typing import Literal, Protocol, TypeVar
 
 from core.fields import constraint
 from core.run_files import RunFiles
 
 Pooling = Literal["cls", "mean", "max"]
-LaserMode = Literal["self", "intra"]
-Anchor = Literal["first", "random"]
-SynonymRule = Literal["paper", "rate"]
+T = TypeVar("T")
 Views = Literal["split", "split+elongation", "elongation", "word"]
 
 
 @dataclass(frozen=True)
 class ViewMaking:
     """How one augmentation type (``Hyperparameters.views``) makes a document's two views: the
-    recipe that makes them, and whether DocSplit's view A is then elongated."""
+    recipe that makes them, and the recipe's own settings it fixes (DocSplit's ``elongate``)."""
 
     recipe: str
-    elongate: bool = False
+    settings: dict = field(default_factory=dict)
 
 
 VIEW_MAKING: dict[str, ViewMaking] = {
-    "split": ViewMaking("docsplit"),  # DocSplit / SimDE: the sentences split between the views
-    "split+elongation": ViewMaking("docsplit", elongate=True),  # the split, view A elongated: doctune's own
+    "split": ViewMaking("docsplit", {"elongate": False}),  # DocSplit / SimDE: the sentences split between the views
+    "split+elongation": ViewMaking("docsplit", {"elongate": True}),  # the split, view A elongated: doctune's own
     "elongation": ViewMaking("laser"),  # LA(SER)^3: copy-and-concatenate
     "word": ViewMaking("deca"),  # DECA: word-level operations
 }
@@ -56,10 +54,24 @@ PERTURBABLE = ("lr", "temperature", "mlm_weight", "bregman_weight")
 
 
 @dataclass(frozen=True)
+class NoSettings:
+    """The settings of a plug-in that has none of its own."""
+
+
+def own_settings(hp: object, settings: type[T]) -> T:
+    """A plug-in's own settings (``settings``, a dataclass) with their values in a trial's flat
+    ``hp`` (``trainers.settings.TrialSettings``): what the plug-in receives, and nothing else."""
+    return settings(**{f.name: getattr(hp, f.name) for f in fields(settings)})
+
+
+@dataclass(frozen=True)
 class Hyperparameters:
-    """Everything a search may vary per trial. A recipe reads the fields it needs; defaults are the
-    papers' (DocSplit Sec. 4.1; DECA; LA(SER)^3 Sec. 4; the Bregman paper's App. A, its term off
-    until ``bregman_k`` > 0)."""
+    """The settings every trial reads, whatever its recipe and loss: ``recipe`` (or ``views``, which
+    decides it), ``loss``, ``lr``, ``weight_decay``, ``warmup_ratio``, ``batch_size``, ``pooling``,
+    ``contrastive_weight`` and ``mlm_weight``. Each recipe's and loss's own settings live in its
+    module (its ``settings`` class; the Bregman term's in ``trainers.losses.bregman``);
+    ``trainers.settings.TrialSettings`` assembles them with these into the one flat namespace a
+    spec and Optuna see."""
 
     recipe: str = field(default="docsplit", metadata=constraint("positive-pair recipe: simcse, docsplit, deca, laser"))
     views: Views | None = field(
@@ -72,9 +84,6 @@ class Hyperparameters:
         ),
     )
     lr: float = field(default=5e-5, metadata=constraint("AdamW learning rate", 0.0, 1.0, low_open=True))
-    temperature: float = field(
-        default=0.05, metadata=constraint("contrastive temperature tau (cosine / tau)", 0.0, 10.0, low_open=True)
-    )
     loss: str | None = field(
         default=None,
         metadata=constraint(
@@ -83,86 +92,9 @@ class Hyperparameters:
             "infonce)"
         ),
     )
-    symmetric: bool = field(default=True, metadata=constraint("InfoNCE in both directions (a->b and b->a)"))
-    split_probability: float = field(
-        default=0.5,
-        metadata=constraint(
-            "docsplit: probability that a sentence goes to view A", 0.0, 1.0, low_open=True, high_open=True
-        ),
-    )
-    augmentation: str = field(
-        default="synonym",
-        metadata=constraint(
-            "deca: synonym, antonym, uninformative (DECA's rare -> frequent synonyms), tfidf_uda (UDA's rule), "
-            "deletion, swap or back_translation"
-        ),
-    )
-    translation_models: str = field(
-        default="", metadata=constraint("deca back_translation: 'FORWARD_DIR,BACKWARD_DIR', two local MT models")
-    )
-    synonym_rule: SynonymRule = field(
-        default="paper",
-        metadata=constraint(
-            "deca synonym: paper (every word redrawn from its synonyms and itself, DECA Sec. 3.3) or rate (aug_p)"
-        ),
-    )
-    aug_p: float = field(
-        default=0.1, metadata=constraint("deca: probability that an eligible word is changed", 0.0, 1.0, low_open=True)
-    )
-    dictionary_constraint: bool = field(
-        default=True, metadata=constraint("deca: replacement words only from the corpus vocabulary")
-    )
-    laser_mode: LaserMode = field(
-        default="self", metadata=constraint("laser: self (sentence vs. its m-fold copy) or intra (vs. the rest)")
-    )
-    anchor: Anchor = field(
-        default="first",
-        metadata=constraint("laser: which sentence anchors the pair (first: the paper's main setting, Sec. 4)"),
-    )
-    elongation_min: int = field(default=1, metadata=constraint("laser / elongation: smallest copy count m", 1, 512))
-    elongation_max: int = field(
-        default=256,
-        metadata=constraint(
-            "laser / elongation: largest copy count m (the token budget caps it too; from max_length - 2 up, "
-            "only the budget bounds m, LA(SER)^3's rule, Sec. 4: the default 256 does so up to 258 tokens)",
-            1,
-            512,
-        ),
-    )
-    elongate: bool = field(
-        default=False, metadata=constraint("docsplit: also elongate view A (copy-and-concatenate, LA(SER)^3)")
-    )
     mlm_weight: float = field(default=0.1, metadata=constraint("weight of the auxiliary MLM loss", 0.0, 100.0))
     contrastive_weight: float = field(
         default=1.0, metadata=constraint("lambda_c: weight of the contrastive loss", 0.0, 100.0)
-    )
-    # Saggau et al. 2023, App. A: the grid's selected configuration is K 10, sigma 2, lambda 2, tau 0.1
-    bregman_k: int = field(
-        default=0,
-        metadata=constraint(
-            "Bregman: number of sub-networks K; 0: no Bregman term (the term is an add-on to any recipe; "
-            "bregman_k: 10 turns on App. A's selected configuration with the defaults below)",
-            0,
-            256,
-        ),
-    )
-    bregman_weight: float = field(
-        default=2.0,
-        metadata=constraint(
-            "Bregman lambda (Eq. 7: contrastive + lambda * Bregman; App. A selects 2 of 0.1, 2, 4, 5, 10)",
-            0.0,
-            100.0,
-            low_open=True,
-        ),
-    )
-    bregman_sigma: float = field(
-        default=2.0,
-        metadata=constraint(
-            "Bregman: sigma in exp(-D / 2 sigma^2) (App. A selects 2 of 1 to 3)", 0.0, 100.0, low_open=True
-        ),
-    )
-    bregman_temperature: float = field(
-        default=0.1, metadata=constraint("Bregman: NT-Xent temperature (App. A: 0.1)", 0.0, 10.0, low_open=True)
     )
     pooling: Pooling = field(default="mean", metadata=constraint("how token states become one embedding"))
     batch_size: int = field(
@@ -176,12 +108,9 @@ class Hyperparameters:
         if self.views is not None:  # the one place an augmentation type becomes a recipe
             making = VIEW_MAKING[self.views]
             object.__setattr__(self, "recipe", making.recipe)
-            object.__setattr__(self, "elongate", making.elongate)
-
-    @property
-    def elongation_range(self) -> tuple[int, int]:
-        """(m_min, m_max); the two bounds may be searched independently, so they are ordered here."""
-        return min(self.elongation_min, self.elongation_max), max(self.elongation_min, self.elongation_max)
+            for name, value in making.settings.items():
+                if hasattr(self, name):  # TrialSettings has the recipe's own; Hyperparameters alone does not
+                    object.__setattr__(self, name, value)
 
 
 @dataclass(frozen=True)

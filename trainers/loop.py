@@ -35,7 +35,7 @@ from trainers.grad_cache import all_reduce_gradients, cached_step
 from trainers.inputs import on_this_node
 from trainers.losses import mask_tokens, masked_lm_loss
 from trainers.memory import MIB
-from trainers.pairs import STATISTICS_DOCUMENTS, PairContext, build_pairs
+from trainers.pairs import STATISTICS_DOCUMENTS, build_pairs
 from trainers.population import record_loaded_weights, resume_point
 from trainers.reporting import RoundReporter
 from trainers.schedule import lr_factor
@@ -128,8 +128,8 @@ def train_loop_per_worker(config: dict) -> None:
     with_mlm = module.with_mlm
     documents = DocumentStream(PreparedCorpus.load(corpus), rank, context.get_world_size(), plan.seed)
     batch_tokenizer = copy.deepcopy(tokenizer)  # the batch thread's own: a fast tokenizer is not thread-safe
-    pair_context = PairContext(
-        hp=hp,
+    pairs = build_pairs(
+        hp,
         max_length=plan.max_length,
         count_tokens=lambda text: len(batch_tokenizer(text, add_special_tokens=False)["input_ids"]),
         documents=documents.first(STATISTICS_DOCUMENTS),
@@ -177,7 +177,7 @@ def train_loop_per_worker(config: dict) -> None:
 
     stream = PairStream(
         documents.read(stream_start),
-        build_pairs(pair_context),
+        pairs,
         hp.batch_size // context.get_world_size(),
         plan.seed,
         rank,

@@ -16,9 +16,16 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from trainers.config import Hyperparameters
+from trainers.config import Hyperparameters, own_settings
 from trainers.distributed import gather, world_size
-from trainers.losses import CONTRASTIVE_LOSSES, BregmanHead, ContrastiveLoss, active_subnetworks, bregman_loss
+from trainers.losses import (
+    CONTRASTIVE_LOSSES,
+    BregmanHead,
+    BregmanSettings,
+    ContrastiveLoss,
+    active_subnetworks,
+    bregman_loss,
+)
 from trainers.pairs import contrastive_loss_name
 
 
@@ -30,7 +37,8 @@ class LossHeads(nn.Module):
     def __init__(self, hp: Hyperparameters, dim: int) -> None:
         super().__init__()
         self.predictor = contrastive_loss(hp).head(dim)
-        self.bregman = BregmanHead(dim, hp.bregman_k) if hp.bregman_k > 0 else None
+        k = own_settings(hp, BregmanSettings).bregman_k
+        self.bregman = BregmanHead(dim, k) if k > 0 else None
 
     def forward(self, embeddings: torch.Tensor) -> dict[str, torch.Tensor]:
         out = {}
@@ -49,7 +57,8 @@ def training_loss(hp: Hyperparameters, outputs: dict[str, torch.Tensor]) -> tupl
     n = embeddings.shape[0] // 2
     scale = world_size()
     a, b = embeddings[:n], embeddings[n:]
-    contrastive, contrastive_scale = contrastive_loss(hp)(hp, a, b, outputs.get("predictions"))
+    loss = contrastive_loss(hp)
+    contrastive, contrastive_scale = loss(own_settings(hp, loss.settings), a, b, outputs.get("predictions"))
     total = hp.contrastive_weight * contrastive * contrastive_scale
     terms = {"contrastive_loss": contrastive.item()}
     logged = hp.contrastive_weight * terms["contrastive_loss"]
@@ -58,12 +67,12 @@ def training_loss(hp: Hyperparameters, outputs: dict[str, torch.Tensor]) -> tupl
         terms["mlm_loss"] = outputs["mlm_loss"].item()
         logged += hp.mlm_weight * terms["mlm_loss"]
     if "bregman_scores" in outputs:
-        scores = outputs["bregman_scores"]
+        scores, own = outputs["bregman_scores"], own_settings(hp, BregmanSettings)
         gathered_a, gathered_b = gather(scores[:n]), gather(scores[n:])
-        bregman = bregman_loss(gathered_a, gathered_b, hp.bregman_sigma, hp.bregman_temperature)
-        total = total + hp.bregman_weight * bregman * scale
+        bregman = bregman_loss(gathered_a, gathered_b, own.bregman_sigma, own.bregman_temperature)
+        total = total + own.bregman_weight * bregman * scale
         terms["bregman_loss"] = bregman.item()
         terms["active_subnetworks"] = float(active_subnetworks(torch.cat([gathered_a, gathered_b]).detach()))
-        logged += hp.bregman_weight * terms["bregman_loss"]
+        logged += own.bregman_weight * terms["bregman_loss"]
     terms["loss"] = logged
     return total, terms

@@ -12,8 +12,9 @@ from __future__ import annotations
 import dataclasses
 
 from trainers.checkpoint import CHECKPOINTS, divergence, trial_path
-from trainers.config import Hyperparameters, TrainPlan
+from trainers.config import TrainPlan
 from trainers.distributed import collective_backend
+from trainers.settings import SETTINGS, TrialSettings
 
 
 class TrialDiverged(FloatingPointError):
@@ -36,8 +37,7 @@ def run_trial(config: dict, plan: TrainPlan, fixed: dict) -> None:
         raise TrialDiverged(f"trial {trial_id}: {reason}")
     if "seed" in config:
         plan = dataclasses.replace(plan, seed=int(config["seed"]))
-    known = {f.name for f in dataclasses.fields(Hyperparameters)}
-    hp = Hyperparameters(**{**fixed, **{k: v for k, v in config.items() if k in known}})
+    hp = TrialSettings(**{**fixed, **{k: v for k, v in config.items() if k in SETTINGS}})
     resources = {"CPU": plan.cpus_per_worker} | ({"GPU": plan.gpus_per_worker} if plan.use_gpu else {})
 
     def trainer(callbacks: list) -> TorchTrainer:

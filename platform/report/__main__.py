@@ -14,9 +14,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from platform.common import EXIT_BAD_INPUT, EXIT_OK, UsageError, new_directory_problem
+from platform.exit_codes import EXIT_BAD_INPUT, EXIT_OK, UsageError
 from platform.report import write_reports
 from platform.report.run import ReportError
+from platform.run_dir import new_directory_problem
 
 
 def _fetched(uri: str, into: Path) -> Path:

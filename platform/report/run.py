@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 
 from core.run_files import RunFiles
-from platform.common import TUNE_DIR
 from platform.leaderboard import Row, read_leaderboard
+from platform.run_dir import TUNE_DIR
 from platform.storage import run_files_of
 
 PLOTS_DIR = "plots"  # under the run directory

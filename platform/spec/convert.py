@@ -11,7 +11,7 @@ import typing
 from typing import Any, Literal
 
 from platform.spec.schema import Distribution, SpecError
-from trainers.config import Hyperparameters
+from trainers.settings import SETTINGS
 
 
 def describe(value: Any) -> str:
@@ -116,10 +116,7 @@ def _join(where: str, key: str) -> str:
     return f"{where}.{key}" if where else key
 
 
-HP_FIELDS = {f.name: f for f in dataclasses.fields(Hyperparameters)}
-
-
-HP_HINTS = typing.get_type_hints(Hyperparameters)
+HP_FIELDS = {name: setting.field for name, setting in SETTINGS.items()}
 
 
 def _distribution(value: Any, where: str) -> Distribution:
@@ -163,7 +160,7 @@ def plugin_registries() -> dict:
 def check_hyperparameter(name: str, value: Any, where: str) -> Any:
     if name not in HP_FIELDS:
         raise SpecError(f"{where}: unknown hyperparameter; known: {', '.join(HP_FIELDS)}")
-    value = _convert(value, HP_HINTS[name], where)
+    value = _convert(value, SETTINGS[name].hint, where)
     registry = plugin_registries().get(name)
     if registry is not None and value is not None and value not in registry:
         raise SpecError(f"{where}: unknown {registry.kind} {value!r}; known: {', '.join(registry.names())}")

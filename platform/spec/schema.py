@@ -9,7 +9,8 @@ from typing import Any, Literal
 
 from core.fields import constraint
 from evaluators.plan import EvalBudget
-from trainers.config import VIEW_MAKING, BaseSettings, Hyperparameters, MlmHeadSettings
+from trainers.config import VIEW_MAKING, BaseSettings, MlmHeadSettings
+from trainers.settings import TrialSettings
 
 
 class SpecError(ValueError):
@@ -384,9 +385,9 @@ class SearchSpec:
     )
     profiles: dict[str, dict] = field(default_factory=dict, metadata=constraint("per-profile overrides"))
 
-    def fixed_hyperparameters(self) -> Hyperparameters:
+    def fixed_hyperparameters(self) -> TrialSettings:
         values = {**self.hyperparameters, "batch_size": self.train.batch_size, "recipe": self.recipe}
-        return Hyperparameters(**{k: v for k, v in values.items() if k not in self.search.space})
+        return TrialSettings(**{k: v for k, v in values.items() if k not in self.search.space})
 
     def recipes(self) -> tuple[str, ...]:
         """Every recipe this search's trials may train (searched, or through a searched ``views``)."""

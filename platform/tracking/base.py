@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Protocol
 
-from platform import common
+from platform.run_dir import write_atomic
 
 STATE_FILE = "tracking.json"
 # every file of the run directory that describes the whole search (the plots directory too)
@@ -51,7 +51,7 @@ class TrackerState:
 
     def save(self, state: dict) -> None:
         whole = json.loads(self.path.read_text()) if self.path.exists() else {}
-        common.write_atomic(self.path, json.dumps(whole | {self.key: state}, indent=2))
+        write_atomic(self.path, json.dumps(whole | {self.key: state}, indent=2))
 
 
 class Tracker(Protocol):

@@ -25,7 +25,7 @@ import torch
 from core.encoder import embed_texts, load_encoder
 from core.longformer import convert_to_longformer
 from core.run_files import RunFiles
-from platform.common import EXIT_BAD_INPUT, EXIT_OK
+from platform.exit_codes import EXIT_BAD_INPUT, EXIT_OK
 from platform.export import export_best
 from platform.export.cli import main as export_main
 from platform.export.model_card import USAGE_TEXTS
@@ -34,8 +34,9 @@ from platform.leaderboard import BASELINE_ID, Row, read_leaderboard, write_leade
 from platform.spec import load_spec
 from tests.conftest import ROOT
 from trainers.checkpoint import CHECKPOINTS, save_checkpoint, trial_path
-from trainers.config import Hyperparameters, Pooling
+from trainers.config import Pooling
 from trainers.loop import _record
+from trainers.settings import TrialSettings
 
 # Ranked as in a real leaderboard; the baseline scores above every trial here on purpose.
 TRIALS = {"mean": "7f3a0001", "cls": "7f3a0002", "max": "7f3a0003", "longformer": "7f3a0004"}
@@ -70,7 +71,7 @@ def _scores(main: float) -> dict[str, dict]:
 def _save_trial(run_dir: Path, trial_id: str, model_dir: str, pooling: str) -> Path:
     """A real checkpoint, written as a trial writes it."""
     model, tokenizer = load_encoder(model_dir)
-    hp = Hyperparameters(pooling=pooling)
+    hp = TrialSettings(pooling=pooling)
     plan = SimpleNamespace(base_model_name="all-minilm-l6-v2", corpus_name="news-articles", max_length=64)
     return save_checkpoint(
         run_dir / trial_path(trial_id, CHECKPOINTS, "step_000002"),
@@ -97,7 +98,7 @@ def run_dir(minilm_dir, tmp_path_factory) -> Path:
     for rank, (pooling, trial) in enumerate(TRIALS.items()):
         model_dir = longformer if pooling == "longformer" else minilm_dir
         checkpoint = _save_trial(run, trial, model_dir, "mean" if pooling == "longformer" else pooling)
-        hp = dataclasses.asdict(Hyperparameters(pooling="mean" if pooling == "longformer" else pooling))
+        hp = dataclasses.asdict(TrialSettings(pooling="mean" if pooling == "longformer" else pooling))
         rows.append(Row(trial, "completed", 0.8 - rank / 100, 2, str(checkpoint), hp, _scores(0.85 - rank / 100)))
     rows.append(Row(ERRORED, "error: RuntimeError: out of memory", None, None, None, {"pooling": "mean"}))
     write_leaderboard(rows, run, TASKS)

@@ -32,11 +32,11 @@ from optuna.storages.journal import JournalFileBackend
 from evaluators.scores import flatten
 from evaluators.tasks.base import Outcomes, mean_of_rows
 from platform import ranking
-from platform.common import STUDY_FILE
 from platform.environment import environment
 from platform.leaderboard import BASELINE_ID, Row, write_leaderboard
 from platform.report import plots, write_reports
 from platform.report.run import PlotSkipped, ReportError, param_importances, read_run
+from platform.run_dir import STUDY_FILE
 from tests.conftest import ROOT
 
 NAME = "report_test"

@@ -9,11 +9,11 @@ import optuna
 import pytest
 
 from core.encoder import has_mlm_head, resolve_model
-from platform.common import needs_mlm_head
+from platform.inputs import needs_mlm_head, prepare_inputs
 from platform.spec import PROFILES, SPACES_DIR, parse_spec, read_raw
 from platform.tuner import ConditionalSpace
 from tests.conftest import run_smoke_search, spec_variant
-from trainers.config import Hyperparameters
+from trainers.settings import TrialSettings
 
 DRAWS = 64  # random configurations per spec; every shipped MLM choice has at most 4 values
 
@@ -36,7 +36,7 @@ def trial_mlm_weights(spec) -> set[float]:
         configurations.append({})
     if spec.study is not None:
         configurations += list(spec.study.rows.values())
-    return {Hyperparameters(**{**fixed, **configuration}).mlm_weight for configuration in configurations}
+    return {TrialSettings(**{**fixed, **configuration}).mlm_weight for configuration in configurations}
 
 
 @pytest.mark.parametrize("profile", PROFILES)
@@ -73,7 +73,6 @@ def test_a_longformer_backbone_is_converted_from_the_base_with_its_trained_head(
     import torch
 
     from core.encoder import load_encoder
-    from platform.common import prepare_inputs
     from platform.spec import load_spec
 
     spec, _ = load_spec("docsplit_long", "smoke")

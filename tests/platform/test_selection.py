@@ -12,7 +12,7 @@ from core.run_files import RunFiles
 from evaluators.plan import EvalBudget, EvalPlan
 from evaluators.scores import flatten
 from platform.leaderboard import baseline_row, format_table, rows_from_results, winner, write_leaderboard
-from trainers.config import Hyperparameters
+from trainers.settings import TrialSettings
 
 PLAN = EvalPlan(
     objectives={"objective": {"a": 1.0, "b": 1.0}},
@@ -27,7 +27,7 @@ PLAN = EvalPlan(
 RESOLVED = SimpleNamespace(
     evaluation=PLAN,
     plan=SimpleNamespace(eval_rounds=2, run_files=RunFiles.at("no-run-dir")),
-    fixed=Hyperparameters(),
+    fixed=TrialSettings(),
     run_dir=Path("no-run-dir"),
 )
 

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from platform.common import UsageError
+from platform.exit_codes import UsageError
 from platform.records import RunRecords, UploadRecords
 from platform.storage import RunStorage
 

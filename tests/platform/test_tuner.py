@@ -13,7 +13,7 @@ import pytest
 
 from platform.spec import SpecError, load_spec, parse_spec
 from platform.tuner import ConditionalSpace
-from trainers.config import Hyperparameters
+from trainers.settings import TrialSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -123,7 +123,7 @@ def test_docsplit_long_searches_the_six_dimensions_from_docsplits_own_setting(pr
         assert {"temperature", "mlm_weight", "bregman_k", "lr"} <= set(t)
     assert spec.recipes() == ("docsplit", "laser", "deca")
     fixed = dataclasses.asdict(spec.fixed_hyperparameters())
-    made = {v: Hyperparameters(**{**fixed, "views": v}) for v in ("split", "split+elongation", "elongation", "word")}
+    made = {v: TrialSettings(**{**fixed, "views": v}) for v in ("split", "split+elongation", "elongation", "word")}
     assert {v: (hp.recipe, hp.elongate) for v, hp in made.items()} == {
         "split": ("docsplit", False),
         "split+elongation": ("docsplit", True),

@@ -8,8 +8,8 @@ import pytest
 from transformers import AutoTokenizer, BartConfig, BartForConditionalGeneration
 
 from platform.spec import SpecError, parse_spec
-from trainers.config import Hyperparameters
-from trainers.pairs import PairContext, build_pairs
+from trainers.pairs import build_pairs
+from trainers.settings import TrialSettings
 
 
 @pytest.fixture(scope="module")
@@ -47,10 +47,8 @@ def translation_models(minilm_dir, tmp_path_factory):
 
 def test_back_translation_replaces_about_aug_p_of_the_sentences(translation_models):
     sentences = [f"sentence number {i} is about the weather." for i in range(20)]
-    hp = Hyperparameters(
-        recipe="deca", augmentation="back_translation", aug_p=0.5, translation_models=translation_models
-    )
-    build = build_pairs(PairContext(hp, 256, lambda t: len(t.split()), [sentences]))
+    hp = TrialSettings(recipe="deca", augmentation="back_translation", aug_p=0.5, translation_models=translation_models)
+    build = build_pairs(hp, 256, lambda t: len(t.split()), [sentences])
     original, augmented = build(sentences, random.Random(0))
     assert original == " ".join(sentences) and augmented != original
     assert build(sentences, random.Random(0)) == (original, augmented)  # greedy and cached: deterministic

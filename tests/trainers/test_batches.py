@@ -8,8 +8,8 @@ import pytest
 
 from core.data import StreamPosition
 from trainers.batches import PairStream, Prefetched
-from trainers.config import Hyperparameters
-from trainers.pairs import PairContext, build_pairs
+from trainers.pairs import build_pairs
+from trainers.settings import TrialSettings
 
 
 def _epochs(documents: list[list[str]], start: int = 0):
@@ -23,10 +23,10 @@ def _epochs(documents: list[list[str]], start: int = 0):
 
 def test_pair_stream_is_deterministic_per_step_skips_unusable_documents_and_resumes():
     documents = [["one two three.", "four five."], ["x"], ["alpha beta.", "gamma delta.", "epsilon."]]
-    context = PairContext(Hyperparameters(), 64, lambda t: len(t.split()), documents)
+    context = (TrialSettings(), 64, lambda t: len(t.split()), documents)
 
     def stream(start: int = 0, rank: int = 0) -> PairStream:
-        return PairStream(_epochs(documents, start), build_pairs(context), 3, seed=7, rank=rank, give_up_after=3)
+        return PairStream(_epochs(documents, start), build_pairs(*context), 3, seed=7, rank=rank, give_up_after=3)
 
     uninterrupted = stream()
     batches = [uninterrupted.batch(step) for step in range(4)]
@@ -39,7 +39,7 @@ def test_pair_stream_is_deterministic_per_step_skips_unusable_documents_and_resu
     assert [resumed.batch(step) for step in (2, 3)] == batches[2:]  # what a resumed worker sees
     assert any(stream(rank=1).batch(s) != batches[s] for s in range(4))
     with pytest.raises(ValueError, match="no document in this shard can give a positive pair"):
-        PairStream(_epochs([["x"]]), build_pairs(context), 3, seed=7, rank=0, give_up_after=1).batch(0)
+        PairStream(_epochs([["x"]]), build_pairs(*context), 3, seed=7, rank=0, give_up_after=1).batch(0)
 
 
 def test_prefetched_batches_are_the_inline_ones_built_on_another_thread():

@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from core.encoder import tokenize
-from trainers.config import Hyperparameters
 from trainers.loop import build_module
 from trainers.losses import mask_tokens
+from trainers.settings import TrialSettings
 from trainers.training_loss import training_loss
 
 pytestmark = [
@@ -21,7 +21,7 @@ pytestmark = [
 def bf16_step(model_dir: str, device: str) -> tuple[torch.Tensor, dict[str, float], bool]:
     """One training step as ``train_loop_per_worker`` runs it with ``train.bf16``: (loss, logged
     terms, whether the word embeddings changed)."""
-    hp = Hyperparameters(recipe="docsplit", mlm_weight=0.1, temperature=0.05)
+    hp = TrialSettings(recipe="docsplit", mlm_weight=0.1, temperature=0.05)
     module, tokenizer = build_module(model_dir, hp)
     module.to(device)
     optimizer = torch.optim.AdamW(module.parameters(), lr=1e-4)

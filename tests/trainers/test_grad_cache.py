@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from core.encoder import tokenize
-from trainers.config import Hyperparameters
 from trainers.grad_cache import cached_step
 from trainers.loop import build_module
 from trainers.losses import mask_tokens
+from trainers.settings import TrialSettings
 from trainers.training_loss import training_loss
 
 TEXTS = [
@@ -41,8 +41,8 @@ def _grads(module) -> dict[str, torch.Tensor]:
 @pytest.mark.parametrize(
     "hp",
     [
-        Hyperparameters(mlm_weight=0.0, temperature=0.1),
-        Hyperparameters(mlm_weight=0.1, loss="ntxent", bregman_weight=1.0, bregman_k=4),
+        TrialSettings(mlm_weight=0.0, temperature=0.1),
+        TrialSettings(mlm_weight=0.1, loss="ntxent", bregman_weight=1.0, bregman_k=4),
     ],
     ids=["infonce", "ntxent+mlm+bregman"],
 )
@@ -67,7 +67,7 @@ def test_cached_gradients_equal_the_plain_ones(minilm_with_mlm_head, hp, chunk_s
 
 
 def test_dropout_is_replayed_so_the_gradients_are_exact_in_train_mode(minilm_dir):
-    hp = Hyperparameters(mlm_weight=0.0, recipe="simcse")
+    hp = TrialSettings(mlm_weight=0.0, recipe="simcse")
     module, tokenizer = build_module(minilm_dir, hp)
     inputs = _inputs(tokenizer, False)
     chunk = 3
@@ -123,7 +123,7 @@ def test_four_workers_give_one_workers_gradients(minilm_dir):
 
     import torch.multiprocessing as mp
 
-    hp = Hyperparameters(mlm_weight=0.0, temperature=0.05)
+    hp = TrialSettings(mlm_weight=0.0, temperature=0.05)
     module, tokenizer = build_module(minilm_dir, hp)
     module.eval()
     inputs = _inputs(tokenizer, with_mlm=False)

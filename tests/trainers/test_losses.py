@@ -9,9 +9,9 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from trainers.config import Hyperparameters
 from trainers.distributed import gather, world_size
 from trainers.losses import deca_nt_xent, info_nce, mask_tokens, masked_lm_loss, nt_xent
+from trainers.settings import TrialSettings
 from trainers.training_loss import LossHeads, training_loss
 
 # --- one batch worked by hand, for every recipe's loss -------------------------------------------
@@ -82,7 +82,7 @@ def test_decas_eq4_runs_from_the_documents_to_the_copies_only():
     ids=["simcse", "docsplit", "laser", "deca", "deca-ntxent"],
 )
 def test_each_recipe_trains_with_its_papers_loss_on_the_hand_worked_batch(recipe, settings, expected):
-    hp = Hyperparameters(recipe=recipe, temperature=TAU, mlm_weight=0.0, **settings)
+    hp = TrialSettings(recipe=recipe, temperature=TAU, mlm_weight=0.0, **settings)
     total, terms = training_loss(hp, {"embeddings": torch.cat([VIEW_A, VIEW_B])})
     assert total.item() == pytest.approx(expected, rel=1e-6)
     assert terms["contrastive_loss"] == pytest.approx(expected, rel=1e-6)
@@ -91,7 +91,7 @@ def test_each_recipe_trains_with_its_papers_loss_on_the_hand_worked_batch(recipe
 @pytest.mark.parametrize("recipe", ["simcse", "docsplit", "laser"])
 def test_the_infonce_recipes_default_to_both_directions(recipe):
     """doctune's default (``symmetric: true``) averages the papers' direction and its reverse."""
-    hp = Hyperparameters(recipe=recipe, temperature=TAU)
+    hp = TrialSettings(recipe=recipe, temperature=TAU)
     total, _ = training_loss(hp, {"embeddings": torch.cat([VIEW_A, VIEW_B])})
     assert total.item() == pytest.approx((INFONCE_A_TO_B + INFONCE_B_TO_A) / 2, rel=1e-6)
 
@@ -272,7 +272,7 @@ def test_bregman_on_simcse_trains_with_eq7_on_the_hand_worked_batch():
     at_distance_1 = -2 + math.log(E2 + 2 * math.exp(2 * math.exp(-0.5)))
     at_distance_2 = -2 + math.log(E2 + 2 * math.exp(2 * math.exp(-1)))
     bregman = (3 * at_distance_1 + at_distance_2) / 4  # 0.5975
-    hp = Hyperparameters(
+    hp = TrialSettings(
         recipe="simcse",
         symmetric=False,  # the paper's L_mnr: one direction
         temperature=TAU,
@@ -350,9 +350,9 @@ def test_bregman_passes_a_finite_difference_gradient_check():
 def test_the_bregman_term_is_on_exactly_when_there_are_subnetworks():
     """``bregman_k`` is the switch (0: no term); on, the other settings default to App. A's selection."""
     embeddings = torch.randn(6, 8)
-    off = LossHeads(Hyperparameters(), 8)
-    assert off.bregman is None and "bregman_loss" not in training_loss(Hyperparameters(), {"embeddings": embeddings})[1]
-    hp = Hyperparameters(bregman_k=10)
+    off = LossHeads(TrialSettings(), 8)
+    assert off.bregman is None and "bregman_loss" not in training_loss(TrialSettings(), {"embeddings": embeddings})[1]
+    hp = TrialSettings(bregman_k=10)
     assert (hp.bregman_weight, hp.bregman_sigma, hp.bregman_temperature) == (2.0, 2.0, 0.1)
     on = LossHeads(hp, 8).eval()
     outputs = {"embeddings": embeddings, **on(embeddings)}
@@ -363,7 +363,7 @@ def test_the_bregman_term_is_on_exactly_when_there_are_subnetworks():
 
 def test_training_loss_combines_the_terms_with_their_weights():
     torch.manual_seed(0)
-    hp = Hyperparameters(
+    hp = TrialSettings(
         loss="ntxent", temperature=0.2, bregman_weight=0.5, bregman_k=3, contrastive_weight=2.0, mlm_weight=0.1
     )
     heads = LossHeads(hp, 8).eval()
@@ -383,6 +383,6 @@ def test_training_loss_combines_the_terms_with_their_weights():
 
 def test_a_sampled_temperature_changes_the_loss():
     embeddings = torch.randn(8, 16)
-    low = training_loss(Hyperparameters(temperature=0.02, mlm_weight=0.0), {"embeddings": embeddings})[0]
-    high = training_loss(Hyperparameters(temperature=0.5, mlm_weight=0.0), {"embeddings": embeddings})[0]
+    low = training_loss(TrialSettings(temperature=0.02, mlm_weight=0.0), {"embeddings": embeddings})[0]
+    high = training_loss(TrialSettings(temperature=0.5, mlm_weight=0.0), {"embeddings": embeddings})[0]
     assert low.item() != pytest.approx(high.item())

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trainers.config import Hyperparameters
 from trainers.loop import build_module
 from trainers.memory import chunk_for, chunk_pass, peak_mib, probe_chunk_size
+from trainers.settings import TrialSettings
 
 
 def test_chunk_for_is_the_largest_linear_fit_within_limits():
@@ -26,7 +26,7 @@ def test_peak_memory_is_measured_not_guessed():
 
 @pytest.mark.slow  # about 20 s
 def test_probe_on_a_real_encoder_is_linear_and_respects_the_budget(minilm_with_mlm_head):
-    module, tokenizer = build_module(minilm_with_mlm_head, Hyperparameters(mlm_weight=0.1))
+    module, tokenizer = build_module(minilm_with_mlm_head, TrialSettings(mlm_weight=0.1))
     cpu = torch.device("cpu")
     probe = probe_chunk_size(module, len(tokenizer), 128, cpu, limit=64)
     assert probe.per_sequence_mib > 1 and 1 <= probe.chunk_size <= 64

@@ -17,7 +17,7 @@ from core.data import prepare_corpus
 from core.data.news import held_out_articles, pretraining_articles
 from core.encoder import load_encoder, tokenize
 from platform.spec import BUILTIN_PROFILES
-from trainers.config import Hyperparameters, MlmHeadSettings
+from trainers.config import MlmHeadSettings
 from trainers.loop import build_module
 from trainers.losses import mask_tokens
 from trainers.mlm_head import (
@@ -27,6 +27,7 @@ from trainers.mlm_head import (
     train_mlm_head,
     unigram_log_probs,
 )
+from trainers.settings import TrialSettings
 
 SMOKE = BUILTIN_PROFILES["smoke"]
 SETTINGS = MlmHeadSettings(**SMOKE["mlm_head"])
@@ -72,7 +73,7 @@ def test_a_trials_mlm_term_starts_from_the_trained_head_on_the_unchanged_encoder
     (held-out articles' openings) far better than the random head trials started from before, and
     its encoder is the base's, bit for bit."""
     head, _, _ = trained
-    module, tokenizer = build_module(str(head.path), Hyperparameters(mlm_weight=0.1))
+    module, tokenizer = build_module(str(head.path), TrialSettings(mlm_weight=0.1))
     fresh, _ = load_encoder(minilm_dir, with_mlm_head=True, new_head=True)
     batch = tokenize(tokenizer, [a.text for a in held_out_articles("val")[:32]], LENGTH)
     never = batch["special_tokens_mask"] | (1 - batch["attention_mask"])

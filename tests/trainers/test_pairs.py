@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trainers.augment.word_level import AugmentationUnavailable, check_augmentation
-from trainers.config import Hyperparameters
-from trainers.pairs import PairContext, build_pairs, recipes
+from trainers.pairs import build_pairs, recipes
 from trainers.pairs.docsplit import split_views
 from trainers.pairs.laser import elongation_cap
+from trainers.settings import TrialSettings
 
 sentences = st.lists(
     st.text(alphabet="abcdefgh ", min_size=1, max_size=20).map(lambda s: s.strip() or "x"),
@@ -28,8 +28,9 @@ CORPUS = [
 ]
 
 
-def context(documents=CORPUS, max_length: int = 256, **hp) -> PairContext:
-    return PairContext(Hyperparameters(**hp), max_length, lambda text: len(text.split()), documents)
+def context(documents=CORPUS, max_length: int = 256, **hp) -> tuple:
+    """``build_pairs``' arguments: a trial's settings and a word count as the token count."""
+    return TrialSettings(**hp), max_length, lambda text: len(text.split()), documents
 
 
 def test_every_recipe_is_registered():
@@ -90,15 +91,15 @@ def test_documents_too_short_for_a_pair_give_none():
 
 def test_same_seed_same_pair_and_the_sampled_p_reaches_the_builder():
     doc = [f"s{i}" for i in range(40)]
-    low = build_pairs(context(split_probability=0.1))
-    high = build_pairs(context(split_probability=0.9))
+    low = build_pairs(*context(split_probability=0.1))
+    high = build_pairs(*context(split_probability=0.9))
     assert low(doc, random.Random(3)) == low(doc, random.Random(3))
     assert len(low(doc, random.Random(3))[0]) < len(high(doc, random.Random(3))[0])
 
 
 def test_docsplit_with_elongation_repeats_view_a_within_the_budget():
     doc = ["one two three.", "four five six.", "seven eight nine.", "ten eleven twelve."]
-    build = build_pairs(context(max_length=20, elongate=True, elongation_min=2, elongation_max=50))
+    build = build_pairs(*context(max_length=20, elongate=True, elongation_min=2, elongation_max=50))
     for seed in range(20):
         view_a, view_b = build(doc, random.Random(seed))
         words = view_a.split()
@@ -122,8 +123,8 @@ def test_docsplit_with_elongation_repeats_view_a_within_the_budget():
 def test_each_augmentation_type_makes_its_views_as_its_recipe_does(views, recipe):
     documents = _frequent("big", "large", "house", "quiet", "street", "garden")
     doc = ["The big house stood on a quiet street.", "A large garden grew behind it.", "Nobody came."]
-    by_type = build_pairs(context(documents, views=views, elongation_min=2, elongation_max=3))
-    by_recipe = build_pairs(context(documents, elongation_min=2, elongation_max=3, **recipe))
+    by_type = build_pairs(*context(documents, views=views, elongation_min=2, elongation_max=3))
+    by_recipe = build_pairs(*context(documents, elongation_min=2, elongation_max=3, **recipe))
     pairs = [by_type(doc, random.Random(seed)) for seed in range(10)]
     assert pairs == [by_recipe(doc, random.Random(seed)) for seed in range(10)]
     assert len(set(pairs)) > 1  # the views are drawn, not fixed
@@ -133,7 +134,7 @@ def test_each_augmentation_type_makes_its_views_as_its_recipe_does(views, recipe
 
 
 def test_simcse_pairs_a_text_with_itself():
-    view_a, view_b = build_pairs(context(recipe="simcse"))(CORPUS[0], random.Random(0))
+    view_a, view_b = build_pairs(*context(recipe="simcse"))(CORPUS[0], random.Random(0))
     assert view_a == view_b == " ".join(CORPUS[0])
 
 
@@ -145,7 +146,7 @@ def test_simcse_pairs_a_text_with_itself():
 def test_laser_m_is_within_the_range_and_fits_max_length(m_min, m_max, max_length, seed):
     doc = ["alpha beta gamma delta epsilon.", "zeta eta theta."]
     build = build_pairs(
-        context(recipe="laser", anchor="first", elongation_min=m_min, elongation_max=m_max, max_length=max_length)
+        *context(recipe="laser", anchor="first", elongation_min=m_min, elongation_max=m_max, max_length=max_length)
     )
     anchor, elongated = build(doc, random.Random(seed))
     m = len(elongated.split()) // len(anchor.split())
@@ -178,13 +179,15 @@ def test_laser_m_is_uniform_over_the_range_capped_by_the_budget(tokens, low, hig
 
 def test_laser_anchors_on_the_first_sentence_by_default():
     doc = [f"sentence number {i}." for i in range(10)]
-    build = build_pairs(context(recipe="laser"))
+    build = build_pairs(*context(recipe="laser"))
     assert {build(doc, random.Random(seed))[0] for seed in range(20)} == {"sentence number 0."}
 
 
 def test_laser_intra_reference_pairs_the_elongated_anchor_with_the_rest():
     doc = ["first sentence here.", "second one.", "third one."]
-    build = build_pairs(context(recipe="laser", laser_mode="intra", anchor="first", elongation_min=3, elongation_max=3))
+    build = build_pairs(
+        *context(recipe="laser", laser_mode="intra", anchor="first", elongation_min=3, elongation_max=3)
+    )
     elongated, rest = build(doc, random.Random(0))
     assert elongated == " ".join(["first sentence here."] * 3)
     assert rest == "second one. third one."
@@ -192,10 +195,10 @@ def test_laser_intra_reference_pairs_the_elongated_anchor_with_the_rest():
 
 def test_laser_random_anchor_varies_and_the_range_reaches_the_builder():
     doc = [f"sentence number {i}." for i in range(10)]
-    build = build_pairs(context(recipe="laser", anchor="random", elongation_min=1, elongation_max=4))
+    build = build_pairs(*context(recipe="laser", anchor="random", elongation_min=1, elongation_max=4))
     anchors = {build(doc, random.Random(seed))[0] for seed in range(40)}
     assert len(anchors) > 3
-    wide = build_pairs(context(recipe="laser", elongation_min=8, elongation_max=8))
+    wide = build_pairs(*context(recipe="laser", elongation_min=8, elongation_max=8))
     assert len(wide(doc, random.Random(0))[1].split()) == 8 * 3
 
 
@@ -234,7 +237,7 @@ def test_deca_synonym_rate_replaces_about_aug_p_of_eligible_words_from_the_vocab
     }
     documents = [*CORPUS, LONG_DOC, *_frequent(*sorted(vocabulary))]
     hp = {"augmentation": "synonym", "synonym_rule": "rate", "aug_p": p}
-    build = build_pairs(context(documents, recipe="deca", max_length=10_000, **hp))
+    build = build_pairs(*context(documents, recipe="deca", max_length=10_000, **hp))
     changed, eligible = [], 0
     for seed in range(10):
         original, augmented = build(LONG_DOC, random.Random(seed))
@@ -247,7 +250,7 @@ def test_deca_synonym_rate_replaces_about_aug_p_of_eligible_words_from_the_vocab
 def test_deca_synonym_paper_rule_draws_each_word_uniformly_from_its_synonyms_and_itself():
     """DECA §3.3: the original word is in its own candidate set; every word is redrawn from the set.
     "large" has one frequent synonym here ("big"), "house" none: half the "large" stay, every "house"."""
-    build = build_pairs(context(_frequent("big", "large", "house"), recipe="deca", max_length=10_000))
+    build = build_pairs(*context(_frequent("big", "large", "house"), recipe="deca", max_length=10_000))
     drawn = Counter()
     for seed in range(400):
         _, augmented = build(["large house"], random.Random(seed))
@@ -258,13 +261,13 @@ def test_deca_synonym_paper_rule_draws_each_word_uniformly_from_its_synonyms_and
 
 def test_deca_rarely_seen_words_must_not_be_drawn():
     # "street" is a WordNet synonym of "road" but occurs once: the dictionary constraint drops it
-    build = build_pairs(context([*_frequent("road"), ["street"]], recipe="deca", max_length=10_000))
+    build = build_pairs(*context([*_frequent("road"), ["street"]], recipe="deca", max_length=10_000))
     assert {build(["road"], random.Random(seed))[1] for seed in range(50)} == {"road"}
 
 
 def test_deca_without_the_dictionary_constraint_draws_outside_the_corpus():
     build = build_pairs(
-        context(recipe="deca", augmentation="synonym", aug_p=1.0, dictionary_constraint=False, max_length=10_000)
+        *context(recipe="deca", augmentation="synonym", aug_p=1.0, dictionary_constraint=False, max_length=10_000)
     )
     _, augmented = build(LONG_DOC, random.Random(0))
     vocabulary = {w.strip(".").lower() for d in CORPUS for s in d for w in s.split()}
@@ -273,7 +276,7 @@ def test_deca_without_the_dictionary_constraint_draws_outside_the_corpus():
 
 def test_deca_antonym_negates_adjectives_and_verbs_only():
     documents = _frequent("big", "little", "good", "bad", "woman", "decrease", "increase")
-    build = build_pairs(context(documents, recipe="deca", augmentation="antonym", aug_p=1.0))
+    build = build_pairs(*context(documents, recipe="deca", augmentation="antonym", aug_p=1.0))
     _, augmented = build(["a big man saw good prices increase"], random.Random(0))
     assert "not little" in augmented and "not bad" in augmented  # adjectives (WordNet: big <-> little)
     assert "not decrease" in augmented  # a verb
@@ -291,7 +294,7 @@ def test_deca_antonyms_come_from_every_lemma_of_the_words_synsets_as_in_the_pape
     # antonym of "little" in another sense
     assert wordnet().antonyms("slight", "a") == ["much"]
     documents = _frequent("impotent", "weak")
-    build = build_pairs(context(documents, recipe="deca", augmentation="antonym", aug_p=1.0))
+    build = build_pairs(*context(documents, recipe="deca", augmentation="antonym", aug_p=1.0))
     drawn = Counter(
         build(["offers an exceptionally strong characterization"], random.Random(seed))[1] for seed in range(60)
     )
@@ -304,7 +307,7 @@ def test_deca_antonyms_come_from_every_lemma_of_the_words_synsets_as_in_the_pape
 def test_deca_uninformative_replaces_rare_words_by_frequent_synonyms():
     """DECA §3.3: low-frequency words become synonyms with high frequencies."""
     documents = [*_frequent("car", "the"), ["the automobile", "an auto"]]  # "automobile" and "auto" are rare
-    build = build_pairs(context(documents, recipe="deca", augmentation="uninformative", aug_p=1.0, max_length=1000))
+    build = build_pairs(*context(documents, recipe="deca", augmentation="uninformative", aug_p=1.0, max_length=1000))
     _, augmented = build(["the automobile and the car"], random.Random(0))
     assert augmented == "the car and the car"  # the rare word became its frequent synonym; the rest stays
     _, unchanged = build(["the car"], random.Random(0))
@@ -313,7 +316,7 @@ def test_deca_uninformative_replaces_rare_words_by_frequent_synonyms():
 
 def test_deca_tfidf_uda_replacement_spares_informative_words():
     documents = [[f"the a of and to word{i}"] for i in range(15)]  # five uninformative words, drawn as replacements
-    build = build_pairs(context(documents, recipe="deca", augmentation="tfidf_uda", aug_p=0.3))
+    build = build_pairs(*context(documents, recipe="deca", augmentation="tfidf_uda", aug_p=0.3))
     kept = Counter()
     for seed in range(200):
         original, augmented = build(["the zebra ate the grass"], random.Random(seed))
@@ -330,7 +333,7 @@ def test_deca_tfidf_uda_replacement_spares_informative_words():
     ],
 )
 def test_deca_deletion_and_swap(augmentation, check):
-    build = build_pairs(context(recipe="deca", augmentation=augmentation, aug_p=0.2))
+    build = build_pairs(*context(recipe="deca", augmentation=augmentation, aug_p=0.2))
     original, augmented = build(LONG_DOC, random.Random(0))
     assert check(original, augmented)
     assert build(LONG_DOC, random.Random(0)) == (original, augmented)  # deterministic under a seed

@@ -9,11 +9,17 @@ chosen one with the MLM and Bregman terms into a trial's training loss.
 from __future__ import annotations
 
 from core.registry import import_plugins
-from trainers.losses.base import CONTRASTIVE_LOSSES, ContrastiveLoss
+from trainers.losses.base import CONTRASTIVE_LOSSES, ContrastiveLoss, TemperatureSettings
 
 import_plugins(__name__, __path__)
 
-from trainers.losses.bregman import BregmanHead, active_subnetworks, bregman_divergence, bregman_loss  # noqa: E402
+from trainers.losses.bregman import (  # noqa: E402
+    BregmanHead,
+    BregmanSettings,
+    active_subnetworks,
+    bregman_divergence,
+    bregman_loss,
+)
 from trainers.losses.deca_nt_xent import deca_nt_xent  # noqa: E402
 from trainers.losses.info_nce import info_nce  # noqa: E402
 from trainers.losses.mlm import mask_tokens, masked_lm_loss, prediction_head  # noqa: E402
@@ -23,8 +29,10 @@ from trainers.losses.simsiam import SimSiamPredictor, simsiam_loss  # noqa: E402
 __all__ = [
     "CONTRASTIVE_LOSSES",
     "BregmanHead",
+    "BregmanSettings",
     "ContrastiveLoss",
     "SimSiamPredictor",
+    "TemperatureSettings",
     "active_subnetworks",
     "bregman_divergence",
     "bregman_loss",

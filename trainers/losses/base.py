@@ -3,11 +3,24 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any
+
 import torch
 import torch.nn as nn
 
+from core.fields import constraint
 from core.registry import Registry
-from trainers.config import Hyperparameters
+from trainers.config import NoSettings
+
+
+@dataclass(frozen=True)
+class TemperatureSettings:
+    """The softmax temperature of a loss over cosine similarities (cosine / tau)."""
+
+    temperature: float = field(
+        default=0.05, metadata=constraint("contrastive temperature tau (cosine / tau)", 0.0, 10.0, low_open=True)
+    )
 
 
 class ContrastiveLoss:
@@ -17,16 +30,18 @@ class ContrastiveLoss:
     None; its output for the 2N rows (view A's, then view B's) comes as ``head_outputs``.
     ``__call__`` returns the term and the factor its gradient is scaled by before backward: the
     world size for a term over embeddings gathered from every rank (``trainers.distributed``),
-    1 for a per-rank mean."""
+    1 for a per-rank mean. ``settings`` is the frozen dataclass of the loss's own settings (as a
+    recipe's: ``trainers.pairs.base.Recipe``); ``__call__`` receives their values, nothing else."""
 
     min_pairs_per_worker: int = 1  # the spec refuses smaller per-worker batches
     min_pairs: int = 1  # and smaller batches across all workers
+    settings: type = NoSettings
 
     def head(self, dim: int) -> nn.Module | None:
         return None
 
     def __call__(
-        self, hp: Hyperparameters, a: torch.Tensor, b: torch.Tensor, head_outputs: torch.Tensor | None
+        self, settings: Any, a: torch.Tensor, b: torch.Tensor, head_outputs: torch.Tensor | None
     ) -> tuple[torch.Tensor, int]:
         raise NotImplementedError
 

@@ -30,13 +30,50 @@ Learning" (Findings of ACL 2023).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from core.fields import constraint
 from trainers.losses.nt_xent import similarity_logits_2n
 
 HIDDEN = 64  # each sub-network's width: App. D does not give it; the vision paper's code uses 64
+
+
+@dataclass(frozen=True)
+class BregmanSettings:
+    """The Bregman term's own settings, an add-on to any recipe: App. A's grid selected K 10,
+    sigma 2, lambda 2 with tau 0.1; K defaults to 0, the term off."""
+
+    bregman_k: int = field(
+        default=0,
+        metadata=constraint(
+            "Bregman: number of sub-networks K; 0: no Bregman term (the term is an add-on to any recipe; "
+            "bregman_k: 10 turns on App. A's selected configuration with the defaults below)",
+            0,
+            256,
+        ),
+    )
+    bregman_weight: float = field(
+        default=2.0,
+        metadata=constraint(
+            "Bregman lambda (Eq. 7: contrastive + lambda * Bregman; App. A selects 2 of 0.1, 2, 4, 5, 10)",
+            0.0,
+            100.0,
+            low_open=True,
+        ),
+    )
+    bregman_sigma: float = field(
+        default=2.0,
+        metadata=constraint(
+            "Bregman: sigma in exp(-D / 2 sigma^2) (App. A selects 2 of 1 to 3)", 0.0, 100.0, low_open=True
+        ),
+    )
+    bregman_temperature: float = field(
+        default=0.1, metadata=constraint("Bregman: NT-Xent temperature (App. A: 0.1)", 0.0, 10.0, low_open=True)
+    )
 
 
 class BregmanHead(nn.Module):

@@ -29,9 +29,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from trainers.config import Hyperparameters
 from trainers.distributed import gather, world_size
-from trainers.losses.base import CONTRASTIVE_LOSSES, ContrastiveLoss
+from trainers.losses.base import CONTRASTIVE_LOSSES, ContrastiveLoss, TemperatureSettings
 from trainers.losses.precision import at_least_fp32
 
 
@@ -50,12 +49,12 @@ def deca_nt_xent(documents: torch.Tensor, augmented: torch.Tensor, temperature: 
 
 @CONTRASTIVE_LOSSES.register("deca_ntxent")
 class DECANTXent(ContrastiveLoss):
-    """DECA's Eq. 4 over every rank's pairs (``temperature``); view A is the document, view B its
-    augmented copy."""
+    """DECA's Eq. 4 over every rank's pairs; view A is the document, view B its augmented copy."""
 
     min_pairs = 2
+    settings = TemperatureSettings
 
     def __call__(
-        self, hp: Hyperparameters, a: torch.Tensor, b: torch.Tensor, head_outputs: torch.Tensor | None
+        self, settings: TemperatureSettings, a: torch.Tensor, b: torch.Tensor, head_outputs: torch.Tensor | None
     ) -> tuple[torch.Tensor, int]:
-        return deca_nt_xent(gather(a), gather(b), hp.temperature), world_size()
+        return deca_nt_xent(gather(a), gather(b), settings.temperature), world_size()

@@ -18,12 +18,14 @@ elongated views. Related: NT-Xent (SimCLR) also counts same-view negatives.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import torch
 import torch.nn.functional as F
 
-from trainers.config import Hyperparameters
+from core.fields import constraint
 from trainers.distributed import gather, world_size
-from trainers.losses.base import CONTRASTIVE_LOSSES, ContrastiveLoss
+from trainers.losses.base import CONTRASTIVE_LOSSES, ContrastiveLoss, TemperatureSettings
 from trainers.losses.precision import at_least_fp32
 
 
@@ -41,11 +43,18 @@ def info_nce(
     return loss
 
 
+@dataclass(frozen=True)
+class InfoNCESettings(TemperatureSettings):
+    symmetric: bool = field(default=True, metadata=constraint("InfoNCE in both directions (a->b and b->a)"))
+
+
 @CONTRASTIVE_LOSSES.register("infonce")
 class InfoNCE(ContrastiveLoss):
-    """The SimCSE form over every rank's pairs (``temperature``, ``symmetric``)."""
+    """The SimCSE form over every rank's pairs."""
+
+    settings = InfoNCESettings
 
     def __call__(
-        self, hp: Hyperparameters, a: torch.Tensor, b: torch.Tensor, head_outputs: torch.Tensor | None
+        self, settings: InfoNCESettings, a: torch.Tensor, b: torch.Tensor, head_outputs: torch.Tensor | None
     ) -> tuple[torch.Tensor, int]:
-        return info_nce(gather(a), gather(b), hp.temperature, hp.symmetric), world_size()
+        return info_nce(gather(a), gather(b), settings.temperature, settings.symmetric), world_size()

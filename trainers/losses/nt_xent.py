@@ -19,9 +19,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from trainers.config import Hyperparameters
 from trainers.distributed import gather, world_size
-from trainers.losses.base import CONTRASTIVE_LOSSES, ContrastiveLoss
+from trainers.losses.base import CONTRASTIVE_LOSSES, ContrastiveLoss, TemperatureSettings
 from trainers.losses.precision import at_least_fp32
 
 
@@ -46,9 +45,11 @@ def nt_xent(view_a: torch.Tensor, view_b: torch.Tensor, temperature: float) -> t
 
 @CONTRASTIVE_LOSSES.register("ntxent")
 class NTXent(ContrastiveLoss):
-    """SimCLR's loss over every rank's pairs (``temperature``)."""
+    """SimCLR's loss over every rank's pairs."""
+
+    settings = TemperatureSettings
 
     def __call__(
-        self, hp: Hyperparameters, a: torch.Tensor, b: torch.Tensor, head_outputs: torch.Tensor | None
+        self, settings: TemperatureSettings, a: torch.Tensor, b: torch.Tensor, head_outputs: torch.Tensor | None
     ) -> tuple[torch.Tensor, int]:
-        return nt_xent(gather(a), gather(b), hp.temperature), world_size()
+        return nt_xent(gather(a), gather(b), settings.temperature), world_size()

@@ -24,7 +24,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from trainers.config import Hyperparameters
+from trainers.config import NoSettings
 from trainers.losses.base import CONTRASTIVE_LOSSES, ContrastiveLoss
 from trainers.losses.precision import at_least_fp32
 
@@ -60,7 +60,7 @@ class SimSiam(ContrastiveLoss):
         return SimSiamPredictor(dim)
 
     def __call__(
-        self, hp: Hyperparameters, a: torch.Tensor, b: torch.Tensor, head_outputs: torch.Tensor | None
+        self, settings: NoSettings, a: torch.Tensor, b: torch.Tensor, head_outputs: torch.Tensor | None
     ) -> tuple[torch.Tensor, int]:
         n = a.shape[0]
         return simsiam_loss(head_outputs[:n], head_outputs[n:], a, b), 1

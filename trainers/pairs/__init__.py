@@ -2,9 +2,9 @@
 
 A recipe turns one sentence-split document and a seeded ``random.Random`` into a positive pair of
 texts ``(view_a, view_b)``, or ``None`` when the document cannot give one (the training loop
-drops and counts those). It reads its settings from the trial's ``Hyperparameters`` (the fields
-its docstring names) and may refuse a corpus it cannot train on before anything starts. Adding a
-recipe is one module here (docs/plugins.md).
+drops and counts those). It declares its own settings (its ``settings`` dataclass; a spec names
+them beside the others, ``trainers.settings``), receives only those, and may refuse a corpus it
+cannot train on before anything starts. Adding a recipe is one module here (docs/plugins.md).
 """
 
 from __future__ import annotations

@@ -7,11 +7,13 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from core.data.corpus import CorpusStats
 from core.registry import Registry
-from trainers.config import Hyperparameters
+from trainers.config import Hyperparameters, NoSettings, own_settings
+
+Settings = TypeVar("Settings")
 
 
 class PairBuilder(Protocol):
@@ -19,8 +21,8 @@ class PairBuilder(Protocol):
 
 
 @dataclass(frozen=True)
-class PairContext:
-    hp: Hyperparameters
+class PairContext(Generic[Settings]):
+    settings: Settings  # the recipe's own settings (its ``settings`` class), nothing else of the trial's
     max_length: int  # tokens per view, special tokens included
     count_tokens: Callable[[str], int]  # word-piece tokens of a text, without special tokens
     documents: Sequence[list[str]]  # this worker's first documents, for corpus statistics (vocabulary, IDF)
@@ -35,9 +37,13 @@ class Recipe:
     """A positive-pair recipe. ``pairs`` builds the trial's pair builder (once per worker, so it
     may precompute corpus statistics from ``context.documents``). ``loss`` names the contrastive
     loss its paper trains with (``trainers.losses``), the one a trial uses where
-    ``hyperparameters.loss`` is unset."""
+    ``hyperparameters.loss`` is unset. ``settings`` is the frozen dataclass of the recipe's own
+    settings: each field (with ``core.fields.constraint`` metadata: help line and range) joins the
+    flat namespace of a spec's ``hyperparameters:`` and ``search.space:`` (``trainers.settings``),
+    and ``pairs`` receives their values as ``context.settings``."""
 
     loss: str = "infonce"
+    settings: type = NoSettings
 
     def pairs(self, context: PairContext) -> PairBuilder:
         raise NotImplementedError
@@ -55,8 +61,12 @@ def recipes() -> list[str]:
     return RECIPES.names()
 
 
-def build_pairs(context: PairContext) -> PairBuilder:
-    return RECIPES[context.hp.recipe]().pairs(context)
+def build_pairs(
+    hp: Hyperparameters, max_length: int, count_tokens: Callable[[str], int], documents: Sequence[list[str]]
+) -> PairBuilder:
+    """The pair builder of the trial's recipe (``hp``: its ``TrialSettings``), given its own settings."""
+    recipe = RECIPES[hp.recipe]
+    return recipe().pairs(PairContext(own_settings(hp, recipe.settings), max_length, count_tokens, documents))
 
 
 def contrastive_loss_name(hp: Hyperparameters) -> str:

@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Literal
 
+from core.fields import constraint
 from trainers.augment.word_level import (
     LOW_FREQUENCY,
     IdfTable,
@@ -32,8 +35,33 @@ from trainers.augment.word_level import (
     synonyms_with_self,
     tfidf_uda,
 )
-from trainers.config import Hyperparameters
 from trainers.pairs.base import RECIPES, PairBuilder, PairContext, Recipe
+
+
+@dataclass(frozen=True)
+class DecaSettings:
+    augmentation: str = field(
+        default="synonym",
+        metadata=constraint(
+            "deca: synonym, antonym, uninformative (DECA's rare -> frequent synonyms), tfidf_uda (UDA's rule), "
+            "deletion, swap or back_translation"
+        ),
+    )
+    aug_p: float = field(
+        default=0.1, metadata=constraint("deca: probability that an eligible word is changed", 0.0, 1.0, low_open=True)
+    )
+    synonym_rule: Literal["paper", "rate"] = field(
+        default="paper",
+        metadata=constraint(
+            "deca synonym: paper (every word redrawn from its synonyms and itself, DECA Sec. 3.3) or rate (aug_p)"
+        ),
+    )
+    dictionary_constraint: bool = field(
+        default=True, metadata=constraint("deca: replacement words only from the corpus vocabulary")
+    )
+    translation_models: str = field(
+        default="", metadata=constraint("deca back_translation: 'FORWARD_DIR,BACKWARD_DIR', two local MT models")
+    )
 
 
 def corpus_counts(documents: list[list[str]]) -> Counter:
@@ -41,9 +69,9 @@ def corpus_counts(documents: list[list[str]]) -> Counter:
     return Counter(word.strip(".,;:!?\"'()[]").lower() for doc in documents for s in doc for word in s.split())
 
 
-def make_augmenter(hp: Hyperparameters, documents: list[list[str]]):
-    """A function ``(tokens, rng) -> tokens`` for ``hp.augmentation``."""
-    name, p = hp.augmentation, hp.aug_p
+def make_augmenter(own: DecaSettings, documents: list[list[str]]):
+    """A function ``(tokens, rng) -> tokens`` for ``own.augmentation``."""
+    name, p = own.augmentation, own.aug_p
     check_augmentation(name)
     if name == "deletion":
         return lambda tokens, rng: deletion(tokens, p, rng)
@@ -58,12 +86,12 @@ def make_augmenter(hp: Hyperparameters, documents: list[list[str]]):
     counts = corpus_counts(documents)
 
     def allowed(word: str) -> bool:
-        return not hp.dictionary_constraint or all(counts[w] >= LOW_FREQUENCY for w in word.split())
+        return not own.dictionary_constraint or all(counts[w] >= LOW_FREQUENCY for w in word.split())
 
     synonyms = lru_cache(maxsize=None)(lambda core: [w for w in lexicon.synonyms(core) if allowed(w)])
     if name == "uninformative":
         return lambda tokens, rng: rare_to_frequent(tokens, p, rng, counts, lexicon.synonyms)
-    if name == "synonym" and hp.synonym_rule == "paper":
+    if name == "synonym" and own.synonym_rule == "paper":
         return lambda tokens, rng: synonyms_with_self(tokens, rng, synonyms)
     if name == "synonym":
         return lambda tokens, rng: replace_lexical(tokens, p, rng, synonyms)
@@ -73,33 +101,31 @@ def make_augmenter(hp: Hyperparameters, documents: list[list[str]]):
     return lambda tokens, rng: negated_antonyms(tokens, p, rng, antonyms, wordnet_pos(cores(tokens)))
 
 
-def back_translation_pairs(context: PairContext):
+def back_translation_pairs(context: PairContext[DecaSettings]):
     from trainers.augment.back_translation import BackTranslator, parse_model_pair
 
-    hp = context.hp
-    translator = BackTranslator(*parse_model_pair(hp.translation_models))
+    own = context.settings
+    translator = BackTranslator(*parse_model_pair(own.translation_models))
 
     def build(sentences: list[str], rng: random.Random) -> tuple[str, str] | None:
         if not sentences:
             return None
-        return " ".join(sentences), " ".join(translator.augment(sentences, hp.aug_p, rng))
+        return " ".join(sentences), " ".join(translator.augment(sentences, own.aug_p, rng))
 
     return build
 
 
 @RECIPES.register("deca")
 class DECA(Recipe):
-    """Reads ``augmentation``, ``aug_p``, ``synonym_rule``, ``dictionary_constraint`` and, for
-    back-translation, ``translation_models``. Trains with the paper's Eq. 4 unless ``loss`` says
-    otherwise."""
+    """Trains with the paper's Eq. 4 unless ``loss`` says otherwise."""
 
     loss = "deca_ntxent"
+    settings = DecaSettings
 
-    def pairs(self, context: PairContext) -> PairBuilder:
-        hp = context.hp
-        if hp.augmentation == "back_translation":
+    def pairs(self, context: PairContext[DecaSettings]) -> PairBuilder:
+        if context.settings.augmentation == "back_translation":
             return back_translation_pairs(context)
-        augment = make_augmenter(hp, context.documents)
+        augment = make_augmenter(context.settings, context.documents)
 
         def build(sentences: list[str], rng: random.Random) -> tuple[str, str] | None:
             tokens = " ".join(sentences).split()[: context.max_length]  # words past the token budget are cut anyway

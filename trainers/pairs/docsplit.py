@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from core.data.corpus import CorpusStats
+from core.fields import constraint
 from trainers.pairs.base import RECIPES, PairBuilder, PairContext, Recipe
-from trainers.pairs.laser import draw_m, elongate
+from trainers.pairs.laser import ElongationSettings, draw_m, elongate
 
 
 @lru_cache(maxsize=4096)
@@ -76,9 +78,22 @@ def split_views(sentences: list[str], p: float, rng: random.Random) -> tuple[lis
     return [" ".join(words[:cut])], [" ".join(words[cut:])]
 
 
+@dataclass(frozen=True)
+class DocSplitSettings(ElongationSettings):
+    split_probability: float = field(
+        default=0.5,
+        metadata=constraint(
+            "docsplit: probability that a sentence goes to view A", 0.0, 1.0, low_open=True, high_open=True
+        ),
+    )
+    elongate: bool = field(
+        default=False, metadata=constraint("docsplit: also elongate view A (copy-and-concatenate, LA(SER)^3)")
+    )
+
+
 @RECIPES.register("docsplit")
 class DocSplit(Recipe):
-    """Reads ``split_probability`` and, with ``elongate``, ``elongation_min`` and ``elongation_max``."""
+    settings = DocSplitSettings
 
     def corpus_problem(self, stats: CorpusStats) -> str | None:
         if stats.single_sentence_documents == stats.documents:
@@ -88,16 +103,16 @@ class DocSplit(Recipe):
             )
         return None
 
-    def pairs(self, context: PairContext) -> PairBuilder:
-        hp = context.hp
-        low, high = hp.elongation_range
+    def pairs(self, context: PairContext[DocSplitSettings]) -> PairBuilder:
+        own = context.settings
+        low, high = own.elongation_range
 
         def build(sentences: list[str], rng: random.Random) -> tuple[str, str] | None:
-            views = split_views(sentences, hp.split_probability, rng)
+            views = split_views(sentences, own.split_probability, rng)
             if views is None:
                 return None
             view_a, view_b = " ".join(views[0]), " ".join(views[1])
-            if hp.elongate:
+            if own.elongate:
                 view_a = elongate(view_a, draw_m(low, high, context.count_tokens(view_a), context.max_length, rng))
             return view_a, view_b
 

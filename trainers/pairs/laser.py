@@ -19,7 +19,10 @@ LA(SER)^3, length-agnostic self-reference.
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass, field
+from typing import Literal
 
+from core.fields import constraint
 from trainers.pairs.base import RECIPES, PairBuilder, PairContext, Recipe
 
 SPECIAL_TOKENS = 2  # [CLS] and [SEP] share the token budget
@@ -39,23 +42,55 @@ def draw_m(low: int, high: int, tokens: int, max_length: int, rng: random.Random
     return rng.randint(min(low, cap), min(high, cap))
 
 
+@dataclass(frozen=True)
+class ElongationSettings:
+    """The copy count's range (§4), shared with DocSplit's elongated view A."""
+
+    elongation_min: int = field(default=1, metadata=constraint("laser / elongation: smallest copy count m", 1, 512))
+    elongation_max: int = field(
+        default=256,
+        metadata=constraint(
+            "laser / elongation: largest copy count m (the token budget caps it too; from max_length - 2 up, "
+            "only the budget bounds m, LA(SER)^3's rule, Sec. 4: the default 256 does so up to 258 tokens)",
+            1,
+            512,
+        ),
+    )
+
+    @property
+    def elongation_range(self) -> tuple[int, int]:
+        """(m_min, m_max); the two bounds may be searched independently, so they are ordered here."""
+        return min(self.elongation_min, self.elongation_max), max(self.elongation_min, self.elongation_max)
+
+
+@dataclass(frozen=True)
+class LaserSettings(ElongationSettings):
+    laser_mode: Literal["self", "intra"] = field(
+        default="self", metadata=constraint("laser: self (sentence vs. its m-fold copy) or intra (vs. the rest)")
+    )
+    anchor: Literal["first", "random"] = field(
+        default="first",
+        metadata=constraint("laser: which sentence anchors the pair (first: the paper's main setting, Sec. 4)"),
+    )
+
+
 @RECIPES.register("laser")
 class LaSER(Recipe):
-    """Reads ``laser_mode``, ``anchor``, ``elongation_min`` and ``elongation_max``."""
+    settings = LaserSettings
 
-    def pairs(self, context: PairContext) -> PairBuilder:
-        hp = context.hp
-        low, high = hp.elongation_range
+    def pairs(self, context: PairContext[LaserSettings]) -> PairBuilder:
+        own = context.settings
+        low, high = own.elongation_range
 
         def build(sentences: list[str], rng: random.Random) -> tuple[str, str] | None:
             sentences = [s for s in sentences if s.strip()]
             if not sentences:
                 return None
-            index = 0 if hp.anchor == "first" else rng.randrange(len(sentences))
+            index = 0 if own.anchor == "first" else rng.randrange(len(sentences))
             anchor = sentences[index]
             m = draw_m(low, high, context.count_tokens(anchor), context.max_length, rng)
             rest = sentences[:index] + sentences[index + 1 :]
-            if hp.laser_mode == "intra" and rest:
+            if own.laser_mode == "intra" and rest:
                 return elongate(anchor, m), " ".join(rest)
             return anchor, elongate(anchor, m)
 

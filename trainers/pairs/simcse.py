@@ -13,8 +13,6 @@ from trainers.pairs.base import RECIPES, PairBuilder, PairContext, Recipe
 
 @RECIPES.register("simcse")
 class SimCSE(Recipe):
-    """Reads no hyperparameter of its own."""
-
     def pairs(self, context: PairContext) -> PairBuilder:
         return _same_text
 

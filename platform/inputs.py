@@ -1,0 +1,108 @@
+"""A search's inputs: the base encoder (the packaged or named model, or the vanilla base the spec
+trains; given a masked-LM head where a trial may weight an MLM term; converted to a Longformer where
+the spec asks) and the prepared corpus, checked against the recipes that train on it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def prepare_inputs(spec, build_base_in: Path | None = None, plan_only: bool = False, through_storage: bool = False):
+    """The base model directory (converted to a Longformer if the spec asks), the prepared corpus,
+    and the base model directory before any conversion. Needs Ray when the corpus is not prepared
+    yet (preparation is a Ray Data job): call it after ``ray_init``, and ``check_inputs`` before.
+
+    With ``base:`` the base model is the vanilla base trained for this corpus and these settings:
+    trained (or taken from the cache) when ``build_base_in`` names the run directory, which needs
+    Ray and receives the stage's TensorBoard events; otherwise only its cache directory is named.
+
+    A base without a masked-LM head, in a search where some trial may weight an MLM term, is
+    replaced by the same encoder with a head trained for it here, in this process, on the corpus
+    (``trainers.mlm_head``, cached); a head no better than the unigram baseline raises
+    ``MlmHeadUnavailable`` (a ``ModelUnavailable``: bad input). With ``plan_only`` (``--dry-run``)
+    a head not in the cache yet is only named, as a base not trained yet is. ``through_storage``:
+    the trials receive the inputs through the run's storage (``trainers.inputs``), so the nodes
+    need not see this machine's cache once the corpus is prepared.
+    """
+    from core.data import cache_dir, prepare_corpus
+    from core.encoder import embedding_length, resolve_model
+    from core.longformer import cached_longformer
+    from trainers.base_stage import base_entry, ensure_base
+    from trainers.mlm_head import ensure_mlm_head, mlm_head_entry
+
+    model_dir = resolve_model(spec.base_model) if spec.base is None else None
+    corpus = prepare_corpus(spec.corpus.source, spec.corpus.max_documents, read_in_place=not through_storage)
+    check_corpus_suits_recipes(spec, corpus.stats)
+    if spec.base is not None and build_base_in is None:
+        model_dir = str(base_entry(spec.base, corpus.directory))
+    elif spec.base is not None:
+        train = spec.train
+        built = ensure_base(
+            spec.base,
+            corpus.directory,
+            spec.corpus.source,
+            workers=train.workers,
+            cpus_per_worker=train.cpus_per_worker,
+            gpus_per_worker=train.gpus_per_worker,
+            bf16=train.bf16,
+            max_worker_failures=train.max_worker_failures,
+            logs_to=build_base_in / "base",
+        )
+        model_dir = str(built.path)
+    if needs_mlm_head(spec, model_dir):
+        max_length = embedding_length(model_dir, spec.train.max_length)
+        entry = mlm_head_entry(model_dir, corpus.directory, spec.mlm_head, max_length, spec.train.seed)
+        if plan_only and not entry.is_dir():
+            print(f"doctune: MLM head for {spec.base_model} (not trained yet: a run trains it first): {entry}")
+            model_dir = str(entry)
+        else:
+            model_dir = str(
+                ensure_mlm_head(
+                    model_dir,
+                    corpus.directory,
+                    spec.mlm_head,
+                    max_length=max_length,
+                    seed=spec.train.seed,
+                    base_name=spec.base_model,
+                    corpus_name=spec.corpus.source,
+                ).path
+            )
+    source_model = model_dir  # the baseline row: the head's directory holds the base's encoder unchanged
+    longformer = spec.backbone.longformer
+    if longformer is not None and Path(model_dir).is_dir():  # a base not trained yet is converted once it is
+        model_dir = str(cached_longformer(model_dir, longformer.max_length, longformer.attention_window, cache_dir()))
+        print(
+            f"doctune: Longformer backbone from {spec.base_model} ({longformer.max_length} positions, "
+            f"window {longformer.attention_window}): {model_dir}"
+        )
+    return model_dir, corpus, source_model
+
+
+def needs_mlm_head(spec, model_dir: str) -> bool:
+    """Whether ``prepare_inputs`` trains a masked-LM head for the base in ``model_dir``: some trial
+    may weight an MLM term and the base carries no head (a base not trained yet will: the base
+    stage trains one)."""
+    from core.encoder import has_mlm_head
+
+    return spec.may_weight_mlm() and Path(model_dir).is_dir() and not has_mlm_head(model_dir)
+
+
+def check_inputs(spec) -> None:
+    """What can be checked of the inputs before Ray starts: the base model resolves, the corpus
+    source exists in a format doctune reads. Raises ``ModelUnavailable`` or ``DataUnavailable``."""
+    from core.data import check_source
+    from core.encoder import resolve_model
+
+    if spec.base is None:
+        resolve_model(spec.base_model)
+    check_source(spec.corpus.source)
+
+
+def check_corpus_suits_recipes(spec, stats) -> None:
+    """Each recipe the search may train refuses a corpus it cannot train on (``Recipe.corpus_problem``)."""
+    from core.data import DataUnavailable
+    from trainers.pairs import RECIPES
+
+    for recipe in spec.recipes():
+        if problem := RECIPES[recipe]().corpus_problem(stats):
+            raise DataUnavailable(f"corpus {spec.corpus.source!r}: {problem}")

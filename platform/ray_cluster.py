@@ -1,0 +1,123 @@
+"""Starting or joining Ray with doctune's runtime environment, and what a Ray this process starts
+needs on a busy machine."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from pathlib import Path
+
+from platform.environment import ROOT
+from platform.resources import LARGEST_NODE_GPUS
+
+
+def recorded_address_if_alive(temp_dir: str | None = None) -> str | None:
+    """``"local"`` when the Ray this node last started (``ray start`` records its address in
+    ``<ray temp dir>/ray_current_cluster``) no longer answers, else None (Ray's own lookup, which
+    joins that cluster). ``ray stop`` deletes the record; a Ray killed any other way (a reboot, an
+    OOM kill, a killed session) leaves it, and ``ray.init()`` would then wait on a GCS that is gone
+    instead of starting its own. The stale record is removed, as ``ray stop`` would have: Ray's
+    own processes read it too (Ray Train's placement-group cleaner waits 12 s per trial on it)."""
+    from ray._private.utils import get_ray_address_file, read_ray_address
+
+    recorded = read_ray_address(temp_dir)
+    if not recorded:
+        return None
+    host, _, port = recorded.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=2):
+            return None
+    except (OSError, ValueError):
+        record = Path(get_ray_address_file(temp_dir))
+        record.unlink(missing_ok=True)
+        print(
+            f"doctune: note: no Ray answers at {recorded}, the address {record} recorded (a Ray stopped "
+            "without `ray stop`); removed the record and starting a local Ray",
+            file=sys.stderr,
+        )
+        return "local"
+
+
+# a Ray this process starts: its GCS may take this long to listen, its dashboard agent to register
+LOCAL_RAY_START_LIMITS = {"RAY_gcs_server_port_wait_time_s": "120", "RAY_agent_register_timeout_ms": "120000"}
+WORKERS_START_TIMEOUT_S = "1800"  # for a resumed search, and on a cluster an autoscaler grows
+
+
+def ray_init(address: str | None, trials_may_wait: bool = False, log_to_driver: bool = True) -> dict[str, float]:
+    """Start or join Ray with doctune's runtime environment; the cluster's resources.
+    ``trials_may_wait``: Tune may start trials past what runs at once (a resumed experiment, PBT
+    restarting the trials it paused), so their worker groups wait for the trials ahead.
+    ``log_to_driver``: print the workers' output here (off for a dry run, whose standard output is
+    its plan as JSON: on a running cluster, Ray's forwarded lines would otherwise follow it)."""
+    import ray
+
+    os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.5")  # default 2 s caps short trials
+    env_vars = {
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": os.environ["RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"],
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+    address = address or os.environ.get("RAY_ADDRESS")
+    for name, value in os.environ.items():  # DOCTUNE_CACHE, and the tests' fault injection
+        if name in ("HF_HUB_OFFLINE", "HF_HOME") or name.startswith("DOCTUNE_"):
+            env_vars[name] = value
+    # every worker process asks Ray's state API about its own cluster (core.nodes.pin_ray_address)
+    runtime_env: dict = {"env_vars": env_vars, "worker_process_setup_hook": "core.nodes.pin_ray_address"}
+    if "RAY_JOB_CONFIG_JSON_ENV_VAR" in os.environ:
+        # inside `ray job submit --working-dir .`: the job's working directory reaches every node,
+        # and these env_vars join the job's runtime env (Ray refuses a driver's that repeats a field)
+        env_vars.pop("PYTHONPATH")
+        os.environ["RAY_OVERRIDE_JOB_RUNTIME_ENV"] = "1"
+    elif not address:
+        address = recorded_address_if_alive()
+    elif address not in ("local", "auto"):  # "local" starts a Ray here, "auto" joins this node's
+        # a remote cluster from a laptop: ship the project (not the venv or runs) to every node
+        env_vars.pop("PYTHONPATH")
+        runtime_env["working_dir"] = str(ROOT)
+        runtime_env["excludes"] = [".venv", "runs", ".git", "bench/out"]
+    own = starts_its_own_ray(address)  # asked once a stale address record is cleared
+    if own:  # on a busy machine Ray's own start-up limits (30 s, 15 s) fail the node before it is up
+        for name, value in LOCAL_RAY_START_LIMITS.items():
+            os.environ.setdefault(name, value)
+    if trials_may_wait or not own:
+        # Tune restarts every unfinished trial of a restored experiment (and PBT every trial it paused)
+        # at once, past the concurrency limit, and on a cluster an autoscaler grows the plan counts
+        # nodes not launched yet: either
+        # way trials wait for workers. Their wait would end after Ray Train's 60 s start-up timeout
+        # (four tries) and error the trial; the resources were checked feasible when the search
+        # started, so they wait for the trials ahead, or for the nodes to come up, instead
+        env_vars["RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"] = WORKERS_START_TIMEOUT_S
+    ray.init(address=address, runtime_env=runtime_env, logging_level="WARNING", log_to_driver=log_to_driver)
+    if own:
+        warn_of_another_ray()
+    cluster = {k: float(v) for k, v in ray.cluster_resources().items()}
+    node_gpus = [node["Resources"].get("GPU", 0.0) for node in ray.nodes() if node["Alive"]]
+    cluster[LARGEST_NODE_GPUS] = float(max(node_gpus, default=0.0))
+    return cluster
+
+
+def warn_of_another_ray() -> None:
+    """One warning when another Ray runs on this machine beside the one this search started: Ray
+    Train's placement-group cleaner, which frees a stopped or paused trial's workers, asks for "the"
+    Ray of the machine and fails when there are two, so those resources stay held until the search ends."""
+    from ray._private.services import find_gcs_addresses
+
+    if len(find_gcs_addresses()) > 1:
+        print(
+            "doctune: warning: another Ray runs on this machine; trials that stop early or pause (ASHA, PBT) "
+            "may then keep their resources until the search ends (Ray Train cannot tell the two apart). "
+            "Run one search at a time, or start one Ray (ray start --head) and run both on it.",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def starts_its_own_ray(address: str | None) -> bool:
+    """Whether ``ray_init`` will start a Ray on this machine rather than join one."""
+    from ray._private.utils import read_ray_address
+
+    address = address or os.environ.get("RAY_ADDRESS")
+    if "RAY_JOB_CONFIG_JSON_ENV_VAR" in os.environ:
+        return False
+    return address == "local" or (address is None and not read_ray_address())

@@ -1,0 +1,81 @@
+"""The flat namespace of a trial's settings, assembled from the settings every trial reads and each
+plug-in's own (trainers.settings)."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+from dataclasses import dataclass, field
+
+import cloudpickle
+import pytest
+
+from core.fields import constraint
+from trainers.config import Hyperparameters, own_settings
+from trainers.losses import CONTRASTIVE_LOSSES, BregmanSettings
+from trainers.pairs import RECIPES, Recipe
+from trainers.pairs.docsplit import DocSplitSettings
+from trainers.settings import SETTINGS, TrialSettings, _settings
+
+
+def test_hyperparameters_hold_only_what_every_trial_reads_and_each_plug_in_owns_the_rest():
+    common = {f.name for f in dataclasses.fields(Hyperparameters)}
+    assert common == {
+        "recipe",
+        "views",
+        "loss",
+        "lr",
+        "weight_decay",
+        "warmup_ratio",
+        "batch_size",
+        "pooling",
+        "contrastive_weight",
+        "mlm_weight",
+    }
+    owned = {
+        f.name: owner
+        for owner, settings in [
+            *((f"recipe {name}", RECIPES[name].settings) for name in RECIPES),
+            *((f"loss {name}", CONTRASTIVE_LOSSES[name].settings) for name in CONTRASTIVE_LOSSES),
+            ("the Bregman term", BregmanSettings),
+        ]
+        for f in dataclasses.fields(settings)
+    }
+    assert not common & set(owned)
+    assert set(SETTINGS) == common | set(owned) == {f.name for f in dataclasses.fields(TrialSettings)}
+    assert SETTINGS["split_probability"].owners == ("recipe docsplit",)
+    assert SETTINGS["elongation_max"].owners == ("recipe docsplit", "recipe laser")  # one field, inherited by both
+    assert SETTINGS["temperature"].owners == ("loss deca_ntxent", "loss infonce", "loss ntxent")
+    assert SETTINGS["lr"].owners == ()
+
+
+def test_a_plug_in_receives_its_own_settings_with_the_trials_values():
+    hp = TrialSettings(views="split+elongation", split_probability=0.3, elongation_max=9, temperature=0.2)
+    assert own_settings(hp, DocSplitSettings) == DocSplitSettings(
+        elongation_min=1, elongation_max=9, split_probability=0.3, elongate=True
+    )
+    assert (hp.recipe, hp.elongate) == ("docsplit", True)  # what views decides, the recipe's setting included
+    assert Hyperparameters(views="split+elongation").recipe == "docsplit"
+
+
+def test_trial_settings_travel_to_ray_workers_by_reference():
+    hp = TrialSettings(recipe="laser", anchor="random")
+    assert pickle.loads(cloudpickle.dumps(hp)) == hp
+    assert b"make_dataclass" not in cloudpickle.dumps(hp) and b"trainers.settings" in cloudpickle.dumps(hp)
+
+
+def test_a_setting_declared_twice_differently_is_refused_naming_both_owners():
+    @dataclass(frozen=True)
+    class Clashing:
+        split_probability: float = field(default=0.9, metadata=constraint("another meaning", 0.0, 1.0))
+
+    class Clash(Recipe):
+        settings = Clashing
+
+    RECIPES.register("clash")(Clash)
+    try:
+        with pytest.raises(TypeError, match=r"'split_probability' of recipe \w+ is declared again") as refused:
+            _settings()
+        assert "recipe clash" in str(refused.value) and "recipe docsplit" in str(refused.value)
+    finally:
+        del RECIPES._entries["clash"]

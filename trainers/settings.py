@@ -1,0 +1,87 @@
+"""A trial's settings as one flat namespace (``TrialSettings``), assembled from their owners.
+
+``trainers.config.Hyperparameters`` holds what every trial reads; each recipe, contrastive loss
+and the Bregman term own theirs, a frozen dataclass in their own module (their ``settings``). A
+spec's ``hyperparameters:`` and ``search.space:``, Optuna's parameters and a leaderboard row name
+them all side by side (``split_probability``, ``temperature``, ``bregman_k``), so this module joins
+them into one dataclass, once, from the registries: adding a recipe with settings adds its fields
+here with no other file changed. A field two owners share (``temperature`` of the softmax losses,
+the elongation range of LA(SER)^3 and DocSplit) is one field, declared once in a settings class
+both inherit; two different declarations of one name are refused at import.
+
+A trial holds a ``TrialSettings``; a plug-in receives only its own settings from it
+(``trainers.config.own_settings``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import Field
+
+from trainers.config import Hyperparameters
+from trainers.losses import CONTRASTIVE_LOSSES, BregmanSettings
+from trainers.pairs import RECIPES
+
+
+def settings_owners() -> dict[str, type]:
+    """Each owner of settings of its own (as a spec's docs name it) -> its settings class."""
+    owners = {f"recipe {name}": RECIPES[name].settings for name in RECIPES}
+    owners |= {f"loss {name}": CONTRASTIVE_LOSSES[name].settings for name in CONTRASTIVE_LOSSES}
+    return owners | {"the Bregman term": BregmanSettings}
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """One name of the flat namespace: its dataclass field, its type, and who reads it."""
+
+    field: Field
+    hint: object
+    owners: tuple[str, ...]  # empty: every trial (``Hyperparameters``)
+
+
+def _settings() -> dict[str, Setting]:
+    found = {f.name: Setting(f, hint, ()) for f, hint in _fields_of(Hyperparameters)}
+    for owner, settings in settings_owners().items():
+        for field, hint in _fields_of(settings):
+            known = found.get(field.name)
+            if known is None:
+                found[field.name] = Setting(field, hint, (owner,))
+            elif known.owners and _same(known, field, hint):
+                found[field.name] = dataclasses.replace(known, owners=(*known.owners, owner))
+            else:
+                read_by = ", ".join(known.owners) or "every trial (trainers.config.Hyperparameters)"
+                raise TypeError(
+                    f"setting {field.name!r} of {owner} is declared again, differently, for {read_by}: "
+                    "a shared setting is one field both settings classes inherit; otherwise rename it"
+                )
+    return found
+
+
+def _fields_of(settings: type) -> list[tuple[Field, object]]:
+    hints = typing.get_type_hints(settings)
+    return [(f, hints[f.name]) for f in dataclasses.fields(settings)]
+
+
+def _same(known: Setting, field: Field, hint: object) -> bool:
+    return (known.field.default, known.field.metadata, known.hint) == (field.default, field.metadata, hint)
+
+
+SETTINGS: dict[str, Setting] = _settings()
+"""Every name of the flat namespace -> its ``Setting``: ``Hyperparameters``' first, then each owner's."""
+
+TrialSettings = dataclasses.make_dataclass(
+    "TrialSettings",
+    [  # Hyperparameters' own fields come with the base class
+        (name, s.hint, dataclasses.field(default=s.field.default, metadata=s.field.metadata))
+        for name, s in SETTINGS.items()
+        if s.owners
+    ],
+    bases=(Hyperparameters,),
+    frozen=True,
+)
+TrialSettings.__module__ = __name__  # found here by reference when a trial's settings are pickled
+TrialSettings.__doc__ = (
+    "Everything a search may vary per trial: ``Hyperparameters`` and every plug-in's own settings, "
+    "by their names in a spec (``SETTINGS``)."
+)
