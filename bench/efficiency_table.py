@@ -74,7 +74,7 @@ class Layout:
     """A grid spec's table: its dimensions' grid values, rounds and objective weights."""
 
     def __init__(self, spec) -> None:
-        from platform.samplers import grid_space
+        from platform.strategies.samplers import grid_space
 
         search = spec.search
         if search.sampler != "grid" or search.scheduler.asha is not None:

@@ -4,10 +4,58 @@ the spec asks) and the prepared corpus, checked against the recipes that train o
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
+from platform.spec.schema import CorpusSpec, LongformerSpec, SearchSpec
+from trainers.config import BaseSettings, MlmHeadSettings
 
-def prepare_inputs(spec, build_base_in: Path | None = None, plan_only: bool = False, through_storage: bool = False):
+
+@dataclass(frozen=True)
+class InputsPlan:
+    """What a search's inputs are made from: the part of the spec ``prepare_inputs`` reads, taken
+    once (``of``) so that the base stage, run after ``resolve``, reads this plan and not the spec."""
+
+    base_model: str
+    base: BaseSettings | None  # a vanilla base the search trains first (``base:``)
+    corpus: CorpusSpec
+    longformer: LongformerSpec | None
+    mlm_head: MlmHeadSettings
+    may_weight_mlm: bool  # some trial may train with an MLM term (the base then needs a head)
+    recipes: tuple[str, ...]  # every recipe a trial may train: each may refuse the corpus
+    # how the base stage's Ray Train run and the MLM head train (the spec's train: section)
+    workers: int | str  # a count once fitted to the cluster (platform.resolution.fit_to_cluster)
+    cpus_per_worker: float
+    gpus_per_worker: float
+    bf16: bool
+    max_worker_failures: int
+    max_length: int
+    seed: int
+
+    @classmethod
+    def of(cls, spec: SearchSpec) -> InputsPlan:
+        train = spec.train
+        return cls(
+            spec.base_model,
+            spec.base,
+            spec.corpus,
+            spec.backbone.longformer,
+            spec.mlm_head,
+            spec.may_weight_mlm(),
+            spec.recipes(),
+            train.workers,
+            train.cpus_per_worker,
+            train.gpus_per_worker,
+            train.bf16,
+            train.max_worker_failures,
+            train.max_length,
+            train.seed,
+        )
+
+
+def prepare_inputs(
+    inputs: InputsPlan, build_base_in: Path | None = None, plan_only: bool = False, through_storage: bool = False
+):
     """The base model directory (converted to a Longformer if the spec asks), the prepared corpus,
     and the base model directory before any conversion. Needs Ray when the corpus is not prepared
     yet (preparation is a Ray Data job): call it after ``ray_init``, and ``check_inputs`` before.
@@ -30,79 +78,78 @@ def prepare_inputs(spec, build_base_in: Path | None = None, plan_only: bool = Fa
     from trainers.base_stage import base_entry, ensure_base
     from trainers.mlm_head import ensure_mlm_head, mlm_head_entry
 
-    model_dir = resolve_model(spec.base_model) if spec.base is None else None
-    corpus = prepare_corpus(spec.corpus.source, spec.corpus.max_documents, read_in_place=not through_storage)
-    check_corpus_suits_recipes(spec, corpus.stats)
-    if spec.base is not None and build_base_in is None:
-        model_dir = str(base_entry(spec.base, corpus.directory))
-    elif spec.base is not None:
-        train = spec.train
+    model_dir = resolve_model(inputs.base_model) if inputs.base is None else None
+    corpus = prepare_corpus(inputs.corpus.source, inputs.corpus.max_documents, read_in_place=not through_storage)
+    check_corpus_suits_recipes(inputs, corpus.stats)
+    if inputs.base is not None and build_base_in is None:
+        model_dir = str(base_entry(inputs.base, corpus.directory))
+    elif inputs.base is not None:
         built = ensure_base(
-            spec.base,
+            inputs.base,
             corpus.directory,
-            spec.corpus.source,
-            workers=train.workers,
-            cpus_per_worker=train.cpus_per_worker,
-            gpus_per_worker=train.gpus_per_worker,
-            bf16=train.bf16,
-            max_worker_failures=train.max_worker_failures,
+            inputs.corpus.source,
+            workers=inputs.workers,
+            cpus_per_worker=inputs.cpus_per_worker,
+            gpus_per_worker=inputs.gpus_per_worker,
+            bf16=inputs.bf16,
+            max_worker_failures=inputs.max_worker_failures,
             logs_to=build_base_in / "base",
         )
         model_dir = str(built.path)
-    if needs_mlm_head(spec, model_dir):
-        max_length = embedding_length(model_dir, spec.train.max_length)
-        entry = mlm_head_entry(model_dir, corpus.directory, spec.mlm_head, max_length, spec.train.seed)
+    if needs_mlm_head(inputs, model_dir):
+        max_length = embedding_length(model_dir, inputs.max_length)
+        entry = mlm_head_entry(model_dir, corpus.directory, inputs.mlm_head, max_length, inputs.seed)
         if plan_only and not entry.is_dir():
-            print(f"doctune: MLM head for {spec.base_model} (not trained yet: a run trains it first): {entry}")
+            print(f"doctune: MLM head for {inputs.base_model} (not trained yet: a run trains it first): {entry}")
             model_dir = str(entry)
         else:
             model_dir = str(
                 ensure_mlm_head(
                     model_dir,
                     corpus.directory,
-                    spec.mlm_head,
+                    inputs.mlm_head,
                     max_length=max_length,
-                    seed=spec.train.seed,
-                    base_name=spec.base_model,
-                    corpus_name=spec.corpus.source,
+                    seed=inputs.seed,
+                    base_name=inputs.base_model,
+                    corpus_name=inputs.corpus.source,
                 ).path
             )
     source_model = model_dir  # the baseline row: the head's directory holds the base's encoder unchanged
-    longformer = spec.backbone.longformer
+    longformer = inputs.longformer
     if longformer is not None and Path(model_dir).is_dir():  # a base not trained yet is converted once it is
         model_dir = str(cached_longformer(model_dir, longformer.max_length, longformer.attention_window, cache_dir()))
         print(
-            f"doctune: Longformer backbone from {spec.base_model} ({longformer.max_length} positions, "
+            f"doctune: Longformer backbone from {inputs.base_model} ({longformer.max_length} positions, "
             f"window {longformer.attention_window}): {model_dir}"
         )
     return model_dir, corpus, source_model
 
 
-def needs_mlm_head(spec, model_dir: str) -> bool:
+def needs_mlm_head(inputs: InputsPlan, model_dir: str) -> bool:
     """Whether ``prepare_inputs`` trains a masked-LM head for the base in ``model_dir``: some trial
     may weight an MLM term and the base carries no head (a base not trained yet will: the base
     stage trains one)."""
     from core.encoder import has_mlm_head
 
-    return spec.may_weight_mlm() and Path(model_dir).is_dir() and not has_mlm_head(model_dir)
+    return inputs.may_weight_mlm and Path(model_dir).is_dir() and not has_mlm_head(model_dir)
 
 
-def check_inputs(spec) -> None:
+def check_inputs(inputs: InputsPlan) -> None:
     """What can be checked of the inputs before Ray starts: the base model resolves, the corpus
     source exists in a format doctune reads. Raises ``ModelUnavailable`` or ``DataUnavailable``."""
     from core.data import check_source
     from core.encoder import resolve_model
 
-    if spec.base is None:
-        resolve_model(spec.base_model)
-    check_source(spec.corpus.source)
+    if inputs.base is None:
+        resolve_model(inputs.base_model)
+    check_source(inputs.corpus.source)
 
 
-def check_corpus_suits_recipes(spec, stats) -> None:
+def check_corpus_suits_recipes(inputs: InputsPlan, stats) -> None:
     """Each recipe the search may train refuses a corpus it cannot train on (``Recipe.corpus_problem``)."""
     from core.data import DataUnavailable
     from trainers.pairs import RECIPES
 
-    for recipe in spec.recipes():
+    for recipe in inputs.recipes:
         if problem := RECIPES[recipe]().corpus_problem(stats):
-            raise DataUnavailable(f"corpus {spec.corpus.source!r}: {problem}")
+            raise DataUnavailable(f"corpus {inputs.corpus.source!r}: {problem}")

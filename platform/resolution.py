@@ -37,6 +37,7 @@ from evaluators.plan import EvalPlan
 from evaluators.pool import CheckpointScorer
 from platform.environment import ROOT, environment
 from platform.exit_codes import UsageError
+from platform.inputs import InputsPlan
 from platform.resources import (
     EVALUATOR_CPUS_CAP,
     EVALUATOR_GPU_SHARE,
@@ -52,7 +53,9 @@ from platform.run_dir import check_run_dir
 from platform.spec import Replacement, SearchSpec, find_spec_file, parse_profiles, profile_replacements, read_raw
 from platform.spec.checks import check_semantics, losses_of, values_of
 from platform.spec.convert import plugin_registries
+from platform.spec.schema import Distribution, TrackingSection
 from platform.storage import RunStorage, copied_by_an_earlier_doctune, refuse_earlier_copy
+from platform.strategies import SearchStrategy, strategy_for
 from trainers.config import TrainPlan
 from trainers.settings import TrialSettings
 
@@ -335,11 +338,31 @@ def _fit_evaluator_cpus(spec: SearchSpec, cluster: dict[str, float]) -> tuple[Se
 
 
 @dataclass(frozen=True)
-class ResolvedSearch:
-    """Everything a search needs, built once (``resolve``): the validated spec, the training and
-    evaluation plans, the fixed hyperparameters and the resource plan."""
+class SearchPlan:
+    """The search's own part of the plan, what the driver reads of it after ``resolve``: the
+    strategy that draws and stops the trials (``platform.strategies``), the searched space, and
+    what a search does around its trials."""
 
-    spec: SearchSpec
+    name: str
+    samples: int
+    space: dict[str, Distribution]  # the searched dimensions (a winner's configuration is their values)
+    strategy: SearchStrategy
+    max_trial_failures: int  # Tune's retries of a trial that failed (it goes on from its last checkpoint)
+    keep_checkpoints: str  # what an ended trial keeps (platform.retention)
+    confirm_seeds: int  # the winner retrained with this many more training seeds
+    evaluators: int
+    cpus_per_evaluator: float
+    gpus_per_evaluator: float
+
+
+@dataclass(frozen=True)
+class ResolvedSearch:
+    """Everything a search needs, built once (``resolve``): the search's, training and evaluation
+    plans, the fixed hyperparameters, the resource plan and the inputs' plan. Past ``resolve`` the
+    driver reads these, never the spec; ``spec_record`` is the spec as resolved, for the records
+    (``search.json``, the trackers)."""
+
+    search: SearchPlan
     spec_path: Path
     profile: str
     run_dir: Path
@@ -349,6 +372,9 @@ class ResolvedSearch:
     resources: ResourcePlan
     corpus_stats: CorpusStats
     source_model: str  # the base encoder before any backbone conversion (plan.base_model is after it)
+    inputs: InputsPlan
+    tracking: TrackingSection
+    spec_record: dict
     replaced: tuple[Replacement, ...] = ()  # what the profile's built-in overrides changed in the spec
     fit: str | None = None  # how train.workers: auto was fitted to the cluster
     growth: str | None = None  # what an autoscaler may add that the plan counted (platform.autoscaling)
@@ -371,18 +397,18 @@ class ResolvedSearch:
             "run_dir": str(self.run_dir),
             "storage": self.storage,
             "run_files": self.plan.run_uri,  # where the trials and Tune write (the storage, else the run dir)
-            "resolved_spec": dataclasses.asdict(self.spec),
+            "resolved_spec": self.spec_record,
             "profile_replaced": [dataclasses.asdict(r) for r in self.replaced],
             "fit": self.fit,
             "cluster_growth": self.growth,
             "fixed_hyperparameters": dataclasses.asdict(self.fixed),
-            "searched": {k: {d.kind: list(d.values)} for k, d in self.spec.search.space.items()},
+            "searched": {k: {d.kind: list(d.values)} for k, d in self.search.space.items()},
             "corpus": dataclasses.asdict(self.corpus_stats),
             "prepared_corpus": self.plan.corpus_path,  # the Parquet shards every Train worker reads
             "resources": dataclasses.asdict(self.resources),
             "environment": environment(ROOT),
             "trial_plan": {
-                "trials": self.spec.search.samples,
+                "trials": self.search.samples,
                 "steps": self.plan.steps,
                 "eval_rounds": self.plan.eval_rounds,
                 "workers_per_trial": self.plan.workers,
@@ -459,20 +485,39 @@ def resolve(
         gradient_checkpointing=train.gradient_checkpointing,
         chunk_size=train.chunk_size,
         overlap_scoring=train.overlap_scoring,
-        population=spec.search.scheduler.pbt is not None,
     )
-    fixed = spec.fixed_hyperparameters()
+    search = spec.search
+    strategy = strategy_for(
+        spec.name, search, eval_plan.objective_metrics, plan.eval_rounds, resources.max_concurrent > 1
+    )
+    # under PBT every round's checkpoint keeps its training state: another trial may go on from it
+    plan = dataclasses.replace(plan, population=strategy.population)
+    search_plan = SearchPlan(
+        name=spec.name,
+        samples=search.samples,
+        space=search.space,
+        strategy=strategy,
+        max_trial_failures=train.max_trial_failures,
+        keep_checkpoints=train.keep_checkpoints,
+        confirm_seeds=search.confirm_seeds,
+        evaluators=evaluation.evaluators,
+        cpus_per_evaluator=evaluation.cpus_per_evaluator,
+        gpus_per_evaluator=evaluation.gpus_per_evaluator,
+    )
     return ResolvedSearch(
-        spec,
+        search_plan,
         spec_path,
         profile,
         run_dir,
         plan,
         eval_plan,
-        fixed,
+        spec.fixed_hyperparameters(),
         resources,
         corpus.stats,
         source_model or model_dir,
+        InputsPlan.of(spec),
+        spec.tracking,
+        dataclasses.asdict(spec),
         tuple(replaced),
         fit,
         growth,

@@ -20,7 +20,7 @@ from evaluators.part_sizes import small_parts
 from platform import ranking
 from platform.autoscaling import cluster_to_plan_for
 from platform.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, UsageError
-from platform.inputs import check_inputs, prepare_inputs
+from platform.inputs import InputsPlan, check_inputs, prepare_inputs
 from platform.ray_cluster import ray_init, starts_its_own_ray
 from platform.resolution import (
     SEARCH_RECORD,
@@ -157,7 +157,7 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> SearchOutc
     provisional = request.provisional_spec()
     # a search that starts its own Ray knows its cluster now: bad input is refused before Ray starts
     settled = _settle(request, this_machine()) if starts_its_own_ray(provisional.address) else None
-    check_inputs(settled[0] if settled else provisional)
+    check_inputs(InputsPlan.of(settled[0] if settled else provisional))
 
     import ray
 
@@ -175,7 +175,9 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> SearchOutc
         run_dir = request.run_dir
         with clock.phase("inputs"):  # the corpus is prepared by a Ray Data job the first time
             through_storage = request.storage is not None
-            model_dir, corpus, source_model = prepare_inputs(spec, plan_only=dry_run, through_storage=through_storage)
+            model_dir, corpus, source_model = prepare_inputs(
+                InputsPlan.of(spec), plan_only=dry_run, through_storage=through_storage
+            )
         resolved = resolve(
             spec, request.spec_path, profile, run_dir, model_dir, corpus, cluster, source_model, replaced, fit, growth
         )
@@ -183,9 +185,9 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> SearchOutc
             resolved = resolved.stored_at(request.storage.uri)
         summary = resolved.summary()
         if dry_run:
-            if spec.base is not None:
+            if resolved.inputs.base is not None:
                 state = "cached" if Path(model_dir).is_dir() else "not trained yet: a run trains it first"
-                print(f"doctune: base {spec.base.label} ({state}): {model_dir}")
+                print(f"doctune: base {resolved.inputs.base.label} ({state}): {model_dir}")
             from evaluators.lengths import task_length_lines
 
             lines = task_length_lines(resolved.evaluation)
@@ -215,21 +217,21 @@ def _prepare_and_search(resolved, resume: bool, clock: PhaseClock) -> tuple[int,
     then the search and its report. The exit code and the leaderboard's rows."""
     from platform import tuner
 
-    spec, run_dir, profile = resolved.spec, resolved.run_dir, resolved.profile
-    if spec.base is not None:  # trained (or taken from the cache) now that Ray runs and the run is recorded
+    inputs, run_dir, profile = resolved.inputs, resolved.run_dir, resolved.profile
+    if inputs.base is not None:  # trained (or taken from the cache) now that Ray runs and the run is recorded
         with clock.phase("base stage"):
             model_dir, _, source_model = prepare_inputs(
-                spec, build_base_in=run_dir, through_storage=resolved.storage is not None
+                inputs, build_base_in=run_dir, through_storage=resolved.storage is not None
             )
         resolved = resolved.with_base(model_dir, source_model)
     if resolved.storage is not None:  # its nodes may not see this machine's cache: the inputs go through the storage
         with clock.phase("inputs shared"):
             resolved = _share_inputs(resolved)
-    recipes = ", ".join(spec.recipes())
-    print(f"doctune: search {spec.name!r}, profile {profile!r}, recipe {recipes}, run dir {run_dir}")
+    recipes = ", ".join(inputs.recipes)
+    print(f"doctune: search {resolved.search.name!r}, profile {profile!r}, recipe {recipes}, run dir {run_dir}")
     stats = resolved.corpus_stats
     print(
-        f"doctune: corpus {spec.corpus.source!r}: {stats.documents} documents, {stats.sentences} sentences "
+        f"doctune: corpus {inputs.corpus.source!r}: {stats.documents} documents, {stats.sentences} sentences "
         f"({stats.single_sentence_documents} single-sentence, {stats.dropped_empty} empty dropped, "
         f"{stats.truncated} truncated, {stats.replaced_invalid_utf8} with invalid UTF-8 replaced)"
     )
@@ -261,9 +263,9 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> tuple[int, 
     from platform import export, leaderboard, tracking, tuner
     from platform.timings import trial_seconds, write_timings
 
-    spec, run_dir = resolved.spec, resolved.run_dir
-    trackers = tracking.open_trackers(spec, run_dir)
-    trackers.start(spec, resolved.profile, run_dir)
+    run_dir = resolved.run_dir
+    trackers = tracking.open_trackers(resolved.tracking, resolved.search.name, run_dir)
+    trackers.start(resolved.spec_record, resolved.profile, run_dir)
     tracked = trackers.callback(dataclasses.asdict(resolved.fixed))
     baseline, results = tuner.run_search(resolved, resume, clock, [tracked] if tracked else [])
     reference_record = tuner.reference_record(resolved, clock) if resolved.evaluation.references else {}
@@ -283,7 +285,7 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> tuple[int, 
     noise = None
     if scored:
         outcomes = ItemOutcomes(resolved)
-        if spec.search.confirm_seeds:  # first: the training seeds' spread joins every interval below
+        if resolved.search.confirm_seeds:  # first: the training seeds' spread joins every interval below
             with clock.phase("confirmation"):
                 leaderboard.winner(rows).confirmation = tuner.confirm_winner(resolved, leaderboard.winner(rows))
         with clock.phase("noise"):

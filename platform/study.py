@@ -35,7 +35,7 @@ from pathlib import Path
 from platform import tuner
 from platform.autoscaling import cluster_to_plan_for
 from platform.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, UsageError
-from platform.inputs import check_inputs, prepare_inputs
+from platform.inputs import InputsPlan, check_inputs, prepare_inputs
 from platform.leaderboard import BASELINE_ID
 from platform.ray_cluster import ray_init, starts_its_own_ray
 from platform.resolution import ResolvedSearch, fit_to_cluster, resolve
@@ -323,7 +323,7 @@ def _run(spec: SearchSpec, spec_path: Path, profile: str, columns, run_dir: Path
 
     tasks = list(dict.fromkeys(task for task, _ in columns))
     try:
-        check_inputs(spec)
+        check_inputs(InputsPlan.of(spec))
     except (ModelUnavailable, DataUnavailable) as err:
         print(f"doctune: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -338,14 +338,14 @@ def _run(spec: SearchSpec, spec_path: Path, profile: str, columns, run_dir: Path
         print(f"doctune: {fit}")
     try:
         try:
-            inputs = prepare_inputs(spec)  # the corpus is prepared by a Ray Data job the first time
+            inputs = prepare_inputs(InputsPlan.of(spec))  # the corpus is prepared by a Ray Data job the first time
         except (ModelUnavailable, DataUnavailable) as err:
             print(f"doctune: error: {err}", file=sys.stderr)
             return EXIT_BAD_INPUT
         run_dir.mkdir(parents=True, exist_ok=True)
         write_atomic(run_dir / MARKER, marker)
         if spec.base is not None:  # the vanilla base: trained once, then taken from the cache
-            inputs = prepare_inputs(spec, build_base_in=run_dir)
+            inputs = prepare_inputs(InputsPlan.of(spec), build_base_in=run_dir)
         study = Study(spec, spec_path, profile, run_dir, inputs, cluster, tasks)
         pool_plan = study.resolve(spec, run_dir)
         with tuner.evaluator_pool(pool_plan):

@@ -1,7 +1,8 @@
-"""The Tune wiring: from a validated spec to finished trials.
+"""The Tune wiring: from a resolved search to finished trials.
 
-From a ``ResolvedSearch`` (``platform.resolution``): ``run_search`` scores the base model and
-runs Optuna + ASHA over Ray Train trials with the evaluator pool up (``evaluator_pool``);
+From a ``ResolvedSearch`` (``platform.resolution``), never the spec: ``run_search`` scores the base
+model and runs the search's strategy (``platform.strategies``: Optuna + ASHA, Optuna alone, PBT)
+over Ray Train trials with the evaluator pool up (``evaluator_pool``);
 ``train_seeds`` trains one configuration with several seeds (``confirm_winner``: the winner's, with
 more seeds; the recipe study's rows).
 """
@@ -12,44 +13,11 @@ import dataclasses
 import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from core.run_files import RunFiles
 from platform.resolution import ResolvedSearch
-from platform.run_dir import STUDY_FILE, TUNE_DIR
-from platform.samplers import SamplerPlan, make_sampler, plan_sampler
-from platform.spec import Distribution
+from platform.run_dir import TUNE_DIR
 from platform.timings import PhaseClock
-
-
-class ConditionalSpace:
-    """Optuna define-by-run search space: dimensions in spec order, each sampled only when its
-    ``when`` condition holds for the values drawn before it (so a recipe's parameters are drawn
-    only in trials of that recipe). A class, not a closure, so Tune can save it with the search."""
-
-    def __init__(self, space: dict[str, Distribution]) -> None:
-        self.space = space
-
-    def __call__(self, trial) -> None:
-        chosen: dict = {}
-        for name, dist in self.space.items():
-            if not dist.applies(chosen):
-                continue
-            if dist.kind == "choice":
-                chosen[name] = trial.suggest_categorical(name, list(dist.values))
-            elif dist.kind == "int":
-                chosen[name] = trial.suggest_int(name, *dist.values)
-            else:
-                chosen[name] = trial.suggest_float(name, *dist.values, log=dist.kind == "loguniform")
-
-
-def sampler_plan(resolved: ResolvedSearch) -> SamplerPlan:
-    """The sampler the spec asks for (NSGA-II whenever there are several objectives), sized to its
-    budget (``platform.samplers``)."""
-    search = resolved.spec.search
-    kind = "nsga2" if resolved.evaluation.multi_objective else search.sampler
-    concurrent = resolved.resources.max_concurrent > 1
-    return plan_sampler(kind, search.samples, concurrent, search.multivariate, search.grid_points)
 
 
 def _trainable(resolved: ResolvedSearch):
@@ -64,50 +32,53 @@ def _trainable(resolved: ResolvedSearch):
     )
 
 
-def _tuner(resolved: ResolvedSearch, resume: bool, callbacks: Sequence = ()):
+def tune_setup(resolved: ResolvedSearch, callbacks: Sequence = ()):
+    """The Tune run of a new search, from its plan: the parameter space Tune samples (None where the
+    strategy's searcher draws), the ``TuneConfig`` (the strategy's searcher and scheduler, as many
+    trials at once as the resource plan allows) and the ``RunConfig`` (the run's files, the
+    strategy's stop condition, retries, every Tune run's callbacks and ``callbacks``)."""
     from ray import tune
 
-    spec, files = resolved.spec, resolved.plan.run_files
-    trainable = _trainable(resolved)
-    experiment = f"{TUNE_DIR}/{spec.name}"
+    search, files = resolved.search, resolved.plan.run_files
+    parts = search.strategy.tune_parts(resolved.run_dir)
+    tune_config = tune.TuneConfig(
+        search_alg=parts.search_alg,
+        scheduler=parts.scheduler,
+        num_samples=search.samples,
+        max_concurrent_trials=resolved.resources.max_concurrent,
+        # not reused, on purpose: a trial run in a reused actor could train to its end with its
+        # reports never reaching Tune, which hung the search
+        reuse_actors=False,
+    )
+    run_config = tune.RunConfig(
+        name=search.name,
+        storage_path=files.path(TUNE_DIR),
+        storage_filesystem=tune_filesystem(files),
+        stop=parts.stop,
+        # a restarted trial goes on from its latest checkpoint (trainers/loop.py); a diverged one
+        # errors again at once (its divergence is recorded), so retries never retrain it
+        failure_config=tune.FailureConfig(max_failures=search.max_trial_failures),
+        callbacks=_callbacks(resolved, callbacks),
+    )
+    return parts.param_space, tune_config, run_config
+
+
+def _tuner(resolved: ResolvedSearch, resume: bool, callbacks: Sequence = ()):
+    """The search's Tune run: restored from the run's files on ``--resume`` where Tune saved one."""
+    from ray import tune
+
+    files = resolved.plan.run_files
+    experiment = f"{TUNE_DIR}/{resolved.search.name}"
     if resume and files.is_file(f"{experiment}/tuner.pkl"):
         return tune.Tuner.restore(
             files.path(experiment),
-            trainable=trainable,
+            trainable=_trainable(resolved),
             resume_unfinished=True,
             resume_errored=True,
             storage_filesystem=tune_filesystem(files),
         )
-    pbt = spec.search.scheduler.pbt
-    if pbt is not None:
-        from platform.population import population_search
-
-        search_alg, param_space, scheduler = population_search(spec.search)
-    else:
-        search_alg, param_space, scheduler = _optuna(resolved), None, _early_stopping(resolved)
-    return tune.Tuner(
-        trainable,
-        param_space=param_space,
-        tune_config=tune.TuneConfig(
-            search_alg=search_alg,
-            scheduler=scheduler,
-            num_samples=spec.search.samples,
-            max_concurrent_trials=resolved.resources.max_concurrent,
-            # Not reused, on purpose: reuse saved ~5 s per trial but hung a local search (a trial run
-            # in a reused actor trained to the end and its reports never reached Tune); RESULTS.md
-            reuse_actors=False,
-        ),
-        run_config=tune.RunConfig(
-            name=spec.name,
-            storage_path=files.path(TUNE_DIR),
-            storage_filesystem=tune_filesystem(files),
-            stop=_last_round_ends(resolved),
-            # a restarted trial goes on from its latest checkpoint (trainers/loop.py); a diverged one
-            # errors again at once (its divergence is recorded), so retries never retrain it
-            failure_config=tune.FailureConfig(max_failures=spec.train.max_trial_failures),
-            callbacks=_callbacks(resolved, callbacks),
-        ),
-    )
+    param_space, tune_config, run_config = tune_setup(resolved, callbacks)
+    return tune.Tuner(_trainable(resolved), param_space=param_space, tune_config=tune_config, run_config=run_config)
 
 
 def tune_filesystem(files: RunFiles):
@@ -115,51 +86,6 @@ def tune_filesystem(files: RunFiles):
     path) where the run is on this machine's disk, else the run's (an S3-compatible server's
     endpoint travels in it, which a URI string given to Tune would lose)."""
     return None if files.local else files.filesystem
-
-
-def _optuna(resolved: ResolvedSearch):
-    """Optuna's search over the space (None without one), its study kept in the run directory."""
-    from ray.tune.search.optuna import OptunaSearch
-
-    spec, evaluation = resolved.spec, resolved.evaluation
-    if not spec.search.space:
-        return None
-    metrics = list(evaluation.objective_metrics)
-    return OptunaSearch(
-        space=ConditionalSpace(spec.search.space),
-        metric=metrics if evaluation.multi_objective else metrics[0],
-        mode=["max"] * len(metrics) if evaluation.multi_objective else "max",
-        sampler=make_sampler(sampler_plan(resolved), spec.search.space, spec.search.seed),
-        # only as many warm starts as trials: Optuna enqueues each, and one past the last trial
-        # would stay in the study as a trial that never ran
-        points_to_evaluate=[dict(point) for point in spec.search.warm_start[: spec.search.samples]] or None,
-        study_name=spec.name,
-        storage=study_storage(resolved.run_dir),
-    )
-
-
-def _early_stopping(resolved: ResolvedSearch):
-    """ASHA over the evaluation rounds, or none (FIFO): with one round, with ``asha: null``, and with
-    several objectives (ASHA stops on one scalar; a trial behind on the first may be on the front)."""
-    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
-
-    asha = resolved.spec.search.scheduler.asha
-    if asha is None or resolved.plan.eval_rounds <= 1 or resolved.evaluation.multi_objective:
-        return FIFOScheduler()
-    return ASHAScheduler(
-        time_attr="eval_round",
-        metric="objective",
-        mode="max",
-        max_t=resolved.plan.eval_rounds,
-        grace_period=asha.grace_period,
-        reduction_factor=asha.reduction_factor,
-    )
-
-
-def _last_round_ends(resolved: ResolvedSearch) -> dict | None:
-    """Under PBT, a trial's last round ends it before the scheduler sees it: Tune applies its stop
-    condition first, so no trial is exploited (and restarted) at the end of its training."""
-    return {"eval_round": resolved.plan.eval_rounds} if resolved.plan.population else None
 
 
 def _callbacks(resolved: ResolvedSearch, more: Sequence = ()) -> list:
@@ -172,31 +98,23 @@ def _callbacks(resolved: ResolvedSearch, more: Sequence = ()) -> list:
     from platform.records import UploadRecords
     from platform.tracking import ValidationOnlyTensorBoard
 
-    released = [] if resolved.plan.population else [_release_callback(resolved)]
+    released = [] if resolved.search.strategy.population else [_release_callback(resolved)]
     return [*released, ValidationOnlyTensorBoard(), TrialListeners(), *more, UploadRecords()]
 
 
 def _release_callback(resolved: ResolvedSearch):
     from platform.retention import ReleaseEndedTrials
 
-    return ReleaseEndedTrials(resolved.plan.run_files, resolved.evaluation, resolved.spec.train.keep_checkpoints)
+    return ReleaseEndedTrials(resolved.plan.run_files, resolved.evaluation, resolved.search.keep_checkpoints)
 
 
 def _release_ended(results, resolved: ResolvedSearch) -> None:
     from platform.retention import release_ended_trials
 
-    keep = resolved.spec.train.keep_checkpoints
+    keep = resolved.search.keep_checkpoints
     freed = release_ended_trials(results, resolved.plan.run_files, resolved.evaluation, keep)
     if freed:
         print(f"doctune: ended trials' checkpoints released ({freed / 1e6:.0f} MB; train.keep_checkpoints: {keep})")
-
-
-def study_storage(run_dir: Path):
-    """The Optuna study's storage: a journal file in the run dir (``optuna-dashboard RUN_DIR/optuna.journal``)."""
-    from optuna.storages import JournalStorage
-    from optuna.storages.journal import JournalFileBackend
-
-    return JournalStorage(JournalFileBackend(str((run_dir / STUDY_FILE).resolve())))
 
 
 def baseline_models(resolved: ResolvedSearch) -> dict[str, tuple[str, str]]:
@@ -273,13 +191,13 @@ def evaluator_pool(resolved: ResolvedSearch):
     """The search's evaluator actors (``evaluators.pool.EvaluatorPool``), alive for a ``with`` block."""
     from evaluators.pool import EvaluatorPool
 
-    evaluation = resolved.spec.evaluation
-    print(f"doctune: starting {evaluation.evaluators} evaluator(s) (loading task data)", flush=True)
+    search = resolved.search
+    print(f"doctune: starting {search.evaluators} evaluator(s) (loading task data)", flush=True)
     return EvaluatorPool(
         resolved.evaluation,
         str(resolved.run_dir.resolve()),
-        evaluation.cpus_per_evaluator,
-        evaluation.gpus_per_evaluator,
+        search.cpus_per_evaluator,
+        search.gpus_per_evaluator,
         run_root=resolved.plan.run_files.root,
     )
 
@@ -296,28 +214,19 @@ def run_search(resolved: ResolvedSearch, resume: bool, clock: PhaseClock | None 
         with clock.phase("baseline"):
             baseline = score_baselines(resolved)
         baseline_file.write_text(json.dumps(baseline, indent=2))
-    print(f"doctune: {resolved.spec.search.samples} trial(s), {resolved.resources.describe()}", flush=True)
-    if resolved.spec.search.scheduler.pbt is not None:
-        from platform.population import describe_population
-
-        print(f"doctune: scheduler: {describe_population(resolved)}", flush=True)
-    elif resolved.spec.search.space:
-        plan = sampler_plan(resolved)
-        print(f"doctune: sampler: {plan.describe()}", flush=True)
-        if warning := plan.warning():
-            print(f"doctune: warning: {warning}", file=sys.stderr, flush=True)
+    search = resolved.search
+    print(f"doctune: {search.samples} trial(s), {resolved.resources.describe()}", flush=True)
+    if line := search.strategy.describe():
+        print(f"doctune: {line}", flush=True)
+    if warning := search.strategy.warning():
+        print(f"doctune: warning: {warning}", file=sys.stderr, flush=True)
     with clock.phase("trials"):
         results = _tuner(resolved, resume, callbacks).fit()
-    if not finished(results, resolved.spec.search.samples, resolved.plan.run_files):
+    if not finished(results, search.samples, resolved.plan.run_files):
         raise KeyboardInterrupt  # Ctrl-C: Tune saved the experiment; the caller says how to continue it
     _release_ended(results, resolved)
-    optuna_steered = resolved.spec.search.space and resolved.spec.search.scheduler.pbt is None
-    if optuna_steered and (zombies := fail_unfinished_study_trials(resolved.run_dir, resolved.spec.name)):
-        print(
-            f"doctune: note: {zombies} Optuna trial(s) a killed search left RUNNING were never reported; "
-            "marked failed in the study",
-            flush=True,
-        )
+    if note := search.strategy.after_search(resolved.run_dir):
+        print(f"doctune: {note}", flush=True)
     return baseline, results
 
 
@@ -330,24 +239,6 @@ def finished(results, trials: int, files: RunFiles) -> bool:
 
     saved = ExperimentAnalysis(results.experiment_path, storage_filesystem=tune_filesystem(files)).trials
     return len(saved) >= trials and all(trial.status in ("TERMINATED", "ERROR") for trial in saved)
-
-
-def fail_unfinished_study_trials(run_dir: Path, name: str) -> int:
-    """Mark FAIL every trial the study still holds as RUNNING once the search has ended, and return
-    how many. A driver killed between Optuna's suggestion and Tune's record of the trial leaves one
-    behind that no resumed Tune trial will ever report; left RUNNING, TPE's constant liar would keep
-    treating it as under way, and optuna-dashboard would show it running forever."""
-    import optuna
-
-    storage = study_storage(run_dir)
-    try:
-        study_id = storage.get_study_id_from_name(name)
-    except KeyError:
-        return 0
-    running = storage.get_all_trials(study_id, deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
-    for trial in running:
-        storage.set_trial_state_values(trial._trial_id, optuna.trial.TrialState.FAIL)
-    return len(running)
 
 
 CONFIRM_SUFFIX = "-confirm"
@@ -383,7 +274,7 @@ def train_seeds(resolved: ResolvedSearch, config: dict, seeds: Sequence[int], na
                 name=name,
                 storage_path=files.path(TUNE_DIR),
                 storage_filesystem=tune_filesystem(files),
-                failure_config=tune.FailureConfig(max_failures=resolved.spec.train.max_trial_failures),
+                failure_config=tune.FailureConfig(max_failures=resolved.search.max_trial_failures),
                 callbacks=_callbacks(resolved),
             ),
         )
@@ -402,11 +293,11 @@ def confirm_winner(resolved: ResolvedSearch, winner) -> dict:
     winner's own run apart. An interrupted confirmation continues on ``--resume``."""
     from platform.leaderboard import confirmation_record, rows_from_results
 
-    spec = resolved.spec
-    seeds = [resolved.plan.seed + i for i in range(1, spec.search.confirm_seeds + 1)]
-    config = {name: winner.hyperparameters[name] for name in spec.search.space if name in winner.hyperparameters}
+    search = resolved.search
+    seeds = [resolved.plan.seed + i for i in range(1, search.confirm_seeds + 1)]
+    config = {name: winner.hyperparameters[name] for name in search.space if name in winner.hyperparameters}
     print(f"doctune: confirming {winner.trial} with {len(seeds)} more training seed(s): {seeds}", flush=True)
-    results = train_seeds(resolved, config, seeds, f"{spec.name}{CONFIRM_SUFFIX}")
+    results = train_seeds(resolved, config, seeds, f"{search.name}{CONFIRM_SUFFIX}")
     runs = {}
     for result, row in zip(results, rows_from_results(results, resolved)):
         if row.checkpoint is not None:

@@ -65,7 +65,7 @@ def test_killed_workers_resume_from_their_checkpoints_and_a_later_divergence_end
        the search goes on to its report."""
     import optuna
 
-    from platform.tuner import study_storage
+    from platform.strategies.optuna_study import study_storage
 
     changes = {
         "train.steps": 8,

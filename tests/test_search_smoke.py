@@ -283,7 +283,7 @@ def test_a_search_killed_with_sigkill_resumes_losing_and_rerunning_nothing(kille
     import optuna
 
     from core.run_files import RunFiles
-    from platform.tuner import study_storage
+    from platform.strategies.optuna_study import study_storage
 
     _, run_dir, before = killed
     _, stdout = smoke_run
@@ -929,7 +929,7 @@ def test_each_recipes_gpu_sized_spec_runs_real_trials_under_the_smoke_profile(
 def test_two_objectives_give_a_pareto_front_from_warm_started_trials(tmp_path):
     import optuna
 
-    from platform.tuner import study_storage
+    from platform.strategies.optuna_study import study_storage
 
     run_dir = tmp_path / "run"
     # one worker per trial: the two trials fit the machine at once (each trial's start-up overlaps the

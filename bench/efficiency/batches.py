@@ -27,7 +27,7 @@ from bench.efficiency.methods import METHODS
 from bench.efficiency.replay import Replay, replay_decided
 from bench.efficiency.table import Table
 from core.data.atomic import atomic_file
-from platform import samplers
+from platform.strategies import samplers
 
 
 def cache_of(root: Path, table: Table) -> Path:

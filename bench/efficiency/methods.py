@@ -3,7 +3,7 @@
 - ``random``: ``samples`` configurations drawn without replacement, each run to the last round.
 - ``grid``: the papers' practice, nested loops over the grid with the order of the dimensions and of
   each dimension's values shuffled by the seed; the first ``samples`` points are run.
-- ``tpe`` / ``tpe_independent``: Optuna's TPE built by ``platform.samplers`` exactly as a search
+- ``tpe`` / ``tpe_independent``: Optuna's TPE built by ``platform.strategies.samplers`` exactly as a search
   builds it (multivariate or independent), asked and told through ask/tell. A suggestion is snapped
   to the nearest grid value of each numeric dimension (in log space for ``loguniform``); Optuna keeps
   the raw suggestion and is told the validation objective of the trial's last round (what Ray's
@@ -30,7 +30,7 @@ import optuna
 
 from bench.efficiency.replay import Replay, replay_order
 from bench.efficiency.table import Table
-from platform.samplers import make_sampler, plan_sampler
+from platform.strategies.samplers import make_sampler, plan_sampler
 
 
 def _draw(table: Table, seed: int, samples: int) -> list[int]:

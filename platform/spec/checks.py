@@ -4,9 +4,9 @@ samples, a study's rows, a recipe's needs)."""
 
 from __future__ import annotations
 
-from platform.samplers import grid_size
 from platform.spec.convert import HP_FIELDS, check_hyperparameter, plugin_registries
 from platform.spec.schema import Distribution, SearchSection, SearchSpec, SpecError, StudySection
+from platform.strategies.samplers import grid_size
 from trainers.config import PERTURBABLE
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from ray import tune
 from ray.tune.logger import TBXLoggerCallback
 
+from platform.spec.schema import TrackingSection
 from platform.tracking.base import (
     SEARCH_ARTIFACTS,
     STATE_FILE,
@@ -87,7 +88,7 @@ class Trackers:
     def __init__(self, trackers: list[Tracker]) -> None:
         self.guarded = [Guarded(tracker) for tracker in trackers]
 
-    def start(self, spec, profile: str, run_dir: Path) -> None:
+    def start(self, spec: dict, profile: str, run_dir: Path) -> None:
         for tracker in self.guarded:
             tracker.call("start", spec, profile, run_dir)
 
@@ -127,17 +128,17 @@ class ValidationOnlyTensorBoard(TBXLoggerCallback):
         super().log_trial_result(iteration, trial, kept)
 
 
-def open_trackers(spec, run_dir: Path) -> Trackers:
-    """The trackers ``spec.tracking`` names (``platform.spec.schema.TrackingSection``)."""
+def open_trackers(tracking: TrackingSection, name: str, run_dir: Path) -> Trackers:
+    """The trackers a spec's ``tracking:`` section names, for the search ``name`` in ``run_dir``."""
     trackers: list[Tracker] = []
-    if spec.tracking.mlflow is not None:
+    if tracking.mlflow is not None:
         from platform.tracking.mlflow_runs import MlflowRuns
 
-        trackers.append(MlflowRuns(spec.tracking.mlflow, spec.name, run_dir))
-    if spec.tracking.wandb is not None:
+        trackers.append(MlflowRuns(tracking.mlflow, name, run_dir))
+    if tracking.wandb is not None:
         from platform.tracking.wandb_runs import WandbRuns
 
-        trackers.append(WandbRuns(spec.tracking.wandb, run_dir))
+        trackers.append(WandbRuns(tracking.wandb, run_dir))
     return Trackers(trackers)
 
 

@@ -4,7 +4,6 @@ guards the backends and hands them the rounds."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 from typing import Protocol
@@ -16,9 +15,10 @@ STATE_FILE = "tracking.json"
 SEARCH_ARTIFACTS = ("search.json", "leaderboard.json", "leaderboard.csv", "report.html", "timings.json", "plots")
 
 
-def search_settings(spec, profile: str) -> dict:
-    """The resolved spec as a search run's settings (the profiles, study and tracking sections left out)."""
-    settings = {k: v for k, v in dataclasses.asdict(spec).items() if k not in ("profiles", "study", "tracking")}
+def search_settings(spec: dict, profile: str) -> dict:
+    """The resolved spec (as ``search.json`` records it) as a search run's settings (the profiles,
+    study and tracking sections left out)."""
+    settings = {k: v for k, v in spec.items() if k not in ("profiles", "study", "tracking")}
     return {**settings, "profile": profile}
 
 
@@ -59,8 +59,9 @@ class Tracker(Protocol):
 
     def describe(self) -> str: ...
 
-    def start(self, spec, profile: str, run_dir: Path) -> None:
-        """The search's run (created, or found again on a resume), with the resolved spec's settings."""
+    def start(self, spec: dict, profile: str, run_dir: Path) -> None:
+        """The search's run (created, or found again on a resume), with the resolved spec's settings
+        (``spec``: the resolved spec as ``search.json`` records it)."""
 
     def round(self, trial: str, hyperparameters: dict, step: int, metrics: dict[str, float]) -> None:
         """One evaluation round of ``trial`` (its run created on its first round)."""

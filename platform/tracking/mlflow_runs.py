@@ -78,7 +78,7 @@ class MlflowRuns:
 
     # tracking.json: {"mlflow": {"experiment_id", "search_run", "trial_runs": {trial: run}, "steps": {trial: step},
     # "finished": bool}}
-    def start(self, spec, profile: str, run_dir: Path) -> None:
+    def start(self, spec: dict, profile: str, run_dir: Path) -> None:
         state = self.state.load()
         if "search_run" in state:  # a resumed search: the same runs go on
             return
@@ -90,7 +90,7 @@ class MlflowRuns:
                 self.experiment, artifact_location=self.settings.artifact_location
             )
         tags = {"doctune.run_dir": str(run_dir), "doctune.profile": profile}
-        run = self.client.create_run(experiment_id, run_name=f"{spec.name} ({run_dir.name})", tags=tags)
+        run = self.client.create_run(experiment_id, run_name=f"{spec['name']} ({run_dir.name})", tags=tags)
         self._log_params(run.info.run_id, flat_params(search_settings(spec, profile)))
         if (run_dir / "search.json").is_file():  # the resolved spec and the environment, from the start
             self.client.log_artifact(run.info.run_id, str(run_dir / "search.json"))

@@ -64,13 +64,13 @@ class WandbRuns:
 
     # tracking.json: {"wandb": {"group", "search_run", "trial_runs": {trial: id}, "steps": {trial: step},
     # "finished": bool}}
-    def start(self, spec, profile: str, run_dir: Path) -> None:
+    def start(self, spec: dict, profile: str, run_dir: Path) -> None:
         state = self.state.load()
         if "search_run" in state:  # a resumed search: the same runs go on
             if not state.get("finished"):
                 self._run(state["search_run"], state["group"], "search", state["group"], {})
             return
-        group = f"{spec.name} ({run_dir.name})"
+        group = f"{spec['name']} ({run_dir.name})"
         search_run = uuid.uuid4().hex[:12]
         self._run(search_run, group, "search", group, search_settings(spec, profile))
         self.state.save({"group": group, "search_run": search_run, "trial_runs": {}, "steps": {}})

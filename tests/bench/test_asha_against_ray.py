@@ -8,9 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from ray.tune.experiment import Trial
-from ray.tune.schedulers import ASHAScheduler, TrialScheduler
+from ray.tune.schedulers import TrialScheduler
 
 from bench.efficiency import METHODS, Replay, Table, load_table, replay_order
+from platform.strategies.optuna_asha import OptunaAsha
 from tests.bench.tables import REPLAYED, write_table
 
 Decision = tuple[int, int, str]  # (trial, round, Ray's decision)
@@ -26,18 +27,11 @@ def replica_decisions(run: Replay) -> list[Decision]:
 
 
 def ray_decisions(table: Table, configs: list[int]) -> list[Decision]:
-    """The configurations run in turn under Ray's ``ASHAScheduler`` built as ``platform/tuner.py``
-    builds it, called as Tune's controller calls it: ``on_trial_add`` when a trial starts,
-    ``on_trial_result`` on every round's report, ``on_trial_complete`` with the last result once a
-    trial is stopped. ASHA never reads the controller argument, so none is started."""
-    scheduler = ASHAScheduler(
-        time_attr="eval_round",
-        metric="objective",
-        mode="max",
-        max_t=table.rounds,
-        grace_period=table.asha.grace_period,
-        reduction_factor=table.asha.reduction_factor,
-    )
+    """The configurations run in turn under the ``ASHAScheduler`` a search builds
+    (``platform.strategies.optuna_asha``), called as Tune's controller calls it: ``on_trial_add``
+    when a trial starts, ``on_trial_result`` on every round's report, ``on_trial_complete`` with the
+    last result once a trial is stopped. ASHA never reads the controller argument, so none is started."""
+    scheduler = OptunaAsha(None, table.asha, table.rounds).scheduler()
     decisions = []
     for index, config in enumerate(configs):
         # stub: a Trial without a registered trainable, which would need Ray's registry

@@ -9,9 +9,9 @@ import optuna
 import pytest
 
 from core.encoder import has_mlm_head, resolve_model
-from platform.inputs import needs_mlm_head, prepare_inputs
+from platform.inputs import InputsPlan, needs_mlm_head, prepare_inputs
 from platform.spec import PROFILES, SPACES_DIR, parse_spec, read_raw
-from platform.tuner import ConditionalSpace
+from platform.strategies.optuna_study import ConditionalSpace
 from tests.conftest import run_smoke_search, spec_variant
 from trainers.settings import TrialSettings
 
@@ -54,10 +54,10 @@ def test_every_shipped_spec_gives_each_mlm_term_a_trained_head(profile):
             base_model_dir[spec.base_model] = resolve_model(spec.base_model)
         model_dir = base_model_dir[spec.base_model]
         if weighted:
-            assert has_mlm_head(model_dir) or needs_mlm_head(spec, model_dir), path.stem
+            assert has_mlm_head(model_dir) or needs_mlm_head(InputsPlan.of(spec), model_dir), path.stem
             planned.append(path.stem)
         else:
-            assert not needs_mlm_head(spec, model_dir), path.stem  # no head trained that no trial uses
+            assert not needs_mlm_head(InputsPlan.of(spec), model_dir), path.stem  # no head trained that no trial uses
             without_mlm.append(path.stem)
     # the shipped specs cover both cases: DocSplit's MLM term and recipes without one
     # (docsplit_long starts from the packaged MiniLM in every profile: its head is planned)
@@ -76,7 +76,7 @@ def test_a_longformer_backbone_is_converted_from_the_base_with_its_trained_head(
     from platform.spec import load_spec
 
     spec, _ = load_spec("docsplit_long", "smoke")
-    model_dir, _, source_model = prepare_inputs(spec)
+    model_dir, _, source_model = prepare_inputs(InputsPlan.of(spec))
     assert Path(source_model).parent.name == "mlm_heads" and Path(model_dir).parent.name == "longformer"
     bert, _ = load_encoder(source_model, with_mlm_head=True)
     longformer, _ = load_encoder(model_dir, with_mlm_head=True)  # refused if the conversion lost the head

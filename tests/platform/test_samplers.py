@@ -7,8 +7,15 @@ import itertools
 import optuna
 import pytest
 
-from platform.samplers import grid_size, grid_space, make_sampler, plan_sampler, population_size, startup_trials
 from platform.spec import Distribution, SpecError, parse_spec
+from platform.strategies.samplers import (
+    grid_size,
+    grid_space,
+    make_sampler,
+    plan_sampler,
+    population_size,
+    startup_trials,
+)
 
 SPACE = {
     "split_probability": Distribution("uniform", (0.3, 0.7)),
@@ -110,7 +117,7 @@ def test_grid_specs_are_checked():
 
 
 def test_trials_a_killed_search_left_running_are_failed_when_the_search_ends(tmp_path):
-    from platform.tuner import fail_unfinished_study_trials, study_storage
+    from platform.strategies.optuna_study import fail_unfinished_study_trials, study_storage
 
     assert fail_unfinished_study_trials(tmp_path, "s") == 0  # no study yet
     study = optuna.create_study(study_name="s", storage=study_storage(tmp_path), direction="maximize")

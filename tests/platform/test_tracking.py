@@ -4,6 +4,7 @@ that does not answer. The whole path inside a search: tests/test_search_smoke.py
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 
@@ -71,7 +72,7 @@ def _killed_and_resumed(make_tracker, run_dir, when_killed=lambda: None) -> None
     """A tracked search killed after three rounds and resumed (a new tracker on the same run
     directory, ``make_tracker()``), whose resumed trial reports its last round again; then its end,
     twice (a finished search run again logs nothing more)."""
-    spec, _ = load_spec("smoke", "smoke")
+    spec = dataclasses.asdict(load_spec("smoke", "smoke")[0])  # as search.json records it
     run_dir.mkdir()
     (run_dir / "leaderboard.json").write_text("{}")
     first = make_tracker()
@@ -91,7 +92,7 @@ def _killed_and_resumed(make_tracker, run_dir, when_killed=lambda: None) -> None
 
 def _down_server_warns_once(tracker, directory, capsys) -> str:
     """A search's calls into ``tracker``, whose server does not answer: within 30 s, and the one warning."""
-    spec, _ = load_spec("smoke", "smoke")
+    spec = dataclasses.asdict(load_spec("smoke", "smoke")[0])  # as search.json records it
     trackers = Trackers([tracker])
     began = time.monotonic()
     trackers.start(spec, "smoke", directory)

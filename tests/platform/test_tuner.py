@@ -12,7 +12,7 @@ import optuna
 import pytest
 
 from platform.spec import SpecError, load_spec, parse_spec
-from platform.tuner import ConditionalSpace
+from platform.strategies.optuna_study import ConditionalSpace
 from trainers.settings import TrialSettings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -214,7 +214,7 @@ def test_pbt_perturbs_only_what_a_trial_may_change_and_pb2_only_ranges(method):
     from ray.tune.schedulers.pb2 import PB2
     from ray.tune.search import BasicVariantGenerator
 
-    from platform.population import population_search
+    from platform.strategies import strategy_for
 
     raw = {
         "name": "t",
@@ -230,8 +230,9 @@ def test_pbt_perturbs_only_what_a_trial_may_change_and_pb2_only_ranges(method):
         },
         "train": {"steps": 10, "eval_every": 5, "batch_size": 4, "workers": 2},
     }
-    search = parse_spec(raw, "local").search
-    generator, space, scheduler = population_search(search)
+    strategy = strategy_for("t", parse_spec(raw, "local").search, ("objective",), rounds=2, concurrent=True)
+    generator, space, scheduler, stop = strategy.tune_parts(Path("unused"))
+    assert strategy.population and stop == {"eval_round": 2}
     assert isinstance(generator, BasicVariantGenerator) and set(space) == {"lr", "mlm_weight", "pooling"}
     assert scheduler._synch and scheduler._perturbation_interval == 2 and scheduler._time_attr == "eval_round"
     if method == "pb2":

@@ -1,31 +1,68 @@
-"""Population Based Training's search (``search.scheduler.pbt``): the population PBT draws, its
-scheduler, and what it may perturb. The trial's side (pointer checkpoints, exploits) is
-``trainers.population``; docs/decisions.md, "PBT", says why it is built this way."""
+"""Population Based Training (``search.scheduler.pbt``): the population drawn at random, the
+synchronous scheduler, and what it may perturb. The trial's side (pointer checkpoints, exploits) is
+``trainers.population``; docs/decisions/population-based-training.md says why it is built this way."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
 
 from ray.tune.experiment import Trial
 from ray.tune.schedulers import PopulationBasedTraining
 from ray.tune.schedulers.pb2 import PB2
 
-from platform.resolution import ResolvedSearch
-from platform.spec import Distribution
-from platform.spec.schema import SearchSection
+from platform.spec.schema import Distribution, PbtSpec
+from platform.strategies.base import SearchStrategy, TuneParts
 from trainers.config import PERTURBABLE
 
 
-def population_search(search: SearchSection):
+@dataclass(frozen=True)
+class Population(SearchStrategy):
     """PBT's (or PB2's) search: the population drawn at random from the space (the warm starts
     first; the draw seeded, PBT's own perturbations not), and the synchronous scheduler perturbing
-    the dimensions a trial may change mid-run (``trainers.config.PERTURBABLE``)."""
-    from ray.tune.search import BasicVariantGenerator
+    the dimensions a trial may change mid-run (``trainers.config.PERTURBABLE``). A trial's last
+    round ends it before the scheduler sees it (``stop``): Tune applies its stop condition first,
+    so no trial is exploited (and restarted) at the end of its training."""
 
-    pbt = search.scheduler.pbt
-    space = {name: tune_domain(dist) for name, dist in search.space.items()}
-    generator = BasicVariantGenerator(
-        points_to_evaluate=[dict(point) for point in search.warm_start[: search.samples]] or None,
-        random_state=search.seed,
-    )
+    pbt: PbtSpec
+    space: dict[str, Distribution]
+    samples: int
+    seed: int
+    rounds: int  # a trial's evaluation rounds
+    warm_start: tuple[dict, ...] = ()
+    population = True
+
+    def tune_parts(self, run_dir: Path) -> TuneParts:
+        from ray.tune.search import BasicVariantGenerator
+
+        generator = BasicVariantGenerator(
+            points_to_evaluate=[dict(point) for point in self.warm_start] or None, random_state=self.seed
+        )
+        space = {name: tune_domain(dist) for name, dist in self.space.items()}
+        return TuneParts(generator, space, self.scheduler(space), stop={"eval_round": self.rounds})
+
+    def scheduler(self, space: dict):
+        return population_scheduler(self.pbt, self.space, space)
+
+    def describe(self) -> str:
+        """PBT's plan in one line, with a note where no trial can ever exploit."""
+        pbt = self.pbt
+        perturbed = [name for name in self.space if name in PERTURBABLE]
+        line = (
+            f"scheduler: {pbt.method.upper()} (synchronous) over {self.samples} trial(s) drawn at random: every "
+            f"{pbt.perturbation_interval} round(s) the bottom {pbt.quantile_fraction:.0%} continue from a top "
+            f"{pbt.quantile_fraction:.0%} trial's checkpoint with {', '.join(perturbed)} perturbed"
+        )
+        if self.rounds <= pbt.perturbation_interval:
+            line += (
+                f"; note: trials have {self.rounds} round(s), so none goes on after a perturbation "
+                "round and PBT is random search here"
+            )
+        return line
+
+
+def population_scheduler(pbt: PbtSpec, searched: dict[str, Distribution], space: dict):
+    """The synchronous PBT (or PB2) scheduler over ``searched`` (``space``: its Tune domains)."""
     common = {
         "time_attr": "eval_round",
         "metric": "objective",
@@ -34,20 +71,19 @@ def population_search(search: SearchSection):
         "quantile_fraction": pbt.quantile_fraction,
         "synch": True,  # donor and receiver at the same step (trainers.population)
     }
-    perturbed = {name: dist for name, dist in search.space.items() if name in PERTURBABLE}
+    perturbed = {name: dist for name, dist in searched.items() if name in PERTURBABLE}
     if pbt.method == "pb2":
         bounds = {name: list(dist.values) for name, dist in perturbed.items() if dist.kind != "choice"}
-        return generator, space, SynchronousPB2(hyperparam_bounds=bounds, **common)
+        return SynchronousPB2(hyperparam_bounds=bounds, **common)
     # a choice as a list: PBT moves it to a neighbouring value (a domain it would multiply by 0.8 or 1.2)
     mutations = {name: list(d.values) if d.kind == "choice" else space[name] for name, d in perturbed.items()}
     ranges = {name: tuple(d.values) for name, d in perturbed.items() if d.kind != "choice"}
-    scheduler = SynchronousPBT(
+    return SynchronousPBT(
         hyperparam_mutations=mutations,
         resample_probability=pbt.resample_probability,
         custom_explore_fn=WithinRanges(ranges),
         **common,
     )
-    return generator, space, scheduler
 
 
 def tune_domain(dist: Distribution):
@@ -118,20 +154,3 @@ class WithinRanges:
             if name in config:
                 config[name] = min(max(config[name], low), high)
         return config
-
-
-def describe_population(resolved: ResolvedSearch) -> str:
-    """PBT's plan in one line, with a warning where no trial can ever exploit."""
-    pbt = resolved.spec.search.scheduler.pbt
-    perturbed = [name for name in resolved.spec.search.space if name in PERTURBABLE]
-    line = (
-        f"{pbt.method.upper()} (synchronous) over {resolved.spec.search.samples} trial(s) drawn at random: every "
-        f"{pbt.perturbation_interval} round(s) the bottom {pbt.quantile_fraction:.0%} continue from a top "
-        f"{pbt.quantile_fraction:.0%} trial's checkpoint with {', '.join(perturbed)} perturbed"
-    )
-    if resolved.plan.eval_rounds <= pbt.perturbation_interval:
-        line += (
-            f"; note: trials have {resolved.plan.eval_rounds} round(s), so none goes on after a perturbation "
-            "round and PBT is random search here"
-        )
-    return line

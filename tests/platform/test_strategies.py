@@ -1,0 +1,133 @@
+"""The search modes (platform.strategies) and Tune's set-up (platform.tuner.tune_setup) built from a
+plan alone: no spec is made or read past platform.resolution.resolve."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, PopulationBasedTraining
+from ray.tune.search import BasicVariantGenerator
+from ray.tune.search.optuna import OptunaSearch
+
+from core.data.corpus import CorpusStats
+from evaluators.plan import EvalBudget, EvalPlan
+from evaluators.pool import CheckpointScorer
+from platform.inputs import InputsPlan
+from platform.resolution import ResolvedSearch, SearchPlan
+from platform.resources import ResourcePlan
+from platform.spec import parse_spec
+from platform.spec.schema import AshaSpec, CorpusSpec, Distribution, PbtSpec, TrackingSection
+from platform.strategies import SearchStrategy, strategy_for
+from platform.strategies.optuna_asha import OptunaAsha
+from platform.strategies.optuna_only import OptunaWithoutEarlyStopping
+from platform.strategies.optuna_study import OptunaPlan
+from platform.strategies.population import Population
+from platform.strategies.samplers import plan_sampler
+from platform.tuner import tune_setup
+from trainers.config import MlmHeadSettings, TrainPlan
+from trainers.settings import TrialSettings
+
+SPACE = {"lr": Distribution("loguniform", (1e-5, 1e-4)), "pooling": Distribution("choice", ("cls", "mean"))}
+OPTUNA = OptunaPlan("s", SPACE, plan_sampler("tpe", 8, concurrent=True), seed=3, metrics=("objective",))
+
+
+def _strategies() -> dict[str, SearchStrategy]:
+    return {
+        "optuna+asha": OptunaAsha(OPTUNA, AshaSpec(grace_period=2, reduction_factor=3), rounds=4),
+        "optuna": OptunaWithoutEarlyStopping(OPTUNA),
+        "pbt": Population(PbtSpec(perturbation_interval=2), SPACE, samples=8, seed=3, rounds=4),
+    }
+
+
+def test_each_strategy_gives_tune_its_searcher_scheduler_and_stop_condition(tmp_path):
+    parts = {name: strategy.tune_parts(tmp_path) for name, strategy in _strategies().items()}
+    searcher, space, asha, stop = parts["optuna+asha"]
+    assert isinstance(searcher, OptunaSearch) and space is None and stop is None
+    assert isinstance(asha, ASHAScheduler) and (asha._max_t, asha._reduction_factor) == (4, 3)
+    assert asha._time_attr == "eval_round" and asha._metric == "objective"
+    assert isinstance(parts["optuna"].search_alg, OptunaSearch) and isinstance(parts["optuna"].scheduler, FIFOScheduler)
+    generator, space, pbt, stop = parts["pbt"]
+    assert isinstance(generator, BasicVariantGenerator) and set(space) == set(SPACE)
+    assert isinstance(pbt, PopulationBasedTraining) and stop == {"eval_round": 4}
+    assert [s.population for s in _strategies().values()] == [False, False, True]
+    assert "multivariate TPE" in _strategies()["optuna"].describe()
+
+
+def _resolved(strategy: SearchStrategy, run_dir) -> ResolvedSearch:
+    """A resolved search put together by hand, as resolve() would, with no spec anywhere."""
+    evaluation = EvalPlan({"objective": {"r8-fewshot": 1.0}}, ("evaluator-0",), "doctune-s", EvalBudget(), 128, 8, 1)
+    plan = TrainPlan(
+        run_uri=str(run_dir),
+        base_model="base",
+        base_model_name="base",
+        corpus_path="corpus",
+        corpus_name="news-articles",
+        steps=8,
+        eval_every=2,
+        max_length=128,
+        workers=1,
+        use_gpu=False,
+        cpus_per_worker=1.0,
+        gpus_per_worker=0.0,
+        threads_per_worker=1,
+        seed=0,
+        bf16=False,
+        max_worker_failures=0,
+        scorer=CheckpointScorer(evaluation),
+        population=strategy.population,
+    )
+    search = SearchPlan("s", 8, SPACE, strategy, 2, "best", 0, 1, 1.0, 0.0)
+    inputs = InputsPlan(
+        "base", None, CorpusSpec(), None, MlmHeadSettings(), False, ("docsplit",), 1, 1.0, 0.0, False, 0, 128, 0
+    )
+    resources = ResourcePlan(4.0, 0.0, 1.01, 0.0, 1.0, 0.0, 2, 0.0)
+    stats = CorpusStats(10, 30, 0, 0, 0, 0)
+    return ResolvedSearch(
+        search, run_dir / "s.yaml", "local", run_dir, plan, evaluation, TrialSettings(), resources, stats, "base",
+        inputs, TrackingSection(), {"name": "s"},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("mode", ["optuna+asha", "optuna", "pbt"])
+def test_tunes_set_up_is_built_from_the_plan_alone(tmp_path, mode):
+    from platform.retention import ReleaseEndedTrials
+
+    resolved = _resolved(_strategies()[mode], tmp_path)
+    assert not any(type(value).__name__ == "SearchSpec" for value in vars(resolved).values())
+    param_space, tune_config, run_config = tune_setup(resolved)
+    assert (tune_config.num_samples, tune_config.max_concurrent_trials, tune_config.reuse_actors) == (8, 2, False)
+    assert type(tune_config.scheduler) is type(resolved.search.strategy.tune_parts(tmp_path).scheduler)
+    assert run_config.name == "s" and run_config.storage_path == str(tmp_path / "tune")
+    assert run_config.failure_config.max_failures == 2
+    released = any(isinstance(callback, ReleaseEndedTrials) for callback in run_config.callbacks)
+    assert released == (mode != "pbt")  # under PBT a trial may go on from any round until the end
+    assert (param_space is None) == (mode != "pbt") and (run_config.stop is None) == (mode != "pbt")
+
+
+def _search_section(**search):
+    raw = {
+        "name": "t",
+        "search": {"objective": {"tasks": {"r8-fewshot": 1.0}}, "space": {"lr": {"uniform": [0.1, 0.2]}}},
+    }
+    raw["search"].update(search)
+    return parse_spec(raw, "local").search
+
+
+@pytest.mark.parametrize(
+    ("search", "metrics", "rounds", "made"),
+    [
+        ({}, ("objective",), 4, OptunaAsha),
+        ({}, ("objective",), 1, OptunaWithoutEarlyStopping),  # one round: nothing to stop at
+        ({"scheduler": {"asha": None}}, ("objective",), 4, OptunaWithoutEarlyStopping),
+        ({}, ("quality", "length"), 4, OptunaWithoutEarlyStopping),  # ASHA stops on one scalar
+        ({"scheduler": {"pbt": {}}}, ("objective",), 4, Population),
+    ],
+)
+def test_the_spec_decides_the_mode_once(search, metrics, rounds, made):
+    strategy = strategy_for("t", _search_section(**search), metrics, rounds, concurrent=False)
+    assert type(strategy) is made
+    if len(metrics) > 1:
+        assert strategy.optuna.sampler.kind == "nsga2" and strategy.optuna.metrics == metrics
+    if made is OptunaAsha:
+        assert dataclasses.asdict(strategy.asha) == {"grace_period": 1, "reduction_factor": 2}
