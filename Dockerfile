@@ -1,7 +1,7 @@
 # doctune's image: CUDA 13.0, the CUDA of locks/node.txt (the host needs an NVIDIA driver of 580 or
 # later and the NVIDIA container toolkit), Python 3.11 and exactly the packages of locks/node.txt
 # (the runtime with Ray 2.60.0, the trackers, boto3 for the cluster launcher), then doctune itself.
-# README, "On a GPU cluster", gives the build, push and smoke commands.
+# docs/cluster.md, "On AWS, with Ray's cluster launcher", gives the build, push and smoke commands.
 FROM nvidia/cuda:13.0.1-base-ubuntu24.04
 
 ARG DEBIAN_FRONTEND=noninteractive

@@ -6,7 +6,7 @@
 Prints a Markdown block (machine, versions, the load present, median wall time, trials, the
 winner's validation objective and test objective against each baseline row's, the gains with their
 noise verdict, disk use of the run directory, and where the wall time went: the search's own
-``timings.json``, its overhead share against the 5% bar) for bench/RESULTS.md and the README.
+``timings.json``, its overhead share against the 5% bar) for bench/RESULTS.md.
 
 ``--clone`` runs the searches as a new user would: in a fresh ``git clone`` of this checkout's HEAD,
 whose ``scripts/setup.sh`` first builds its own ``.venv`` (timed and reported apart). Each run uses

@@ -203,7 +203,7 @@ def load_encoder(model_dir: str, with_mlm_head: bool = False, new_head: bool = F
             raise ModelUnavailable(
                 f"{model_dir} has no trained masked-LM head ({len(fresh)} weights missing), and an MLM term "
                 "(mlm_weight > 0) would train the encoder through random weights; a search trains a head for such "
-                "a base before its trials (docs/decisions.md, 'MLM head')"
+                "a base before its trials (docs/decisions/mlm-head.md)"
             )
         _initialise_unset(model)
     else:

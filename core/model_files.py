@@ -5,7 +5,7 @@ node with no file system in common: the checkpoint's encoder (its ``config.json`
 tokenizer files; not ``training_state/``) is read into a ``ModelFiles``, which Ray puts into the
 object store as the scoring call's argument, and the evaluator writes it back to a directory of its
 own node (``materialize``) to score it. The driver sends the run's checkpoints the same way. Route
-of every file a run shares: docs/decisions.md, "Storage with no shared file system".
+of every file a run shares: docs/decisions/no-shared-file-system.md.
 """
 
 from __future__ import annotations

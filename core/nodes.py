@@ -3,7 +3,7 @@
 the hook that tells every worker process which cluster it belongs to.
 
 Here, not in ``platform/``, because Ray workers must unpickle what runs on them, and the driver's
-``platform`` package is the standard library's module on a worker (docs/decisions.md).
+``platform`` package is the standard library's module on a worker (docs/decisions/installed-command.md).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ URI pyarrow opens (``s3://bucket/prefix``, with ``?endpoint_override=HOST:PORT&s
 S3-compatible server, ``gs://``, ``file://``). Paths inside the run are relative, ``/``-separated
 (``trials/<id>/checkpoints/step_000040``). Credentials come from the environment, as pyarrow reads
 them. A ``RunFiles`` pickles (pyarrow's file systems do), so it travels to Ray workers whole.
-docs/decisions.md, "Storage with no shared file system", lists each route.
+docs/decisions/no-shared-file-system.md lists each route.
 """
 
 from __future__ import annotations

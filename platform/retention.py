@@ -1,4 +1,4 @@
-"""What an ended trial keeps on disk (``train.keep_checkpoints``; docs/decisions.md, "Disk").
+"""What an ended trial keeps on disk (``train.keep_checkpoints``; docs/decisions/checkpoints.md).
 
 A checkpoint is the encoder's weights plus about three times as much training state (the full
 module again and AdamW's two moments). While a trial runs, only its latest checkpoint keeps that

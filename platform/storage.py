@@ -13,7 +13,7 @@ directory that does not exist yet: the driver's records are fetched first), expo
 platform.report URI --to DIR``). Any file system pyarrow opens by URI works: ``s3://`` (with
 ``?endpoint_override=HOST:PORT&scheme=http`` for an S3-compatible server), ``gs://``, ``hdfs://``,
 ``file://`` or a plain path. Credentials come from the environment, as pyarrow reads them.
-docs/decisions.md, "Run storage", says what goes where.
+docs/decisions/run-storage.md says what goes where.
 """
 
 from __future__ import annotations

@@ -37,8 +37,9 @@ from platform.autoscaling import cluster_to_plan_for
 from platform.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, UsageError
 from platform.inputs import InputsPlan, check_inputs, prepare_inputs
 from platform.leaderboard import BASELINE_ID
+from platform.plans import ResolvedSearch
 from platform.ray_cluster import ray_init, starts_its_own_ray
-from platform.resolution import ResolvedSearch, fit_to_cluster, resolve
+from platform.resolution import fit_to_cluster, resolve
 from platform.resources import InfeasibleResources
 from platform.run_dir import check_run_dir, write_atomic
 from platform.spec import SearchSpec, SpecError, load_spec

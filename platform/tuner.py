@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from core.run_files import RunFiles
-from platform.resolution import ResolvedSearch
+from platform.plans import ResolvedSearch
 from platform.run_dir import TUNE_DIR
 from platform.timings import PhaseClock
 

@@ -21,7 +21,7 @@ storage, and its records beside the checkpoints, only through the run's files (`
 ``TrainPlan.run_files``), named relative to the run (``trial_path``). Once a newer round
 is reported, an older one loses its ``training_state/`` (``drop_superseded_training_state``). Once
 the trial has ended, ``release_finished_trial`` frees the rest the spec's ``train.keep_checkpoints``
-does not keep (docs/decisions.md, "Disk"). Everything is safetensors or JSON: nothing is unpickled
+does not keep (docs/decisions/checkpoints.md). Everything is safetensors or JSON: nothing is unpickled
 on load.
 """
 

@@ -9,8 +9,7 @@ the driver uploads each input found in its cache to the run's files once, under
 the driver's path fetches the input into its own node's cache on first use, whole or not at all
 (fetched beside, renamed into place); a node that sees it (the driver's, one sharing its cache)
 reads it there. Inputs outside the cache (a model installed with a package, the same on every node
-of one locked environment) are read by their path. docs/decisions.md, "Storage with no shared file
-system", lists every route.
+of one locked environment) are read by their path. docs/decisions/no-shared-file-system.md lists every route.
 """
 
 from __future__ import annotations

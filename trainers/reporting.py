@@ -22,7 +22,7 @@ the driver has it: one on its way when the whole search was killed is lost with 
 trial that resumes reports every round in storage again from its ``report.json``: every round
 reaches the search, in order, and one reported twice is harmless (ASHA counts ``eval_round``, the
 trackers skip a step they logged, the leaderboard takes the earliest of equal rounds; PBT's case:
-docs/decisions.md, "PBT").
+docs/decisions/population-based-training.md).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Experiment trackers: a search recorded where researchers keep their runs (``tracking:`` in the
-spec; docs/decisions.md, "Tracking").
+spec; docs/decisions/experiment-tracking.md).
 
 The search is one run, each trial a run nested under it. A trial's run gets its hyperparameters and,
 every evaluation round, what steers the search: the validation objective and task scores, the

@@ -93,7 +93,7 @@ def test_a_search_started_with_no_gpu_node_plans_for_the_autoscalers_gpus_and_ge
     driver_env = env | {"RAY_ADDRESS": "auto"}
     try:
         before = nodes.wait_until_alive(1)
-        # the README's cluster command, unedited spec and no --profile: the plan only
+        # docs/cluster.md's cluster command, unedited spec and no --profile: the plan only
         planned = subprocess.run(
             [sys.executable, "-m", "platform.search", "docsplit_long", "--dry-run"],
             cwd=tmp_path, env=driver_env, capture_output=True, text=True, timeout=300,

@@ -1,6 +1,6 @@
 """The container image's definition (Dockerfile): it passes hadolint, its CUDA base matches the CUDA
-the node lock installs, and it installs that lock and nothing else. Images are not built here: the
-README gives the build and GPU smoke commands."""
+the node lock installs, and it installs that lock and nothing else. Images are not built here:
+docs/cluster.md gives the build and GPU smoke commands."""
 
 from __future__ import annotations
 

@@ -97,7 +97,7 @@ def test_every_pod_runs_doctunes_image_with_the_clusters_token_and_sees_the_runs
     # hand in the pods would leave KubeRay without it
     secret = re.search(r"kubectl create secret generic (\S+) \\\s*#\s*--from-literal=(\w+)=", MANIFEST.read_text())
     assert secret and cluster["authOptions"] == {"mode": "token", "secretName": secret[1]} and secret[2] == "auth_token"
-    assert f"kubectl create secret generic {secret[1]}" in (ROOT / "README.md").read_text()
+    assert f"kubectl create secret generic {secret[1]}" in (ROOT / "docs" / "cluster.md").read_text()
     for name, template in _pod_templates(rayjob).items():
         (container,) = template["spec"]["containers"]
         assert container["image"] == cluster_image, name

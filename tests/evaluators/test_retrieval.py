@@ -12,7 +12,7 @@ from tests.conftest import shared_collection
 
 # all-MiniLM-L6-v2, mean pooling, 128 tokens, title + " " + text, on the first 40 judged queries
 # of Cranfield's test half (its judged queries are halved, seeded, into validation and test) and
-# 400 documents (recorded; the whole collection's 0.3819 is in docs/decisions.md, "Evaluation").
+# 400 documents (recorded; the whole collection's 0.3819 is in docs/decisions/task-scoring.md).
 CRANFIELD_SUBSET_NDCG10 = 0.6049
 
 

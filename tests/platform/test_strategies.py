@@ -14,7 +14,7 @@ from core.data.corpus import CorpusStats
 from evaluators.plan import EvalBudget, EvalPlan
 from evaluators.pool import CheckpointScorer
 from platform.inputs import InputsPlan
-from platform.resolution import ResolvedSearch, SearchPlan
+from platform.plans import ResolvedSearch, SearchPlan
 from platform.resources import ResourcePlan
 from platform.spec import parse_spec
 from platform.spec.schema import AshaSpec, CorpusSpec, Distribution, PbtSpec, TrackingSection

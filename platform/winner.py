@@ -1,0 +1,147 @@
+"""What a finished search establishes about its winner, once validation has chosen it: its locked
+test part read once, the report-only tasks for the best trials, its gains over the baseline and
+reference rows (paired on the same test items), and whether the ranking is beyond noise
+(``platform.ranking``). Each step that fails (a checkpoint gone) says so in the row's status: the
+leaderboard, ``best/`` and the report still follow."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+from platform import ranking
+
+REPORT_TOP_TRIALS = 3  # trials scored on the report-only tasks, beside the baseline
+
+
+class ItemOutcomes:
+    """Rows' item-level outcomes on the ranking objective's tasks, per part, fetched from the
+    evaluator pool once each (``evaluators.pool.checkpoint_outcomes``: cached embeddings, no
+    encoder run twice)."""
+
+    def __init__(self, resolved) -> None:
+        self.evaluation, self.files = resolved.evaluation, resolved.plan.run_files
+        self.weights = next(iter(self.evaluation.objectives.values()))  # the ranking objective
+        self._seen: dict[tuple[str, str], dict] = {}
+
+    def __call__(self, row, split: str) -> dict:
+        from evaluators.pool import checkpoint_outcomes, stored_model
+
+        key = (row.checkpoint, split)
+        if key not in self._seen:
+            model, pooling = stored_model(self.files, row.checkpoint), row.hyperparameters["pooling"]
+            self._seen[key] = checkpoint_outcomes(self.evaluation, model, pooling, list(self.weights), split)
+        return self._seen[key]
+
+
+def compare_with_baselines(best, baselines, outcomes: ItemOutcomes) -> None:
+    """Set ``best.gains``: the winner's test objective against each baseline row's, with a paired
+    bootstrap over the same test items (``evaluators.noise``), so the leaderboard says whether the
+    gain is beyond noise."""
+    from evaluators.noise import paired_bootstrap
+    from evaluators.pool import CheckpointMissing
+
+    seed_sd = ranking.seed_spread(best, "test_objective")  # None unless search.confirm_seeds measured it
+    print(f"doctune: comparing {best.trial} with the baseline rows on the test items (paired bootstrap)", flush=True)
+    try:
+        for baseline in baselines:
+            gain = paired_bootstrap(
+                outcomes(best, "test"), outcomes(baseline, "test"), outcomes.weights, seed_sd=seed_sd
+            )
+            best.gains[baseline.trial] = gain.record()
+    except (CheckpointMissing, RuntimeError) as err:  # the leaderboard, best/ and the report still follow
+        best.status += f"; not compared with the baselines: {err}"
+
+
+def compare_per_task(best, baselines, resolved) -> None:
+    """Set ``best.task_gains``: the winner against each baseline and reference row on every task both
+    scored (the objective's and the report-only ones), test items paired by id, and on a retrieval task
+    per length bucket of the documents to find."""
+    from evaluators.noise import task_gain
+    from evaluators.pool import CheckpointMissing, checkpoint_outcomes, reference_outcomes, stored_model
+    from platform import tuner
+
+    evaluation, files = resolved.evaluation, resolved.plan.run_files
+    tasks = [t for t in (*evaluation.tasks, *evaluation.report_tasks) if t in best.scores]
+    print(
+        f"doctune: comparing {best.trial} with the baseline and reference rows, task by task (test items)", flush=True
+    )
+    try:
+        mine = checkpoint_outcomes(
+            evaluation, stored_model(files, best.checkpoint), best.hyperparameters["pooling"], tasks
+        )
+        against = {
+            b.trial: checkpoint_outcomes(evaluation, b.checkpoint, b.hyperparameters["pooling"], tasks)
+            for b in baselines
+        }
+        for reference in tuner.search_references(resolved) if evaluation.references else ():
+            pooling = reference.pooling or resolved.fixed.pooling
+            against[reference.id] = reference_outcomes(evaluation, reference, pooling, tasks)
+    except (CheckpointMissing, RuntimeError) as err:  # the leaderboard, best/ and the report still follow
+        best.status += f"; not compared task by task: {err}"
+        return
+    for row, outcomes in against.items():
+        best.task_gains[row] = {task: task_gain(mine[task], outcomes[task], task) for task in tasks if task in outcomes}
+
+
+def assess_ranking(rows, baselines, outcomes: ItemOutcomes) -> ranking.RankingNoise | None:
+    """Whether the trials, and the winner against the runner-up and the baselines, differ beyond
+    the validation scores' noise (``platform.ranking``); None, with the reason printed, when a
+    checkpoint it needs is gone."""
+    from evaluators.pool import CheckpointMissing
+    from platform.leaderboard import is_baseline, winner
+
+    trials = [r for r in rows if not is_baseline(r) and r.objective is not None and r.checkpoint]
+    print(f"doctune: measuring the noise of the ranking ({len(trials)} trials, validation items)", flush=True)
+    try:
+        return ranking.assess(
+            trials,
+            baselines,
+            lambda row: outcomes(row, ranking.RANKING_PART),
+            outcomes.weights,
+            ranking.seed_spread(winner(rows)),
+        )
+    except (CheckpointMissing, RuntimeError) as err:  # the leaderboard, best/ and the report still follow
+        print(f"doctune: the ranking's noise not measured: {err}", file=sys.stderr)
+        return None
+
+
+def _ranked_trials(scored) -> list:
+    """The scored trials, best validation objective first (the leaderboard's order: the first is the winner)."""
+    return sorted(scored, key=lambda r: r.objective, reverse=True)
+
+
+def read_locked_part_of_winner(scored, resolved) -> None:
+    """The winner's test objective: its locked test part, read once, now that validation has chosen
+    it (``tuner.read_locked_part``). The other trials' test parts are never read."""
+    from evaluators.pool import CheckpointMissing
+    from platform import tuner
+
+    best = _ranked_trials(scored)[0]
+    print(f"doctune: scoring {best.trial}, the winner on validation, on the locked test part", flush=True)
+    try:
+        tuner.read_locked_part(resolved, best)
+    except (CheckpointMissing, RuntimeError) as err:  # the leaderboard, best/ and the report still follow
+        best.status += f"; test part not scored: {err}"
+
+
+def score_report_tasks(scored, resolved) -> None:
+    """Score the best trials on the tasks that never steered the search (the baseline already
+    has them), so the report shows whether the winners generalise beyond their objective: the
+    winner on both parts, the runners-up on validation only; a length grid (``@grid``), the
+    costliest, for the winner alone."""
+    from evaluators.pool import CheckpointMissing, score_checkpoint, stored_model
+    from evaluators.tasks import GRID
+
+    evaluation = resolved.evaluation
+    print(f"doctune: scoring the top {REPORT_TOP_TRIALS} trials on the report-only tasks", flush=True)
+    for place, row in enumerate(_ranked_trials(scored)[:REPORT_TOP_TRIALS]):
+        tasks = [t for t in evaluation.report_tasks if place == 0 or not t.endswith(GRID)]
+        if not tasks:
+            continue
+        plan = evaluation if place == 0 else dataclasses.replace(evaluation, parts=("val",))
+        try:
+            model = stored_model(resolved.plan.run_files, row.checkpoint)
+            row.scores |= score_checkpoint(plan, model, row.hyperparameters["pooling"], tasks)
+        except CheckpointMissing as err:
+            row.status += f"; report-only tasks not scored: {err}"
