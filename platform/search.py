@@ -266,8 +266,8 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> tuple[int, 
     run_dir = resolved.run_dir
     trackers = tracking.open_trackers(resolved.tracking, resolved.search.name, run_dir)
     trackers.start(resolved.spec_record, resolved.profile, run_dir)
-    tracked = trackers.callback(dataclasses.asdict(resolved.fixed))
-    baseline, results = tuner.run_search(resolved, resume, clock, [tracked] if tracked else [])
+    with trackers.fed(dataclasses.asdict(resolved.fixed)) as tracked:
+        baseline, results = tuner.run_search(resolved, resume, clock, [tracked] if tracked else [])
     reference_record = tuner.reference_record(resolved, clock) if resolved.evaluation.references else {}
     tasks = list(resolved.evaluation.tasks)
     rows = leaderboard.rows_from_results(results, resolved)

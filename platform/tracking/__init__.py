@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from numbers import Real
 from pathlib import Path
 
@@ -104,19 +106,33 @@ class Trackers:
         for tracker in self.guarded:
             tracker.call("finish", rows, run_dir, best_dir)
 
-    def callback(self, fixed: dict) -> tune.Callback | None:
-        """The Tune callback that hands every round to the trackers; None without trackers."""
-        return RoundsToTrackers(self, fixed) if self.guarded else None
+    @contextmanager
+    def fed(self, fixed: dict) -> Iterator[tune.Callback | None]:
+        """While the block runs, every round Tune receives reaches these trackers (each trial's
+        hyperparameters: ``fixed`` and its own) through the callback yielded, None without trackers."""
+        global _fed
+        if not self.guarded:
+            yield None
+            return
+        _fed = (self, fixed)
+        try:
+            yield RoundsToTrackers()
+        finally:
+            _fed = None
+
+
+_fed: tuple[Trackers, dict] | None = None  # the trackers a search of this process feeds (``Trackers.fed``)
 
 
 class RoundsToTrackers(tune.Callback):
-    """Each trial's reports, as Tune receives them in the driver, to the trackers."""
-
-    def __init__(self, trackers: Trackers, fixed: dict) -> None:
-        self.trackers, self.fixed = trackers, fixed
+    """Each trial's reports, as Tune receives them in the driver, to the trackers a running
+    ``Trackers.fed`` block registered. It holds none itself: Tune saves its callbacks with the
+    experiment, and a resumed search, perhaps in another run directory, feeds its own."""
 
     def on_trial_result(self, iteration: int, trials: list, trial, result: dict, **info) -> None:
-        self.trackers.round(trial.trial_id, {**self.fixed, **trial.config}, result)
+        if _fed is not None:
+            trackers, fixed = _fed
+            trackers.round(trial.trial_id, {**fixed, **trial.config}, result)
 
 
 class ValidationOnlyTensorBoard(TBXLoggerCallback):

@@ -191,3 +191,29 @@ def test_a_tracker_that_is_not_installed_is_refused_with_how_to_install_it(track
         parse_spec(raw | {"tracking": tracking}, "smoke")
     monkeypatch.undo()
     assert getattr(parse_spec(raw | {"tracking": tracking}, "smoke").tracking, package) is not None
+
+
+def test_the_round_callback_tune_saved_feeds_the_trackers_of_the_search_that_runs_now(tmp_path, store):
+    """Tune saves its callbacks with the experiment and hands a resumed search those back: the
+    saved callback feeds the resuming search's trackers, in its own run directory."""
+    import cloudpickle
+    from ray.tune.experiment import Trial
+
+    spec = dataclasses.asdict(load_spec("smoke", "smoke")[0])
+    first_dir, resumed_dir = tmp_path / "first", tmp_path / "moved"
+    first_dir.mkdir(), resumed_dir.mkdir()
+    first = Trackers([MlflowRuns(store, "smoke", first_dir)])
+    first.start(spec, "smoke", first_dir)
+    with first.fed({"pooling": "mean"}) as callback:
+        saved = cloudpickle.dumps(callback)  # as Tune keeps it in tuner.pkl
+    resumed = Trackers([MlflowRuns(store, "smoke", resumed_dir)])
+    resumed.start(spec, "smoke", resumed_dir)
+    trial = Trial("run_trial", config={"lr": 1e-4}, trial_id="t1", stub=True)
+    restored = cloudpickle.loads(saved)
+    restored.on_trial_result(0, [trial], trial, ROUND)  # outside a search: nothing fed, nothing written
+    with resumed.fed({"pooling": "mean"}):
+        restored.on_trial_result(1, [trial], trial, ROUND)
+    steps = [json.loads((d / "tracking.json").read_text())["mlflow"]["steps"] for d in (first_dir, resumed_dir)]
+    assert steps == [{}, {"t1": 4}]
+    with Trackers([]).fed({}) as none:
+        assert none is None  # no trackers, no callback
