@@ -3,9 +3,21 @@ messages show, and the range ``platform.spec`` checks a value against."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 
 def constraint(
-    help_: str, low: float | None = None, high: float | None = None, *, low_open: bool = False, high_open: bool = False
+    help_: str,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
+    check: Callable[[Any], None] | None = None,
 ) -> dict:
-    """Field metadata: a help line (for docs and errors) and the valid range of the value."""
-    return {"help": help_, "low": low, "high": high, "low_open": low_open, "high_open": high_open}
+    """Field metadata: a help line (for docs and errors), the valid range of the value, and
+    ``check``, a function that raises ``ValueError`` saying what is wrong with a value its type and
+    range admit (a spec check turns it into a message naming the key)."""
+    metadata = {"help": help_, "low": low, "high": high, "low_open": low_open, "high_open": high_open}
+    return metadata | ({"check": check} if check else {})

@@ -164,12 +164,10 @@ def check_hyperparameter(name: str, value: Any, where: str) -> Any:
     registry = plugin_registries().get(name)
     if registry is not None and value is not None and value not in registry:
         raise SpecError(f"{where}: unknown {registry.kind} {value!r}; known: {', '.join(registry.names())}")
-    if name == "augmentation":
-        from trainers.augment.word_level import AugmentationUnavailable, check_augmentation
-
+    if check := HP_FIELDS[name].metadata.get("check"):  # a plug-in's own rule for its setting
         try:
-            check_augmentation(value)
-        except AugmentationUnavailable as err:
+            check(value)
+        except ValueError as err:
             raise SpecError(f"{where}: {err}") from None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         _check_range(value, HP_FIELDS[name].metadata, where)

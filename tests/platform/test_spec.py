@@ -153,6 +153,11 @@ BAD = [
         _with("search", {**GOOD["search"], "confirm_seeds": 2, "scheduler": {"pbt": {}}}),
         "search.confirm_seeds: a PBT trial's settings change as it trains",
     ),
+    # a plug-in's own rule for its setting (DECA's augmentation: core.fields.constraint's check)
+    (
+        _with("hyperparameters", {"augmentation": "synonyms"}),
+        "hyperparameters.augmentation: unknown augmentation 'synonyms'; known: synonym,",
+    ),
 ]
 
 

@@ -44,7 +44,8 @@ class DecaSettings:
         default="synonym",
         metadata=constraint(
             "deca: synonym, antonym, uninformative (DECA's rare -> frequent synonyms), tfidf_uda (UDA's rule), "
-            "deletion, swap or back_translation"
+            "deletion, swap or back_translation",
+            check=check_augmentation,  # known, and its packages installed
         ),
     )
     aug_p: float = field(
