@@ -92,6 +92,8 @@ import ray
 from ray._private.services import find_gcs_addresses
 from ray.util.state import get_actor
 
+from platform.ray_cluster import ray_init
+
 ray_init(None)
 
 
