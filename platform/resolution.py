@@ -13,7 +13,10 @@
    a GPU where the cluster has one, and ``evaluation.cpus_per_evaluator: auto`` what one trial
    leaves of the cluster's CPUs (a resumed search keeps what it started with);
 5. ``resolve``: with the prepared inputs (base encoder, corpus) and the cluster's resources, the
-   ``ResolvedSearch`` that ``--dry-run`` prints, ``search.json`` records and the search runs.
+   ``ResolvedSearch`` (``platform.plans``) that ``--dry-run`` prints, ``search.json`` records and
+   the search runs; past it nothing reads the spec.
+
+``settle`` runs steps 2-4 for a cluster and says what it chose.
 
 A search that starts its own local Ray knows its cluster (this machine) before Ray starts, so
 steps 2-4 and the resource check run before anything is started; a search that joins a running
@@ -234,6 +237,28 @@ def choose_profile(request: SearchRequest, cluster: dict[str, float]) -> tuple[s
     if cluster.get("GPU", 0) > 0:
         return "full", "the cluster has GPUs"
     return "local", "the cluster has no GPU"
+
+
+def settle(
+    request: SearchRequest, cluster: dict[str, float]
+) -> tuple[SearchSpec, str, tuple[Replacement, ...], str | None]:
+    """The profile for ``cluster`` (said when doctune chose it), the spec validated for it, fitted
+    to the cluster and checked to fit it (``InfeasibleResources`` otherwise), what the profile
+    replaced of the spec's own values (said once) and how the spec was fitted (said)."""
+    profile, why = choose_profile(request, cluster)
+    if why:
+        print(f"doctune: profile {profile!r} ({why}; choose with --profile)")
+    if replaced := request.replacements(profile):
+        print(
+            f"doctune: profile {profile!r} replaced values the spec sets: "
+            + ", ".join(r.describe() for r in replaced)
+            + f" (keep yours with a profiles.{profile} section in the spec)"
+        )
+    spec, fit = fit_to_cluster(request.spec_for(profile), cluster)
+    if fit:
+        print(f"doctune: {fit}")
+    plan_search_resources(spec, cluster)
+    return spec, profile, tuple(replaced), fit
 
 
 def this_machine() -> dict[str, float]:

@@ -25,15 +25,13 @@ from platform.ray_cluster import ray_init, starts_its_own_ray
 from platform.resolution import (
     SEARCH_RECORD,
     SearchRequest,
-    choose_profile,
-    fit_to_cluster,
-    plan_search_resources,
     resolve,
+    settle,
     this_machine,
 )
 from platform.resources import InfeasibleResources
 from platform.run_dir import write_atomic
-from platform.spec import PROFILES, Replacement, SearchSpec, SpecError
+from platform.spec import PROFILES, SpecError
 from platform.timings import PhaseClock
 
 if TYPE_CHECKING:
@@ -131,32 +129,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILURE
 
 
-def _settle(
-    request: SearchRequest, cluster: dict[str, float]
-) -> tuple[SearchSpec, str, tuple[Replacement, ...], str | None]:
-    """The profile for ``cluster`` (said when doctune chose it), the spec validated for it, fitted
-    to the cluster and checked to fit it (``InfeasibleResources`` otherwise), what the profile
-    replaced of the spec's own values (said once) and how the spec was fitted (said)."""
-    profile, why = choose_profile(request, cluster)
-    if why:
-        print(f"doctune: profile {profile!r} ({why}; choose with --profile)")
-    if replaced := request.replacements(profile):
-        print(
-            f"doctune: profile {profile!r} replaced values the spec sets: "
-            + ", ".join(r.describe() for r in replaced)
-            + f" (keep yours with a profiles.{profile} section in the spec)"
-        )
-    spec, fit = fit_to_cluster(request.spec_for(profile), cluster)
-    if fit:
-        print(f"doctune: {fit}")
-    plan_search_resources(spec, cluster)
-    return spec, profile, tuple(replaced), fit
-
-
 def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> SearchOutcome:
     provisional = request.provisional_spec()
     # a search that starts its own Ray knows its cluster now: bad input is refused before Ray starts
-    settled = _settle(request, this_machine()) if starts_its_own_ray(provisional.address) else None
+    settled = settle(request, this_machine()) if starts_its_own_ray(provisional.address) else None
     check_inputs(InputsPlan.of(settled[0] if settled else provisional))
 
     import ray
@@ -171,7 +147,7 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> SearchOutc
             cluster, growth = cluster_to_plan_for(cluster)
             if growth:
                 print(f"doctune: cluster: {growth}")
-        spec, profile, replaced, fit = settled or _settle(request, cluster)
+        spec, profile, replaced, fit = settled or settle(request, cluster)
         run_dir = request.run_dir
         with clock.phase("inputs"):  # the corpus is prepared by a Ray Data job the first time
             through_storage = request.storage is not None
