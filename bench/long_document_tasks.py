@@ -1,17 +1,22 @@
-"""What users already have, on the long-document tasks: the packaged all-MiniLM-L6-v2 as its users run
-it (256 tokens truncated; averaged over 256-token windows), at its 512 positions, converted to a
-4,096-token Longformer untrained (what every docsplit_long search starts from), and BM25.
+"""What users already have, on the long-document tasks at LongEmbed's sizes: the packaged
+all-MiniLM-L6-v2 as its users run it (truncated at 256 and at its 512 positions; averaged over
+256-token windows), converted to a 4,096-token Longformer untrained and read whole (where every
+docsplit_long search starts), and BM25.
 
-    python bench/long_document_tasks.py [--out bench/results/long_document_tasks.json] [--per-length 30]
+    python bench/long_document_tasks.py [--out bench/results/long_document_tasks.json]
 
-Each (row, task) is scored through the evaluators' own ``Evaluator`` (no Ray) on its validation
-part only: the test parts are locked (tests/bench/test_locked_parts.py). The file also keeps each
-row's scores on the ``retired`` parts, the test parts as they were before they were locked (news
-text from the held-out tenth's second half, test templates and names): an independent second draw,
-so a difference that holds on both is not one draw's luck. Results are written to ``--out`` as each
-row finishes, and a run started again scores only the (row, task) pairs the file lacks. Prints
-Markdown tables for bench/RESULTS.md: the main score ± 95% interval per row, task and part, then
-acc@1 per haystack length and depth.
+Each (row, task) is scored through the evaluators' own ``Evaluator`` (no Ray) on the validation part
+only (the test parts are locked: tests/bench/test_locked_parts.py), at the benchmark sizes: needle
+and passkey at 256 to 4,096 tokens, 50 queries against 100 haystacks a length; every query of the
+real-text passage task. The real-text task is also scored on a second, independent draw: the
+``retired`` news articles (the first held-out tenth's other half, scored by nothing that chooses),
+read as a collection (``long-passage:<file>``, both of its halves), so a difference that holds on
+both is not one draw's luck. Each row keeps its item outcomes, and the paired comparisons the
+issue's bar names are computed from them: the windowed MiniLM against each truncation, overall and
+on the queries whose document is over 1,024 tokens.
+
+Results are written to ``--out`` as each (row, task) finishes; a run started again scores only what
+the file lacks. Prints the Markdown for bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -24,13 +29,18 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-TASKS = ("needle-retrieval", "passkey-retrieval", "news-passage-retrieval", "news-title-retrieval")
-SYNTHETIC = ("needle-retrieval", "passkey-retrieval")  # --per-length caps these; the others score every query
-PARTS = ("val", "retired")  # what the file holds; a run scores validation only
-ROWS = ("minilm-256", "minilm-256-windowed", "minilm-512", "longformer-4096", "bm25")
+SYNTHETIC = ("needle-retrieval", "passkey-retrieval")
+REAL = "news-passage-retrieval"
+RETIRED = "retired"  # the second draw of the real-text task
+ROWS = ("bm25", "minilm-256", "minilm-512", "minilm-256-windowed", "longformer-4096")
+LENGTHS = (256, 512, 1024, 2048, 4096)
+OVER_1024 = ("len_1025to2048", "len_2049to4096", "len_over4096")
+PAIRS = (("minilm-256-windowed", "minilm-256"), ("minilm-256-windowed", "minilm-512"))
 
 
 def _row(name: str):
@@ -50,87 +60,145 @@ def _row(name: str):
     }[name]
 
 
-def score_row(name: str, tasks: list[str], per_length: int | None, scratch: str) -> dict:
+def retired_collection(scratch: str) -> str:
+    """The retired news articles as a collection file (``core.data.sources``)."""
+    from core.data.news import held_out_articles
+
+    path = Path(scratch) / "retired.jsonl"
+    path.write_text("".join(json.dumps({"text": a.text}) + "\n" for a in held_out_articles("retired")))
+    return str(path)
+
+
+def score(name: str, task: str, parts: tuple[str, ...], scratch: str) -> list:
+    """The row's item-level outcomes on ``task``, one per part."""
     from evaluators.plan import EvalBudget, EvalPlan
     from evaluators.pool import Evaluator
     from evaluators.references import Reference
 
     plan = EvalPlan(
-        objectives={"objective": dict.fromkeys(tasks, 1.0)},
+        objectives={"objective": {task: 1.0}},
         actor_names=(),
         namespace="",
-        budget=EvalBudget(long_queries=per_length, long_length=4096),
+        budget=EvalBudget(long_length=4096),  # the benchmark sizes: EvalBudget's defaults
         max_length=512,
         batch_size=8,
         threads=int(os.environ.get("BENCH_THREADS", "2")),
         parts=("val",),
     )
     model, reading = _row(name)
-    began = time.perf_counter()
-    scores = Evaluator(plan, scratch).reference_scores(Reference(name, name, model, reading), "mean", tasks)
-    return {"scores": scores, "seconds": round(time.perf_counter() - began, 1)}
+    evaluator = Evaluator(plan, scratch)
+    return [evaluator.reference_outcomes(Reference(name, name, model, reading), "mean", [task], p)[task] for p in parts]
+
+
+def record(outcomes: list) -> dict:
+    """One part's outcomes as JSON: the summary, each query's main score, its id and its stratum (the
+    halves of a collection's draw joined: their queries ranked their own half's documents)."""
+    ids = [f"{k}:{i}" for k, o in enumerate(outcomes) for i in o.ids]
+    items = np.concatenate([o.items for o in outcomes])
+    strata: dict[str, list[int]] = {}
+    offset = 0
+    for o in outcomes:
+        for label, rows in o.strata.items():
+            strata.setdefault(label, []).extend((np.asarray(rows) + offset).tolist())
+        offset += len(o.items)
+    summary = outcomes[0].summary() if len(outcomes) == 1 else {"main": float(np.mean(items)), "n": float(len(items))}
+    return {"summary": summary, "items": items.tolist(), "ids": ids, "strata": strata}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "long_document_tasks.json")
-    parser.add_argument(
-        "--per-length", type=int, default=30, help="needle and passkey queries per haystack length (and per part)"
-    )
     args = parser.parse_args()
     import torch
 
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
-    results.setdefault(
-        "machine",
-        f"{os.cpu_count()} CPUs, torch {torch.__version__}, {time.strftime('%Y-%m-%d')}, {args.per_length} needles "
-        "per length, every query of the other tasks",
-    )
+    results.setdefault("machine", f"{os.cpu_count()} CPUs, torch {torch.__version__}, {time.strftime('%Y-%m-%d')}")
     rows = results.setdefault("rows", {})
     with tempfile.TemporaryDirectory() as scratch:
-        for name in ROWS:
-            row = rows.setdefault(name, {"scores": {}, "seconds": {}})
-            missing = [t for t in TASKS if t not in row["scores"]]
-            if not missing:  # a run started again goes on where it stopped
-                continue
-            for tasks, cap in (
-                ([t for t in missing if t in SYNTHETIC], args.per_length),
-                ([t for t in missing if t not in SYNTHETIC], None),
-            ):
-                if not tasks:
+        retired = retired_collection(scratch)
+        # the real-text task for every row first (cheap), then the synthetic grids
+        for task in (REAL, RETIRED, *SYNTHETIC):
+            for name in ROWS:
+                row = rows.setdefault(name, {"parts": {}, "seconds": {}})
+                if task in row["parts"]:  # a run started again goes on where it stopped
                     continue
-                scored = score_row(name, tasks, cap, scratch)
-                row["scores"] |= scored["scores"]
-                row["seconds"][", ".join(tasks)] = scored["seconds"]  # embedding included
+                began = time.perf_counter()
+                if task == RETIRED:
+                    row["parts"][task] = record(score(name, f"long-passage:{retired}", ("val", "test"), scratch))
+                else:
+                    row["parts"][task] = record(score(name, task, ("val",), scratch))
+                row["seconds"][task] = round(time.perf_counter() - began, 1)
                 args.out.write_text(json.dumps(results, indent=1))
-                print(f"{name}: {scored['seconds']} s for {', '.join(tasks)}", flush=True)
+                print(f"{name}: {row['seconds'][task]} s for {task}", flush=True)
     print_tables(results)
+
+
+def _outcomes(part: dict, label: str | None = None):
+    from evaluators.tasks.base import Outcomes, mean_of_rows
+
+    rows = np.arange(len(part["items"])) if label is None else np.array(part["strata"].get(label, []), int)
+    return Outcomes({}, np.asarray(part["items"])[rows], mean_of_rows, ids=tuple(np.asarray(part["ids"])[rows]))
+
+
+def paired(results: dict, a: str, b: str, task: str, over_1024: bool = False) -> str:
+    from evaluators.noise import paired_bootstrap
+
+    part_a, part_b = (results["rows"][r]["parts"][task] for r in (a, b))
+    if over_1024:
+        rows = sorted(i for label in OVER_1024 for i in part_a["strata"].get(label, []))
+        part_a = {**part_a, "strata": {"over": rows}}
+        part_b = {**part_b, "strata": {"over": rows}}
+    label = "over" if over_1024 else None
+    gain = paired_bootstrap({task: _outcomes(part_a, label)}, {task: _outcomes(part_b, label)}, {task: 1.0})
+    n = len(_outcomes(part_a, label).items)
+    return f"{gain.difference:+.3f} ({gain.low:+.3f} to {gain.high:+.3f}, n {n})"
 
 
 def print_tables(results: dict) -> None:
     rows = results["rows"]
     print(f"\n{results['machine']}\n")
-    print("| row | " + " | ".join(f"{t} ({p})" for t in TASKS for p in PARTS) + " |")
-    print("|---|" + "---|" * (2 * len(TASKS)))
+    print(f"{REAL}, nDCG@10 ± 95% interval (validation; the retired draw beside it), by document length\n")
+    buckets = ("len_513to1024", "len_1025to2048", "len_2049to4096")
+    print("| row | val | retired | " + " | ".join(f"val {b[4:]} (n)" for b in buckets) + " |")
+    print("|---|---|---|" + "---|" * len(buckets))
     for name, row in rows.items():
-        cells = []
-        for task in TASKS:
-            for part in PARTS:
-                values = row["scores"].get(task, {}).get(part)
-                cells.append(f"{values['main']:.3f} ± {1.96 * values['main_se']:.3f}" if values else "–")
+        val, retired = row["parts"].get(REAL), row["parts"].get(RETIRED)
+        if not val:
+            continue
+        summary = val["summary"]
+        cells = [f"{summary['main']:.3f} ± {1.96 * summary['main_se']:.3f}"]
+        cells.append(f"{retired['summary']['main']:.3f}" if retired else "–")
+        cells += [f"{summary.get(b, float('nan')):.3f} ({int(summary.get(b + '_n', 0))})" for b in buckets]
         print(f"| {name} | " + " | ".join(cells) + " |")
-    for task in ("needle-retrieval", "passkey-retrieval"):
-        print(f"\n{task}, acc@1 per length x depth (val / retired)\n")
-        print("| row | " + " | ".join(f"{n} @ {d}%" for n in (512, 1024, 2048, 4096) for d in (10, 50, 90)) + " |")
-        print("|---|" + "---|" * 12)
+    print("\nPaired gains (95% paired-bootstrap interval):\n")
+    print("| gain | val, all | val, over 1,024 | retired, all | retired, over 1,024 |")
+    print("|---|---|---|---|---|")
+    for a, b in PAIRS:
+        if not all(REAL in rows.get(r, {}).get("parts", {}) for r in (a, b)):
+            continue
+        cells = [paired(results, a, b, REAL), paired(results, a, b, REAL, over_1024=True)]
+        if all(RETIRED in rows[r]["parts"] for r in (a, b)):
+            cells += [paired(results, a, b, RETIRED), paired(results, a, b, RETIRED, over_1024=True)]
+        print(f"| {a} - {b} | " + " | ".join(cells) + " |")
+    for task in SYNTHETIC:
+        print(f"\n{task}, acc@1 per haystack length (validation; 50 queries against 100 haystacks; chance 0.010)\n")
+        print("| row | all | " + " | ".join(str(n) for n in LENGTHS) + " |")
+        print("|---|---|" + "---|" * len(LENGTHS))
         for name, row in rows.items():
-            parts = row["scores"][task]
-            cells = [
-                " / ".join(f"{parts[p][f'len{n}_depth{d}']:.2f}" for p in PARTS if p in parts)
-                for n in (512, 1024, 2048, 4096)
-                for d in (10, 50, 90)
-            ]
-            print(f"| {name} | " + " | ".join(cells) + " |")
+            part = row["parts"].get(task)
+            if not part:
+                continue
+            summary = part["summary"]
+            by_length = [_length_score(part, n) for n in LENGTHS]
+            print(
+                f"| {name} | {summary['main']:.3f} ± {1.96 * summary['main_se']:.3f} | " + " | ".join(by_length) + " |"
+            )
+
+
+def _length_score(part: dict, length: int) -> str:
+    """acc@1 over one haystack length's queries (its three depth cells)."""
+    rows = sorted(i for label, r in part["strata"].items() if label.startswith(f"len{length}_depth") for i in r)
+    return f"{np.mean(np.asarray(part['items'])[rows]):.2f}" if rows else "–"
 
 
 if __name__ == "__main__":

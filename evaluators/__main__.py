@@ -1,7 +1,9 @@
-"""``python -m evaluators --model DIR_OR_ID --task NAME [--task NAME ...] [--beir DIR ...] [--json OUT]``
+"""``python -m evaluators --model DIR_OR_ID --task NAME [--task NAME ...] [--beir DIR ...] [--part test] [--json OUT]``
 
 Scores any encoder (a search's winner, a base model, any Hugging Face model) on doctune's tasks,
-through the same ``Evaluator`` class the search's actors run, and prints a table. ``--list``
+through the same ``Evaluator`` class the search's actors run, and prints a table: on each task's
+validation part, or on its locked test part alone with ``--part test`` (read it once a choice is
+made; it reports, never chooses). ``--list``
 shows the tasks. Exit codes: 0 success, 2 bad input (unknown task, missing model), 1 otherwise.
 """
 
@@ -51,7 +53,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--max-documents", type=int, help="retrieval corpus limit")
     parser.add_argument("--max-queries", type=int, help="retrieval queries (and length-robustness pairs) limit")
-    parser.add_argument("--long-queries", type=int, default=30, help="needle and passkey queries per haystack length")
+    parser.add_argument(
+        "--long-queries",
+        type=int,
+        default=50,
+        help="needle and passkey queries per haystack length (each length's pool holds twice as many haystacks)",
+    )
     parser.add_argument(
         "--haystacks", choices=["grid", "longest"], default="grid", help="needle, passkey lengths: all or longest"
     )
@@ -61,6 +68,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--fewshot-k", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--cache-dir", type=Path, help="embedding cache (default: a temporary directory)")
+    parser.add_argument(
+        "--part",
+        choices=("val", "test"),
+        default="val",
+        help="the part scored: validation (default), or the locked test part (to report a choice already made)",
+    )
     parser.add_argument("--json", type=Path, help="also write the scores here")
     parser.add_argument("--list", action="store_true", help="list the tasks and exit")
     return parser.parse_args(argv)
@@ -120,29 +133,28 @@ def main(argv: list[str] | None = None) -> int:
             budget=budget,
             long_inputs=None if args.long_inputs == "task" else args.long_inputs,
             cache_dir=args.cache_dir,
+            parts=(args.part,),
         )
     except UnknownTask as err:
         print(f"evaluators: error: {err.args[0]}", file=sys.stderr)
         return 2
 
-    from evaluators.tasks.base import SPLITS
-
     scores, pooling, lengths = done.scores, done.pooling, done.lengths
     converted = f", converted to a {args.longformer}-token Longformer (untrained)" if args.longformer else ""
-    print(f"model {args.model}{converted} ({pooling} pooling); main score ± standard error")
+    scored_on = {"val": "the validation part", "test": "the locked test part"}[args.part]
+    print(f"model {args.model}{converted} ({pooling} pooling), scored on {scored_on}; main score ± standard error")
     width = max(len(t) for t in tasks) + 6
     for task, values in scores.items():
         print(f"{task}: scored at {lengths[task]} tokens, texts over it {_policy(values)}")
-        for split in SPLITS:
-            part = values[split]
-            scored = sizes(part)
-            counts = {*scored, *(f"{unit}{TOTAL_SUFFIX}" for unit in scored)}
-            hidden = {"main", "main_se", "items_digest", "part_digest", *counts, *stratum_keys(part)}
-            details = ", ".join(f"{k} {v:.4f}" for k, v in part.items() if k not in hidden)
-            on = f"; {coverage(part)}" if scored else ""
-            print(f"{task + ' ' + split:{width}s}  {part['main']:.4f} ± {part['main_se']:.4f}  ({details}{on})")
-            for line in strata_lines(part):
-                print(f"{'':{width}s}  {line}")
+        part = values[args.part]
+        scored = sizes(part)
+        counts = {*scored, *(f"{unit}{TOTAL_SUFFIX}" for unit in scored)}
+        hidden = {"main", "main_se", "items_digest", "part_digest", *counts, *stratum_keys(part)}
+        details = ", ".join(f"{k} {v:.4f}" for k, v in part.items() if k not in hidden)
+        on = f"; {coverage(part)}" if scored else ""
+        print(f"{task + ' ' + args.part:{width}s}  {part['main']:.4f} ± {part['main_se']:.4f}  ({details}{on})")
+        for line in strata_lines(part):
+            print(f"{'':{width}s}  {line}")
     if args.json:
         args.json.write_text(json.dumps({"model": args.model, "pooling": pooling, "scores": scores}, indent=2))
     return 0

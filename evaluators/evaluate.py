@@ -11,11 +11,12 @@ from pathlib import Path
 from evaluators.plan import EvalBudget, EvalPlan
 from evaluators.references import Reading
 from evaluators.tasks import UnknownTask, check_task_name
+from evaluators.tasks.base import SPLITS, Split
 
 
 @dataclass(frozen=True)
 class Evaluation:
-    """An encoder's scores: task -> part (``val``, ``test``) -> metric (``evaluators.scores``), the
+    """An encoder's scores: task -> part (``val``; ``test`` where asked) -> metric (``evaluators.scores``), the
     pooling it was read with, each task's scoring length in tokens, and the directory scored."""
 
     scores: dict[str, dict]
@@ -44,15 +45,20 @@ def evaluate(
     budget: EvalBudget | None = None,
     long_inputs: str | None = None,
     cache_dir: Path | None = None,
+    parts: tuple[Split, ...] = ("val",),
 ) -> Evaluation:
     """``model`` (a directory, a packaged alias such as ``all-minilm-l6-v2``, or a Hugging Face id)
     scored on ``tasks`` (names as ``python -m evaluators --list`` shows them). ``long_inputs``:
     ``truncate`` or ``chunk`` for texts over the length, None as each task says; ``cache_dir``: the
-    embedding cache (a temporary one by default). Raises ``UnknownTask`` for an unknown task or a
+    embedding cache (a temporary one by default); ``parts``: the parts scored, validation alone
+    unless the locked test part is asked for (read it once a choice is made: it reports, never
+    chooses). Raises ``UnknownTask`` for an unknown task or a
     model that is not found."""
     from core.encoder import ModelUnavailable, resolve_model
     from evaluators.pool import Evaluator
 
+    if not parts or not set(parts) <= set(SPLITS):
+        raise UnknownTask(f"parts {parts!r}: name val (validation) and/or test (the locked part)")
     if not tasks:
         raise UnknownTask("name at least one task (python -m evaluators --list shows them)")
     for task in tasks:
@@ -69,6 +75,7 @@ def evaluate(
         batch_size=batch_size,
         threads=threads,
         budget=budget or EvalBudget(),
+        parts=parts,
     )
     reading = Reading(long_inputs=long_inputs)
     with tempfile.TemporaryDirectory() as scratch:

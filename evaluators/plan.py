@@ -45,7 +45,12 @@ class EvalBudget:
         ),
     )
     long_queries: int = field(
-        default=30, metadata=constraint("needle and passkey queries per haystack length (spread over the depths)", 3)
+        default=50,
+        metadata=constraint(
+            "needle and passkey queries per haystack length (spread over the depths); each length's pool holds twice "
+            "as many haystacks (LongEmbed's 50 queries against 100)",
+            3,
+        ),
     )
     probe_head: ProbeHead = field(
         default="logistic",

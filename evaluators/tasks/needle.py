@@ -1,27 +1,34 @@
 """Needle and passkey retrieval: LongEmbed's synthetic long-document tasks (Zhu et al. 2024,
-arXiv 2404.12096, Sec. 3.1), built from real held-out text.
+arXiv 2404.12096, Sec. 3.1), built as LongEmbed builds them, from real held-out text.
 
-Each document is a haystack of a set length (512, 1,024, 2,048, 4,096 tokens, the lengths up to the
-task's scoring length ``EvalBudget.long_length``; a shorter scoring length gets one haystack length,
-its own; ``EvalBudget.haystacks: longest`` keeps the longest alone) with one fact planted at a set
-depth (10%, 50%, 90% of the way in); its query asks for that fact. A query ranks only the documents
-of its own length, as in LongEmbed, so a length's score says whether an encoder still carries one
-sentence of that many tokens. The main score is acc@1 (whether
-the planted document ranks first), with nDCG@10 beside it; both also per length (``len_*``), per
-depth (``depth10`` ...) and per cell (``len1024_depth50`` ...).
+Each length (256, 512, 1,024, 2,048, 4,096 tokens, the lengths up to the task's scoring length
+``EvalBudget.long_length``; a shorter scoring length gets one haystack length, its own;
+``EvalBudget.haystacks: longest`` keeps the longest alone) has a pool of haystacks, each with one
+fact planted at a set depth (10%, 50%, 90% of the way in). ``EvalBudget.long_queries`` of them are
+queried (50 at the benchmark size), and the pool holds twice as many (100): LongEmbed's 50 queries
+against 100 candidates a length. A query ranks only the haystacks of its own length, so a length's
+score says whether an encoder still carries one sentence of that many tokens. The main score is
+acc@1 (whether the planted haystack ranks first; chance is one over the pool), with nDCG@10 beside
+it; both also per length (``len_*``), per depth (``depth10`` ...) and per cell (``len1024_depth50``
+...).
 
 - Needle: the fact is a sentence about a person, from ``NEEDLE_TEMPLATES`` ("{name} keeps bees on
-  the flat roof of a bakery.") and its question ("Where does {name} keep bees?").
-- Passkey: the fact is a number to remember, in LongEmbed's form ("Amara Szabo's locker combination
-  is 52817. Remember it. 52817 is Amara Szabo's locker combination."), asked as "What is Amara
-  Szabo's locker combination?"
+  the flat roof of a bakery.") and its question ("Where does {name} keep bees?"). Every template a
+  pool uses is planted in at least two of its haystacks, about different people, so a template's
+  topic words never pick the haystack: only whom the fact is about decides.
+- Passkey: LongEmbed's one frame ("The pass key of Amara Szabo is 52817. Remember it. 52817 is the
+  pass key of Amara Szabo."), asked as "What is the pass key of Amara Szabo?": the haystacks differ
+  only in the person and the key.
+
+Everyone in a pool is a different person. BM25 solves this shape (the person's name is a rare
+exact match); it is reported beside the encoders with chance.
 
 The haystack is the part's own held-out text (``evaluators.tasks.held_out_text``): whole sentences of
-documents in a seeded order, no sentence twice in one haystack. The two parts draw their templates,
-things and names from disjoint halves (``evaluators.tasks.needle_facts``) and their text from
-disjoint documents, so validation and test share nothing but the procedure. Every length is
-counted in the fixed tokenizer (``evaluators.lengths``), special tokens included: a 1,024-token
-document is at most 1,024 tokens there, and within a sentence of it.
+documents in a seeded order, no sentence twice in one haystack. The two parts draw their templates
+and names from disjoint halves (``evaluators.tasks.needle_facts``) and their text from disjoint
+documents, so validation and test share nothing but the procedure. Every length is counted in the
+fixed tokenizer (``evaluators.lengths``), special tokens included: a 1,024-token document is at
+most 1,024 tokens there, and within a sentence of it.
 """
 
 from __future__ import annotations
@@ -39,13 +46,13 @@ from evaluators.tasks.needle_facts import (
     NEEDLE_TEMPLATES,
     PASSKEY_FACT,
     PASSKEY_QUESTION,
-    PASSKEY_THINGS,
     SURNAMES,
     part_half,
 )
 from evaluators.tasks.retrieval import Collection, RetrievalTask
 
-HAYSTACK_LENGTHS = (512, 1024, 2048, 4096)  # LongEmbed's lengths up to 4,096 (its synthetic tasks go to 32k)
+HAYSTACK_LENGTHS = (256, 512, 1024, 2048, 4096)  # LongEmbed's lengths up to 4,096 (its synthetic tasks go to 32k)
+POOL_PER_QUERY = 2  # haystacks a length per query: LongEmbed's 100 candidates for 50 queries
 DEPTHS = (0.1, 0.5, 0.9)
 SPECIAL_TOKENS = 2  # [CLS] and [SEP] in the fixed tokenizer
 MIN_FILL = 0.9  # a haystack must reach this share of its length, or the text is too short for it
@@ -126,29 +133,33 @@ class NeedleRetrieval(RetrievalTask):
         lengths = haystack_lengths(self.budget.long_length)
         if self.budget.haystacks == "longest":
             lengths = lengths[-1:]
-        per_cell = max(1, self.budget.long_queries // len(DEPTHS))
+        queried = self.budget.long_queries
         parts: dict[Split, Collection] = {}
         self.cells: dict[Split, dict[str, tuple[int, float]]] = {}  # query id -> (length, depth)
+        self.haystack_ids: dict[Split, dict[int, list[str]]] = {}  # length -> its pool's document ids
         for split in SPLITS:
             rng = np.random.default_rng([SPLIT_SEED, zlib.crc32(f"{self.metadata.name}/{split}".encode())])
             haystack = Haystack(part_texts(self.source, split), rng)
             first, last = part_half(FIRST_NAMES, split), part_half(SURNAMES, split)
             people = [f"{f} {s}" for f in first for s in last]
-            corpus, queries, qrels, cells = {}, {}, {}, {}
+            corpus, queries, qrels, cells, pools = {}, {}, {}, {}, {}
             for length in lengths:
-                names = [people[i] for i in rng.choice(len(people), len(DEPTHS) * per_cell, replace=False)]
-                facts = iter(self.facts(split, names, rng))
-                for depth in DEPTHS:
-                    for i in range(per_cell):
-                        fact = next(facts)
-                        key = f"{length}-{round(depth * 100)}-{i}"
-                        try:
-                            corpus[f"d{key}"] = " ".join(haystack.build(length, depth, fact.sentence))
-                        except ValueError as err:
-                            raise ValueError(f"task {self.metadata.name}, {split} part: {err}") from None
+                size = POOL_PER_QUERY * queried
+                names = [people[i] for i in rng.choice(len(people), size, replace=False)]  # one person a haystack
+                facts = self.facts(split, names, rng)
+                pools[length] = []
+                for i, fact in enumerate(facts):
+                    depth = DEPTHS[i % len(DEPTHS)]
+                    key = f"{length}-{round(depth * 100)}-{i}"
+                    try:
+                        corpus[f"d{key}"] = " ".join(haystack.build(length, depth, fact.sentence))
+                    except ValueError as err:
+                        raise ValueError(f"task {self.metadata.name}, {split} part: {err}") from None
+                    pools[length].append(f"d{key}")
+                    if i < queried:  # the facts come in a seeded order; the first of them are asked
                         queries[f"q{key}"], qrels[f"q{key}"] = fact.question, {f"d{key}": 1}
                         cells[f"q{key}"] = (length, depth)
-            parts[split], self.cells[split] = (corpus, queries, qrels), cells
+            parts[split], self.cells[split], self.haystack_ids[split] = (corpus, queries, qrels), cells, pools
         return parts
 
     def load(self) -> None:
@@ -159,13 +170,11 @@ class NeedleRetrieval(RetrievalTask):
         self.document_lengths = {split: self._relevant_lengths(*self.parts[split]) for split in self.parts}
 
     def pools(self, split: Split) -> list[tuple[list[str], list[str]]]:
-        """One pool per haystack length: a query ranks the documents of its own length."""
-        _corpus, queries, _ = self.parts[split]
+        """One pool per haystack length: a query ranks the haystacks of its own length, queried or not."""
         cells = self.cells[split]
-        lengths = dict.fromkeys(length for length, _ in cells.values())
         return [
-            ([f"d{q[1:]}" for q in queries if cells[q][0] == length], [q for q in queries if cells[q][0] == length])
-            for length in lengths
+            (documents, [q for q in cells if cells[q][0] == length])
+            for length, documents in self.haystack_ids[split].items()
         ]
 
     def query_strata(self, split: Split, query_ids: list[str]) -> dict[str, np.ndarray]:
@@ -193,35 +202,41 @@ class NeedleFacts(NeedleRetrieval):
     kind = "needle"
 
     def facts(self, split: Split, names: list[str], rng: np.random.Generator) -> list[Fact]:
-        templates = _cycled(part_half(NEEDLE_TEMPLATES, split), len(names), rng)
-        return [Fact(fact.format(name=n), question.format(name=n)) for n, (fact, question) in zip(names, templates)]
+        """One fact a name; a pool uses at most half as many templates as it has haystacks, so each
+        template it uses is planted at least twice (module docstring)."""
+        templates = part_half(NEEDLE_TEMPLATES, split)
+        used = [templates[i] for i in rng.choice(len(templates), min(len(templates), len(names) // 2), replace=False)]
+        return [
+            Fact(fact.format(name=n), question.format(name=n))
+            for n, (fact, question) in zip(names, _cycled(used, len(names), rng))
+        ]
 
 
 class PasskeyFacts(NeedleRetrieval):
     kind = "passkey"
 
     def facts(self, split: Split, names: list[str], rng: np.random.Generator) -> list[Fact]:
-        things = _cycled(part_half(PASSKEY_THINGS, split), len(names), rng)
         keys = rng.integers(10_000, 100_000, len(names))
         return [
-            Fact(PASSKEY_FACT.format(name=n, thing=t, key=k), PASSKEY_QUESTION.format(name=n, thing=t))
-            for n, t, k in zip(names, things, keys.tolist())
+            Fact(PASSKEY_FACT.format(name=n, key=k), PASSKEY_QUESTION.format(name=n))
+            for n, k in zip(names, keys.tolist())
         ]
 
 
 def _metadata(kind: str, source: str) -> TaskMetadata:
     what = {
-        "needle": "a sentence about a person planted in real text (one of 21 templates per part)",
-        "passkey": "a person's five-digit code planted in real text (one of 20 kinds of code per part)",
+        "needle": "a sentence about a person planted in real text (21 templates per part, each in at least two "
+        "haystacks of a length about different people)",
+        "passkey": "a person's five-digit pass key planted in real text (LongEmbed's one frame)",
     }[kind]
     name = f"{kind}-retrieval" if source == PACKAGED else f"{kind}:{source}"
     return TaskMetadata(
         name=name,
         type="retrieval",
-        description=f"LongEmbed-style {kind} retrieval: {what} at 10/50/90% depth of documents of 512 to "
-        "4,096 tokens; its question ranks the documents of the same length; acc@1",
+        description=f"LongEmbed-style {kind} retrieval: {what} at 10/50/90% depth of haystacks of 256 to "
+        "4,096 tokens; a question ranks the haystacks of its length, twice as many as are queried; acc@1",
         source=source_label(source),
-        split=part_rule(source) + "; templates, kinds of code and names from disjoint halves",
+        split=part_rule(source) + "; needle templates and names from disjoint halves",
         main_score="acc_at_1",
         long_documents=True,
     )

@@ -1,9 +1,9 @@
 """The facts the needle and passkey tasks plant (``evaluators.tasks.needle``), and whose they are.
 
-Each template is a fact naming a person and the question that asks for it. The validation part
-draws from the first half of each list, the test part from the second, so no template, thing or
-name of one part appears in the other (a test holds this): a search never tunes on the wording it
-is reported on.
+Each needle template is a fact naming a person and the question that asks for it; the passkey
+has one frame. The validation part draws from the first half of each list, the test part from the
+second, so no needle template or name of one part appears in the other (a test holds this): a
+search never tunes on the wording it is reported on.
 """
 
 from __future__ import annotations
@@ -87,53 +87,10 @@ NEEDLE_TEMPLATES: tuple[tuple[str, str], ...] = (
     ("The tree {name} planted at school is now taller than the gym.", "How tall is the tree {name} planted at school?"),
 )
 
-# what a passkey is the key to: the fact is "{name}'s {thing} is {key}", asked as "What is {name}'s {thing}?"
-PASSKEY_THINGS: tuple[str, ...] = (
-    "pass key",
-    "locker combination",
-    "safe code",
-    "door code",
-    "bike lock number",
-    "membership number",
-    "library card number",
-    "gym locker code",
-    "garage code",
-    "alarm code",
-    "ticket number",
-    "badge number",
-    "vault combination",
-    "mailbox code",
-    "suitcase combination",
-    "parking permit number",
-    "account code",
-    "gate code",
-    "key card number",
-    "cabinet code",
-    "storage unit code",
-    "desk drawer code",
-    "padlock combination",
-    "boat registration number",
-    "studio door code",
-    "lab access code",
-    "archive box number",
-    "loyalty card number",
-    "shed padlock code",
-    "tool chest combination",
-    "office safe number",
-    "guest wifi code",
-    "voting card number",
-    "hangar door code",
-    "cellar lock code",
-    "photo booth code",
-    "clubhouse key number",
-    "greenhouse code",
-    "attic lock combination",
-    "workshop alarm code",
-)
-
-# the passkey's sentence, in LongEmbed's form ("The pass key is {key}. Remember it. {key} is the pass key.")
-PASSKEY_FACT = "{name}'s {thing} is {key}. Remember it. {key} is {name}'s {thing}."
-PASSKEY_QUESTION = "What is {name}'s {thing}?"
+# LongEmbed's passkey frame, one for every haystack and both parts (Zhu et al. 2024, Sec. 3.1): the
+# haystacks of a pool differ only in the person and the key, so only whose key it is decides
+PASSKEY_FACT = "The pass key of {name} is {key}. Remember it. {key} is the pass key of {name}."
+PASSKEY_QUESTION = "What is the pass key of {name}?"
 
 FIRST_NAMES: tuple[str, ...] = (
     "Amara",

@@ -51,19 +51,35 @@ def test_cli_scores_a_model_on_every_kind_of_task(tmp_path):
         "2",
         "--max-length",
         "64",
+        "--part",
+        "test",
         "--json",
         str(out),
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "scored on the locked test part" in done.stdout
     scores = json.loads(out.read_text())["scores"]
     assert len(scores) == 5
-    for values in scores.values():  # both parts scored, each with its standard error; the split recorded
-        assert all(math.isfinite(values[p]["main"]) and values[p]["main_se"] >= 0 for p in ("val", "test"))
+    for values in scores.values():  # the part asked for alone, with its standard error; the split recorded
+        assert "val" not in values and math.isfinite(values["test"]["main"]) and values["test"]["main_se"] >= 0
         assert values["split"]
     assert 0 < scores["r8-clustering"]["test"]["nmi"] <= 1
     length = scores["length-robustness"]["test"]
     assert length["main"] == -length["mean_abs_shift"]
     assert "news-title-retrieval" in done.stdout and "length-robustness" in done.stdout
+
+
+@pytest.mark.slow  # the real-text long task, read at 256 tokens: about 20 s
+def test_cli_scores_validation_unless_the_locked_part_is_asked_for(tmp_path):
+    out = tmp_path / "scores.json"
+    args = ("--model", "all-minilm-l6-v2", "--task", "news-passage-retrieval", "--long-length", "256")
+    done = _cli(*args, "--max-queries", "10", "--json", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "scored on the validation part" in done.stdout and "news-passage-retrieval val" in done.stdout
+    scored = json.loads(out.read_text())["scores"]["news-passage-retrieval"]
+    assert "val" in scored and "test" not in scored
+    refused = _cli(*args, "--part", "dev")
+    assert refused.returncode == 2 and "invalid choice: 'dev'" in refused.stderr
 
 
 @pytest.mark.parametrize(

@@ -17,12 +17,12 @@ from evaluators.plan import EvalBudget
 from evaluators.tasks import UnknownTask, check_task_name, grid_task, make_task
 from evaluators.tasks.base import SPLITS
 from evaluators.tasks.held_out_text import part_texts, sentences
-from evaluators.tasks.long_passage import MIN_TOKENS
-from evaluators.tasks.needle import DEPTHS, HAYSTACK_LENGTHS, Haystack, haystack_lengths
-from evaluators.tasks.needle_facts import FIRST_NAMES, NEEDLE_TEMPLATES, PASSKEY_THINGS, SURNAMES, part_half
+from evaluators.tasks.long_passage import MAX_PASSAGES, MIN_TOKENS, OPENING_TOKENS, SPAN_TOKENS, content_words, passages
+from evaluators.tasks.needle import DEPTHS, HAYSTACK_LENGTHS, POOL_PER_QUERY, Haystack, haystack_lengths
+from evaluators.tasks.needle_facts import FIRST_NAMES, NEEDLE_TEMPLATES, PASSKEY_QUESTION, SURNAMES, part_half
 from tests.conftest import ROOT
 
-SMALL = EvalBudget(max_queries=6, long_queries=6, long_length=1024)  # two haystack lengths, two documents per cell
+SMALL = EvalBudget(max_queries=6, long_queries=6, long_length=1024)  # three lengths, two queries per cell
 
 
 @pytest.fixture(scope="module")
@@ -56,11 +56,11 @@ def test_length_buckets_are_upper_inclusive_and_cover_every_length():
 
 
 def test_each_part_has_at_least_20_templates_and_the_parts_share_none():
-    for facts in (NEEDLE_TEMPLATES, PASSKEY_THINGS, FIRST_NAMES, SURNAMES):
+    for facts in (NEEDLE_TEMPLATES, FIRST_NAMES, SURNAMES):
         val, test = part_half(facts, "val"), part_half(facts, "test")
         assert len(set(val)) == len(val) and len(set(test)) == len(test)
         assert not set(val) & set(test)
-    assert len(part_half(NEEDLE_TEMPLATES, "val")) >= 20 and len(part_half(PASSKEY_THINGS, "test")) >= 20
+    assert len(part_half(NEEDLE_TEMPLATES, "val")) >= 20 and len(part_half(NEEDLE_TEMPLATES, "test")) >= 20
 
 
 PERSON = re.compile(r"[A-Z][a-z]+ [A-Z][a-z]+")
@@ -80,8 +80,59 @@ def test_the_parts_plant_disjoint_facts_about_disjoint_people(fixture, request):
         for question in queries.values():
             assert any(f in question for f in first) and any(s in question for s in last)
         used_templates[split] = {question.replace(_person(question), "") for question in queries.values()}
-    assert not used_templates["val"] & used_templates["test"]
-    assert len(used_templates["val"]) > 1
+    if fixture == "passkey":  # LongEmbed's one frame: only the person (and the key) tells haystacks apart
+        assert used_templates["val"] == used_templates["test"] == {PASSKEY_QUESTION.format(name="")}
+    else:
+        assert not used_templates["val"] & used_templates["test"]
+        assert len(used_templates["val"]) > 1
+
+
+PASSKEY_PLANTED = re.compile(r"The pass key of (?P<name>[A-Z][a-z]+ [A-Z][a-z]+) is (?P<key>\d{5})\.")
+
+
+def _planted(kind: str, haystack: str) -> tuple[str, str]:
+    """(the template, the person) of the one fact planted in ``haystack``."""
+    if kind == "passkey":
+        (found,) = PASSKEY_PLANTED.finditer(haystack)
+        return "passkey", found.group("name")
+    templates = part_half(NEEDLE_TEMPLATES, "val") + part_half(NEEDLE_TEMPLATES, "test")
+    (found,) = [(fact, m.group("name")) for fact, _ in templates for m in re.finditer(_pattern(fact), haystack)]
+    return found
+
+
+def _pattern(fact: str) -> str:
+    """A needle template as a pattern that finds it planted and captures whom it is about."""
+    before, after = (re.escape(piece) for piece in fact.split("{name}"))
+    return before + r"(?P<name>[A-Z][a-z]+ [A-Z][a-z]+)" + after
+
+
+@pytest.mark.parametrize("kind", ["needle", "passkey"])
+def test_at_the_benchmark_size_a_length_ranks_50_queries_against_100_haystacks_each_about_another_person(kind):
+    task = make_task(f"{kind}-retrieval", EvalBudget(long_length=512))  # the benchmark's counts, two lengths
+    task.load()
+    for split in SPLITS:
+        corpus, _, qrels = task.parts[split]
+        pools = task.pools(split)
+        assert len(pools) == len(haystack_lengths(512)) == 2
+        for documents, asked in pools:
+            assert len(asked) == 50 and len(documents) == POOL_PER_QUERY * 50 == 100
+            assert all(next(iter(qrels[q])) in documents for q in asked)
+            people = [_planted(kind, corpus[d])[1] for d in documents]
+            assert len(set(people)) == len(people)  # so only the person (and what is said of them) decides
+
+
+@pytest.mark.parametrize("budget", [SMALL, EvalBudget(long_length=512)], ids=["small", "benchmark"])
+def test_every_needle_template_is_planted_in_at_least_two_haystacks_of_a_pool(budget):
+    task = make_task("needle-retrieval", budget)
+    task.load()
+    for split in SPLITS:
+        corpus, _, _ = task.parts[split]
+        for documents, _ in task.pools(split):
+            planted: dict[str, int] = {}
+            for d in documents:
+                template = _planted("needle", corpus[d])[0]
+                planted[template] = planted.get(template, 0) + 1
+            assert min(planted.values()) >= 2, split
 
 
 def test_filler_comes_from_its_own_parts_text_none_repeated_within_a_document():
@@ -104,7 +155,7 @@ def test_haystacks_reach_their_length_with_the_fact_at_its_depth(fixture, reques
     corpus, queries, _ = task.parts["test"]
     lengths = dict(zip(corpus, token_counts(list(corpus.values()))))
     cells = task.cells["test"]
-    assert sorted({n for n, _ in cells.values()}) == [512, 1024]
+    assert sorted({n for n, _ in cells.values()}) == [256, 512, 1024]
     for q, (length, depth) in cells.items():
         doc = f"d{q[1:]}"
         assert 0.9 * length <= lengths[doc] <= length
@@ -116,9 +167,9 @@ def test_haystacks_reach_their_length_with_the_fact_at_its_depth(fixture, reques
 
 
 def test_haystack_lengths_follow_the_scoring_length():
-    assert haystack_lengths(4096) == HAYSTACK_LENGTHS
-    assert haystack_lengths(2048) == (512, 1024, 2048)
-    assert haystack_lengths(256) == (256,)  # a smoke profile's: its own length alone
+    assert haystack_lengths(4096) == HAYSTACK_LENGTHS == (256, 512, 1024, 2048, 4096)
+    assert haystack_lengths(2048) == (256, 512, 1024, 2048)
+    assert haystack_lengths(128) == (128,)  # a smoke profile's: its own length alone
 
 
 def test_a_round_may_score_the_longest_haystacks_and_the_grid_variant_every_length():
@@ -127,8 +178,8 @@ def test_a_round_may_score_the_longest_haystacks_and_the_grid_variant_every_leng
     grid = make_task(grid_task("needle-retrieval"), longest.budget)
     grid.load()
     lengths = lambda task: sorted({n for n, _ in task.cells["val"].values()})  # noqa: E731
-    assert lengths(longest) == [1024] and lengths(grid) == [512, 1024]
-    assert len(longest.parts["val"][1]) == 6 and len(grid.parts["val"][1]) == 12
+    assert lengths(longest) == [1024] and lengths(grid) == [256, 512, 1024]
+    assert len(longest.parts["val"][1]) == 6 and len(grid.parts["val"][1]) == 18
     assert grid.metadata.name == "needle-retrieval"  # scored and described as the task it is a grid of
     with pytest.raises(UnknownTask, match="no documents of set lengths"):
         check_task_name(grid_task("r8-fewshot"))
@@ -144,25 +195,68 @@ def test_a_search_whose_rounds_score_the_longest_haystacks_reports_the_grid():
     assert _report_tasks(replace(spec, evaluation=replace(spec.evaluation, limits=every_length))) == ()
 
 
-def test_long_passage_queries_are_taken_out_of_their_document_past_token_512_and_its_middle():
+def test_long_passages_are_taken_out_of_their_document_past_token_512_one_a_span():
     task = make_task("news-passage-retrieval", EvalBudget())
     task.load()
     originals = {split: {" ".join(sentences(t)) for t in part_texts("news-articles", split)} for split in SPLITS}
     for split in SPLITS:
         corpus, queries, qrels = task.parts[split]
-        assert len(queries) >= 50
+        by_document: dict[str, list[str]] = {}
         for q, passage in queries.items():
             (doc,) = qrels[q]
             assert passage not in corpus[doc]  # taken out: no exact match finds it
-            # the article it came from: the rest with the passage put back where it was
-            (whole,) = [
-                t for t in originals[split] if passage in t and t.replace(passage, "").split() == corpus[doc].split()
+            by_document.setdefault(doc, []).append(passage)
+        for doc, taken in by_document.items():
+            assert len(taken) <= MAX_PASSAGES
+            # the article it came from holds every passage of it, in order, and nothing else is missing
+            (whole,) = [t for t in originals[split] if _without(t, taken).split() == corpus[doc].split()]
+            # where each passage starts, counted as the task counts: sentence by sentence, [CLS] first
+            units = sentences(whole)
+            at = np.cumsum([1, *(n - 2 for n in token_counts(units))])
+            starts = [
+                next(
+                    int(at[i])
+                    for i in range(len(units))
+                    for j in range(i + 1, len(units) + 1)
+                    if " ".join(units[i:j]) == p
+                )
+                for p in taken
             ]
-            (before,) = token_counts([whole[: whole.index(passage)]])
-            (length,) = token_counts([whole])
-            # the task counts tokens sentence by sentence; the joined text's count can differ by a
-            # token or two where sentences meet
-            assert length > MIN_TOKENS and before - 2 >= MIN_TOKENS - 2 and before >= length // 2 - 4
+            assert all(a >= MIN_TOKENS for a in starts) and starts == sorted(starts)
+            spans = [(a - MIN_TOKENS) // SPAN_TOKENS for a in starts]
+            assert len(set(spans)) == len(spans)  # one a span
+
+
+def _without(text: str, passages: list[str]) -> str:
+    for passage in passages:
+        text = text.replace(passage, "") if passage in text else "\0"
+    return text
+
+
+def test_the_real_text_part_has_100_queries_a_third_of_them_in_documents_over_1024_tokens():
+    task = make_task("news-passage-retrieval", EvalBudget())
+    task.load()
+    for split in SPLITS:
+        _, queries, _ = task.parts[split]
+        strata = task.query_strata(split, sorted(queries))
+        longer = sum(len(rows) for label, rows in strata.items() if label not in ("len_upto512", "len_513to1024"))
+        assert len(queries) >= 100 and longer >= len(queries) / 3, split
+        assert "len_upto512" not in strata  # every document ranked is over 512 tokens
+
+
+def test_a_span_gives_the_passage_that_shares_least_with_the_documents_opening():
+    opening = ["The harbour strike closed the port of Rotterdam on Monday."] * 20
+    while sum(n - 2 for n in token_counts(opening)) < MIN_TOKENS:  # the candidates start in the first span
+        opening.append("Filler words follow here.")
+    near = "Dockers at the harbour of Rotterdam said the strike would last."
+    far = "Her grandmother had grown violets on a windowsill in Lyon."
+    units = [*opening, near, near, near, far, far, far, *(["An end."] * 10)]
+    tokens = [n - 2 for n in token_counts(units)]
+    for seed in range(5):
+        ((first, end),) = passages(units, tokens, np.random.default_rng(seed))
+        chosen = " ".join(units[first:end])
+        assert far in chosen and "harbour" not in chosen
+    assert content_words(near) & content_words(" ".join(opening)) and OPENING_TOKENS >= MIN_TOKENS
 
 
 def test_every_retrieval_score_is_broken_down_by_the_length_of_the_document_to_find(minilm_dir):
@@ -237,9 +331,12 @@ def test_cli_prints_acc_at_1_per_length_and_depth(tmp_path):
     assert "needle-retrieval: scored at 512 tokens" in done.stdout  # MiniLM's 512 positions cap the 1,024
     assert re.search(r"length \\ depth\s+10%\s+50%\s+90%", done.stdout)
     assert re.search(r"^\s+1024(\s+\d\.\d{3}){3}$", done.stdout, re.M)
-    test = json.loads(out.read_text())["scores"]["needle-retrieval"]["test"]
-    assert test["len1024_depth10_n"] == 2 and test["len_513to1024_n"] == 6
-    assert test["main"] == pytest.approx(np.mean([test[f"len{n}_depth{d}"] for n in (512, 1024) for d in (10, 50, 90)]))
+    scores = json.loads(out.read_text())["scores"]["needle-retrieval"]
+    assert "test" not in scores  # validation unless the locked part is asked for
+    val = scores["val"]
+    assert val["len1024_depth10_n"] == 2 and val["len_513to1024_n"] == 6
+    cells = [val[f"len{n}_depth{d}"] for n in (256, 512, 1024) for d in (10, 50, 90)]
+    assert val["main"] == pytest.approx(np.mean(cells))
 
 
 def test_a_collection_task_over_a_missing_or_binary_source_is_refused_before_anything_is_read(tmp_path):
