@@ -152,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         hidden = {"main", "main_se", "items_digest", "part_digest", *counts, *stratum_keys(part)}
         details = ", ".join(f"{k} {v:.4f}" for k, v in part.items() if k not in hidden)
         on = f"; {coverage(part)}" if scored else ""
+        if args.part == "test":  # a locked-part figure carries its part's digest (bench/locked-part-readings.md)
+            on += f"; part digest {int(part['part_digest'])}"
         print(f"{task + ' ' + args.part:{width}s}  {part['main']:.4f} ± {part['main_se']:.4f}  ({details}{on})")
         for line in strata_lines(part):
             print(f"{'':{width}s}  {line}")

@@ -39,7 +39,7 @@ def environment(root: Path) -> dict:
     return {
         "python": platform.python_version(),
         "os": f"{platform.system()} {platform.release()} ({platform.machine()})",
-        "cpu": {"model": _cpu_model(), "count": os.cpu_count()},
+        "cpu": {"model": cpu_model(), "count": os.cpu_count()},
         "gpu": driver["gpu"],
         "nodes": _nodes(driver),
         "git_commit": _git_commit(root),
@@ -63,7 +63,8 @@ def _version(package: str) -> str | None:
         return None
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The processor's model name, as the system gives it."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):

@@ -350,6 +350,19 @@ def task_gain_lines(best: Row) -> list[str]:
     return lines
 
 
+def locked_part_line(best: Row) -> str | None:
+    """The locked test parts the winner was read on, each with its part digest (what
+    bench/locked-part-readings.md records beside a reading); None where none was read."""
+    digests = {
+        task: int(parts["test"]["part_digest"])
+        for task, parts in best.scores.items()
+        if "part_digest" in parts.get("test", {})
+    }
+    if not digests:
+        return None
+    return "locked test parts read (part digests): " + ", ".join(f"{task} {d}" for task, d in digests.items())
+
+
 def _gain_cell(record: dict | None) -> str:
     if record is None:
         return "-"

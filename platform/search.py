@@ -283,6 +283,8 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> tuple[int, 
         f"doctune: best trial {best.trial} (validation objective {best.objective:.4f}, test objective "
         f"{test}) exported to {exported.path}"
     )
+    if line := leaderboard.locked_part_line(best):
+        print(f"doctune: {line}")
     if noise is not None:
         for line in ranking.verdict(noise, best.gains):
             print(f"doctune: {line}")

@@ -1,17 +1,24 @@
-"""The default tasks' test parts are locked by construction: made of items no benchmark file has
-scored, and no benchmark file holds a score on them.
+"""The default tasks' test parts are locked by construction: made of items nothing has scored to
+choose, no near duplicate of text trained on or validated on, and read in one recorded place only.
 
-- The news tasks' test part is a tenth of the articles of its own, held out of pretraining; the
-  benchmark tables scored the first held-out tenth's second half, now ``retired``.
-- R8's test part is the published test split less every document the benchmark tables' parts held.
+- The news tasks' test part is a tenth of the articles of its own, drawn out of pretraining on
+  2026-12-01; the benchmark tables scored the first held-out tenth's second half (``retired``), and
+  the tenth locked before it is worn (``dev``).
+- R8's test part is drawn fresh out of its training split, among documents no earlier validation part
+  held; the published test split (the tables' part, the worn part) is scored by nothing.
+- No locked text near-duplicates pretraining, validation or development text (``core.data.duplicates``).
 - Every part's scores carry a ``part_digest`` (a checksum of what the part holds): a benchmark file
   (any JSON file under ``bench/``) that holds the digest of a locked part, a test part's scores, or a
-  table built after the lock (``test_part: locked``), fails here.
+  table built after the lock (``test_part: locked``), fails here; so does any tracked file but
+  ``bench/locked-part-readings.md``, where a finished search's locked-part reading is recorded, that
+  holds a locked part's digest.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 from collections.abc import Iterator
 from dataclasses import replace
 from functools import cache
@@ -19,10 +26,18 @@ from pathlib import Path
 
 import pytest
 
+from core.data.duplicates import near_duplicated
 from core.data.news import held_out_articles, pretraining_articles
 from evaluators.plan import EvalBudget
 from evaluators.tasks import make_task
-from evaluators.tasks.probe import RETIRED_TEST_SIZES, _stratum, read_orange_splits, stratified_subsample
+from evaluators.tasks.probe import (
+    RETIRED_TEST_SIZES,
+    _stratum,
+    earlier_validation,
+    fresh_locked_split,
+    read_orange_splits,
+    stratified_subsample,
+)
 from platform.spec import load_spec
 from tests.conftest import ROOT
 
@@ -31,6 +46,7 @@ from tests.conftest import ROOT
 BENCH_FILES = sorted(p for p in (ROOT / "bench").rglob("*.json") if "out" not in p.relative_to(ROOT / "bench").parts)
 TABLE_SPECS = sorted(p for p in (ROOT / "bench").glob("efficiency_*.yaml"))
 LONG_TASKS = ("needle-retrieval", "passkey-retrieval", "news-passage-retrieval")
+READINGS = "bench/locked-part-readings.md"  # the one tracked file a locked part's digest may appear in
 
 
 def _walk(value, key: str = "") -> Iterator[tuple[str, object]]:
@@ -67,19 +83,50 @@ def _locked_digests() -> dict[float, str]:
 
 
 def test_the_news_test_part_is_a_held_out_slice_of_its_own():
-    parts = {part: {a.article_id for a in held_out_articles(part)} for part in ("val", "retired", "test")}
+    parts = {part: {a.article_id for a in held_out_articles(part)} for part in ("val", "retired", "dev", "test")}
     trained = {a.article_id for a in pretraining_articles()}
     assert all(len(ids) > 150 for ids in parts.values())
-    assert not parts["test"] & (parts["val"] | parts["retired"] | trained)
-    assert not (parts["val"] | parts["retired"]) & trained
-    assert not parts["val"] & parts["retired"]
-    with pytest.raises(ValueError, match="no held-out part 'dev'"):
-        held_out_articles("dev")
+    assert not parts["test"] & (parts["val"] | parts["retired"] | parts["dev"] | trained)
+    assert not (parts["val"] | parts["retired"] | parts["dev"]) & trained
+    assert not parts["val"] & parts["retired"] and not parts["dev"] & (parts["val"] | parts["retired"])
+    with pytest.raises(ValueError, match="no held-out part 'locked'"):
+        held_out_articles("locked")
+
+
+def test_no_locked_news_text_duplicates_pretraining_validation_or_development_text():
+    locked = [a.text for a in held_out_articles("test")]
+    others = [a.text for a in pretraining_articles()] + [
+        a.text for p in ("val", "retired", "dev") for a in held_out_articles(p)
+    ]
+    assert not set(locked) & set(others)  # exact
+    assert not any(near_duplicated(locked, others))  # Jaccard of 5-word shingles under 0.5
+
+
+def test_no_locked_r8_text_duplicates_validation_training_or_pretraining_text_nor_an_earlier_validation_part():
+    task = make_task("r8-fewshot", EvalBudget())
+    task.load()
+    locked, _ = task.parts["test"]
+    validation, _ = task.parts["val"]
+    train_x, train_y, test_x, test_y = read_orange_splits("reuters-r8")
+    earlier = {train_x[i] for i in earlier_validation("reuters-r8", train_x, train_y, test_x, test_y)}
+    rest, _, fresh, _ = fresh_locked_split("reuters-r8")  # the training split the task validates and fits on
+    assert set(locked) <= set(fresh) and set(validation) <= set(rest)
+    assert len(locked) > 900 and not set(locked) & (earlier | set(test_x))
+    assert not any(near_duplicated(locked, [*rest, *test_x]))
+    assert not any(near_duplicated(locked, [a.text for a in pretraining_articles()]))
+
+
+def test_the_near_duplicate_rule_finds_a_lightly_edited_copy_and_not_a_text_on_the_same_subject():
+    text = " ".join(f"word{i}" for i in range(200))
+    edited = text.replace("word50 ", "").replace("word150", "changed")
+    same_subject = " ".join(f"word{i}" for i in range(0, 400, 2))
+    assert near_duplicated([text, same_subject], [edited]) == [True, False]
+    assert near_duplicated([text], [text]) == [True]
 
 
 def test_the_news_tasks_test_parts_are_made_of_the_locked_slice_only():
     locked = {a.text.strip() for a in held_out_articles("test")}
-    earlier = {a.text.strip() for part in ("val", "retired") for a in held_out_articles(part)}
+    earlier = {a.text.strip() for part in ("val", "retired", "dev") for a in held_out_articles(part)}
     budget = EvalBudget(max_queries=30, long_length=1024)
     title = make_task("news-title-retrieval", budget)
     title.load()
@@ -122,6 +169,25 @@ def test_no_benchmark_file_holds_a_score_on_a_locked_part():
                 pytest.fail(f"{path.name} holds a test-part score; a benchmark scores validation (EvalPlan.parts)")
     tables = [p for p in BENCH_FILES if p.parent.name == "data"]
     assert tables and all("test_part" in json.loads(p.read_text()) for p in tables), "a table names its test part"
+
+
+@pytest.mark.slow  # builds every default task's test part at four budgets (its cache shared with the test above)
+def test_a_locked_parts_digest_appears_in_no_tracked_file_but_the_readings():
+    locked = {str(int(digest)): where for digest, where in _locked_digests().items()}
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    assert READINGS in tracked
+    numbers = re.compile(r"\d{6,}")
+    for name in tracked:
+        path = ROOT / name
+        if name == READINGS or not path.is_file():
+            continue
+        try:
+            found = set(numbers.findall(path.read_text(encoding="utf-8")))
+        except UnicodeDecodeError:  # a binary file (a plot) holds no digest a person reads
+            continue
+        assert not found & set(locked), (
+            f"{name} holds the digest of the locked part of {locked[(found & set(locked)).pop()]}"
+        )
 
 
 def test_the_digest_of_a_part_follows_what_it_holds():

@@ -216,8 +216,9 @@ def test_the_packaged_news_corpus_excludes_the_held_out_articles():
     from core.data.news import held_out_articles, news_articles, pretraining_articles
 
     held, trained = held_out_articles(), pretraining_articles()
-    assert len(held) + len(trained) == len(news_articles()) > 3500
-    assert 0.16 < len(held) / len(news_articles()) < 0.24  # two tenths: validation and retired, the locked test
+    locked_duplicates = 2  # the locked tenth's articles near-duplicating another's: in no part, never trained on
+    assert len(held) + len(trained) + locked_duplicates == len(news_articles()) > 3500
+    assert 0.26 < len(held) / len(news_articles()) < 0.34  # three tenths: validation and retired, dev, locked test
     assert not {a.article_id for a in held} & {a.article_id for a in trained}
 
 

@@ -57,7 +57,7 @@ def test_cli_scores_a_model_on_every_kind_of_task(tmp_path):
         str(out),
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "scored on the locked test part" in done.stdout
+    assert "scored on the locked test part" in done.stdout and "part digest " in done.stdout
     scores = json.loads(out.read_text())["scores"]
     assert len(scores) == 5
     for values in scores.values():  # the part asked for alone, with its standard error; the split recorded
