@@ -148,8 +148,8 @@ class ProbeTask(Task):
             "test": ([test_x[i] for i in kept], [test_y[i] for i in kept]),
         }
         self.check_parts({split: len(texts) for split, (texts, _) in self.parts.items()})
-        # the test part is the locked part of the published test split, cut to max_test; validation
-        # is drawn to its size
+        # the test part is the locked part (``read``'s test split less any retired documents), cut to
+        # max_test; validation is drawn to its size
         self.sizes = {"test": {"documents": (len(kept), len(locked))}}
         self.multilabel = isinstance(train_y[0], tuple)
         self._classifiers = PerEncoder()  # one classifier per draw, shared by both parts
