@@ -1,24 +1,39 @@
 """Is a gain beyond noise, and do a search's trials differ beyond noise?
 
-Two questions, both answered by resampling the items every encoder was scored on:
+Two questions, both answered from the items every encoder was scored on:
 
-- ``paired_bootstrap``: the difference between two encoders and its interval (below);
+- ``paired_gain``: the difference between two encoders and its interval (below);
 - ``spread_test``: whether the spread of several encoders' objectives (a search's trials) is more
   than scoring noise alone would give them (``Spread``), from ``joint_resamples``.
 
 **A gain.**
 Two encoders scored on the same part of the same tasks (``Task.outcomes``: one row per query,
-document or pair) are compared by resampling the items with replacement, the same resample for
-both, and recomputing the difference of their (weighted) main scores each time (Efron &
-Tibshirani, *An Introduction to the Bootstrap*, 1993, ch. 16; the paired form is the standard one
-for comparing two systems on one test collection, e.g. Sakai, SIGIR 2006). The 95% percentile
-interval of those differences says whether the gain is beyond noise: it is when the interval
-excludes 0. Tasks are resampled independently; a few-shot probe's draws are resampled too, the
-same draws for both encoders, and where the training seeds' spread was measured
-(``search.confirm_seeds``) it is added, since the trained encoder's score is one training run's;
-without it the gain says "seed noise not included". The interval's coverage of a known gain,
-with item, draw and seed noise at the sizes the default search measures, is calibrated in
-``bench/gain_calibration.py`` (bench/RESULTS.md).
+document or pair) differ by the (weighted) difference of their main scores. Its interval is a
+paired t interval whose variance adds, per task, the items' and (a few-shot probe's) the draws'
+share, and the training seeds' where they were measured (``search.confirm_seeds``), with
+Welch-Satterthwaite degrees of freedom (Satterthwaite, *Biometrics Bulletin* 2(6), 1946):
+
+- items, continuous scores (nDCG@10 per query): the sample variance of the paired differences
+  over n; a score that is not a mean over items (a probe's macro-F1 over its draws), the same of
+  the rows' paired influence values (the delta method, ``Outcomes.influence``), else by the paired
+  bootstrap widened by n / (n - 1); n - 1 degrees of freedom;
+- items, binary scores (acc@1 per query): Bonett & Price's adjusted variance of a difference of
+  paired proportions (*The American Statistician* 66(2), 2012), one pseudo-item added to each
+  discordant cell, so a part where the two rows never disagreed still gets the width its n has
+  earned (the plain bootstrap gave it [0, 0]);
+- draws: the sample variance of the per-draw differences (the same draws for both) over m, m - 1
+  degrees of freedom;
+- seeds: the trained row's score is one training run's; the seeds' variance, estimated from k runs,
+  with k - 1 degrees of freedom (2 runs give 1: a wide interval, as it should be). Without
+  measured seeds the gain says "seed noise not included": it is this run's gain, not the
+  configuration's.
+
+A part too small to decide (``too_few_to_decide``: a rule fixed before the interval was
+calibrated) prints no interval but "too few items to decide". The interval's coverage of a known
+gain at the sizes the profiles ship, item outcomes resampled from recorded runs and the seeds'
+spread estimated from 2 or 3 runs, beside the percentile bootstrap, BCa, the Bayesian bootstrap
+and an exact McNemar interval, is ``bench/gain_calibration.py`` (bench/RESULTS.md,
+docs/decisions/gain-intervals.md).
 
 **A spread.** The trials of one search are scored on the same validation items, so their scores
 share the items' noise; what separates them is each trial's own part of it. ``joint_resamples``
@@ -26,10 +41,10 @@ draws the items (and, separately, a few-shot probe's draws) with replacement, th
 every trial, and recomputes every trial's objective. Centred on the observed values, each resample is what
 the trials would look like if they did not differ at all: the spread of ``resampled - observed``
 across trials is a draw of the spread that scoring noise alone produces (the bootstrap's null
-distribution, Efron & Tibshirani 1993, ch. 16). The observed spread is beyond noise when fewer
-than 5% of those null spreads reach it. Where the training seeds' spread was measured
-(``search.confirm_seeds``) it is added to the null as independent noise per trial, since a
-trial's configuration is scored through one training run.
+distribution, Efron & Tibshirani, *An Introduction to the Bootstrap*, 1993, ch. 16). The observed
+spread is beyond noise when fewer than 5% of those null spreads reach it. Where the training
+seeds' spread was measured (``search.confirm_seeds``) it is added to the null as independent
+noise per trial, since a trial's configuration is scored through one training run.
 """
 
 from __future__ import annotations
@@ -40,35 +55,66 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
-from evaluators.tasks.base import Outcomes
+from evaluators.tasks.base import Outcomes, mean_of_rows
 
 BOOTSTRAP_ROUNDS = 1000
 LEVEL = 0.95
 
+# "Too few items to decide": the rule, fixed before the interval was calibrated
+# (docs/decisions/gain-intervals.md). A binary part under 30 items moves by more than 0.03 when one
+# item flips and its normal approximation is not to be trusted; a continuous part under 10 items
+# estimates its own variance too poorly; a probe needs two draws to measure the draws' noise at all.
+MIN_ITEMS = {"binary": 30, "continuous": 10}
+MIN_DRAWS = 2
+# a gain over several tasks is decided when the tasks the rule lets through carry at least this
+# share of its weight (the rest still add their noise to its interval)
+DECIDED_WEIGHT = 0.5
+
+
+@dataclass(frozen=True)
+class SeedSpread:
+    """The training seeds' standard deviation of a score, estimated from ``runs`` training runs of
+    one configuration (``search.confirm_seeds``): ``runs - 1`` degrees of freedom."""
+
+    sd: float
+    runs: int
+
 
 @dataclass(frozen=True)
 class Gain:
-    """``difference`` = score(a) - score(b), with its paired-bootstrap interval."""
+    """``difference`` = score(a) - score(b), with its interval (``paired_gain``); ``low`` and ``high``
+    are None, and ``undecided`` says why, where the parts are too small to decide."""
 
     difference: float
-    low: float
-    high: float
-    rounds: int
+    low: float | None
+    high: float | None
+    standard_error: float | None = None
+    degrees_of_freedom: float | None = None
     level: float = LEVEL
     # whether the interval holds the training seeds' noise (measured by search.confirm_seeds); a
     # trained row's score is one training run's, so without it the interval is too narrow
     seed_noise: bool = False
+    undecided: str | None = None
 
     @property
     def beyond_noise(self) -> bool:
-        return self.low > 0 or self.high < 0
+        return self.low is not None and self.high is not None and (self.low > 0 or self.high < 0)
 
     def describe(self) -> str:
-        verdict = "beyond noise" if self.beyond_noise else "within noise"
         seeds = "" if self.seed_noise else "; seed noise not included"
+        if self.low is None or self.high is None:
+            return f"{self.difference:+.4f} (too few items to decide: {self.undecided}{seeds})"
+        verdict = "beyond noise" if self.beyond_noise else "within noise"
         return (
             f"{self.difference:+.4f} ({self.level:.0%} interval {self.low:+.4f} to {self.high:+.4f}: {verdict}{seeds})"
         )
+
+    def cell(self) -> str:
+        """The gain and its interval in a table cell (``s``: seed noise included)."""
+        seeds = " s" if self.seed_noise else ""
+        if self.low is None or self.high is None:
+            return f"{self.difference:+.3f} (too few items to decide{seeds})"
+        return f"{self.difference:+.3f} ({self.low:+.3f} to {self.high:+.3f}{seeds})"
 
     def record(self) -> dict:
         return asdict(self) | {"beyond_noise": self.beyond_noise}
@@ -85,60 +131,108 @@ def check_paired(task: str, a: Outcomes, b: Outcomes) -> None:
         raise ValueError(f"{task}: the two rows were scored on different items; a paired comparison needs the same")
 
 
-def paired_bootstrap(
+def too_few_to_decide(outcomes: Outcomes) -> str | None:
+    """Why a part is too small for an interval (None: it is not): fewer items than ``MIN_ITEMS`` of
+    its kind (binary or continuous scores), or a few-shot probe with fewer than ``MIN_DRAWS`` draws."""
+    kind = "binary" if outcomes.binary else "continuous"
+    if len(outcomes.items) < MIN_ITEMS[kind]:
+        return f"{len(outcomes.items)} {kind} items, {MIN_ITEMS[kind]} needed"
+    if outcomes.draw_width and outcomes.draw_count < MIN_DRAWS:
+        return f"{outcomes.draw_count} few-shot draw, {MIN_DRAWS} needed"
+    return None
+
+
+def item_variance(a: Outcomes, b: Outcomes, rng: np.random.Generator, rounds: int = BOOTSTRAP_ROUNDS) -> float:
+    """The variance, over items, of main(a) - main(b) on one part (draws held fixed): see the
+    module's docstring for binary, continuous and other scores."""
+    n = len(a.items)
+    if n < 2:
+        return 0.0
+    if a.binary:  # Bonett & Price (2012): one pseudo-item in each discordant cell
+        gained = (np.sum((a.items == 1) & (b.items == 0)) + 1) / (n + 2)
+        lost = (np.sum((a.items == 0) & (b.items == 1)) + 1) / (n + 2)
+        return float((gained + lost - (gained - lost) ** 2) / (n + 2))
+    if a.statistic is mean_of_rows:
+        return float(np.var(np.asarray(a.items, float) - np.asarray(b.items, float), ddof=1) / n)
+    if a.influence is not None and b.influence is not None:  # the delta method: no resampling
+        return float(np.var(a.influence(a.items) - b.influence(b.items), ddof=1) / n)
+    observed = a.value() - b.value()
+    shifts = np.empty(rounds)
+    for r in range(rounds):
+        rows = rng.integers(0, n, n)
+        shifts[r] = a.value(rows) - b.value(rows) - observed
+    return float(np.mean(shifts**2) * n / (n - 1))
+
+
+def draw_variance(a: Outcomes, b: Outcomes) -> float:
+    """The variance, over a few-shot probe's draws, of main(a) - main(b) (0 without several draws)."""
+    if a.draws is None or b.draws is None or len(a.draws) < 2:
+        return 0.0
+    return float(np.var(np.asarray(a.draws) - np.asarray(b.draws), ddof=1) / len(a.draws))
+
+
+def t_interval(
+    difference: float, components: list[tuple[float, float]], level: float = LEVEL
+) -> tuple[float, float, float, float]:
+    """``difference`` ± t * se from independent variance ``components`` (variance, degrees of
+    freedom): the low and high ends, se, and the Welch-Satterthwaite degrees of freedom."""
+    from scipy import stats
+
+    variance = sum(v for v, _ in components)
+    if variance <= 0:
+        return difference, difference, 0.0, math.inf
+    denominator = sum(v**2 / dof for v, dof in components if v > 0)
+    dof = variance**2 / denominator if denominator > 0 else math.inf
+    half = float(stats.t.ppf(0.5 + level / 2, dof)) * math.sqrt(variance)
+    return difference - half, difference + half, math.sqrt(variance), dof
+
+
+def paired_gain(
     a: dict[str, Outcomes],
     b: dict[str, Outcomes],
     weights: dict[str, float],
-    rounds: int = BOOTSTRAP_ROUNDS,
-    seed: int = 0,
+    seeds: SeedSpread | None = None,
     level: float = LEVEL,
-    seed_sd: float | None = None,
+    seed: int = 0,
 ) -> Gain:
-    """The weighted mean over ``weights``' tasks of main(a) - main(b), and its interval.
-
-    Each resample draws every task's items with replacement, the same rows for both rows, and, for a
-    task with several draws (a few-shot probe's), separately its draws, the same for both; each
-    deviation from the observed difference is widened by sqrt(m / (m - 1)) for its m items or draws
-    and the two are added (as ``joint_resamples`` does). ``seed_sd``, where the training seeds' spread
-    of the difference is known (``search.confirm_seeds``), adds a normal deviation of that size per
-    resample: the trained row's score is one training run's. The interval's coverage is calibrated
-    on simulated comparisons with all three sources (bench/gain_calibration.py)."""
+    """The weighted mean over ``weights``' tasks of main(a) - main(b), and its interval (the
+    module's docstring); ``seeds``: the training seeds' spread of a's score where it was measured.
+    No interval where the tasks ``too_few_to_decide`` lets through carry less than
+    ``DECIDED_WEIGHT`` of the weight."""
     for task in weights:
         check_paired(task, a[task], b[task])
-        if a[task].draw_count and b[task].draw_count and a[task].draw_count != b[task].draw_count:
+        if a[task].draw_count != b[task].draw_count:
             raise ValueError(f"{task}: the two rows were scored on different draws")
     total = sum(weights.values())
-    observed_tasks = {t: a[t].value() - b[t].value() for t in weights}
-    observed = sum(w * observed_tasks[t] for t, w in weights.items()) / total
+    difference = sum(w * (a[t].value() - b[t].value()) for t, w in weights.items()) / total
     rng = np.random.default_rng(seed)
-    resampled = np.empty(rounds)
-    for r in range(rounds):
-        deviation = 0.0
-        for task, weight in weights.items():
-            n, draws = len(a[task].items), a[task].draw_count
-            if n > 1:
-                rows = rng.integers(0, n, n)
-                shift = a[task].value(rows) - b[task].value(rows) - observed_tasks[task]
-                deviation += weight * shift * math.sqrt(n / (n - 1))
-            if draws > 1:
-                picked = rng.integers(0, draws, draws)
-                shift = a[task].value(draws=picked) - b[task].value(draws=picked) - observed_tasks[task]
-                deviation += weight * shift * math.sqrt(draws / (draws - 1))
-        resampled[r] = observed + deviation / total + (rng.normal(0.0, seed_sd) if seed_sd else 0.0)
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(resampled, [tail, 100 - tail])
-    return Gain(float(observed), float(low), float(high), rounds, level, seed_noise=seed_sd is not None)
+    components = []
+    for task, weight in weights.items():
+        share = (weight / total) ** 2
+        components.append((share * item_variance(a[task], b[task], rng), max(len(a[task].items) - 1, 1)))
+        components.append((share * draw_variance(a[task], b[task]), max(a[task].draw_count - 1, 1)))
+    if seeds is not None:
+        components.append((seeds.sd**2, max(seeds.runs - 1, 1)))
+    low, high, se, dof = t_interval(float(difference), components, level)
+    reasons = {task: why for task in weights if (why := too_few_to_decide(a[task]))}
+    if sum(w for t, w in weights.items() if t not in reasons) < DECIDED_WEIGHT * total:
+        why = "; ".join(f"{t}: {why}" if len(weights) > 1 else why for t, why in reasons.items())
+        return Gain(float(difference), None, None, se, dof, level, seeds is not None, undecided=why)
+    return Gain(float(difference), low, high, se, dof, level, seed_noise=seeds is not None)
 
 
-def task_gain(a: Outcomes, b: Outcomes, task: str, min_items: int = 2) -> dict:
-    """Row a's gain over row b on one task's part, paired by item (``paired_bootstrap``), with the
-    same gain per stratum of a's (a retrieval task's length buckets, each with its ``n``) where the
-    stratum holds at least ``min_items`` items: a ``Gain`` record plus ``by_stratum``."""
-    record = paired_bootstrap({task: a}, {task: b}, {task: 1.0}).record()
+def task_gain(a: Outcomes, b: Outcomes, task: str, seeds: dict[str, SeedSpread] | None = None) -> dict:
+    """Row a's gain over row b on one task's part, paired by item (``paired_gain``), with the same
+    gain per stratum of a's (a retrieval task's length buckets, each with its ``n``): a ``Gain``
+    record plus ``by_stratum``. ``seeds``: the training seeds' spread of a's score (``main``) and of
+    each stratum's (its label), where they were measured."""
+    seeds = seeds or {}
+    record = paired_gain({task: a}, {task: b}, {task: 1.0}, seeds.get("main")).record()
     record["by_stratum"] = {
-        label: paired_bootstrap({task: a.subset(rows)}, {task: b.subset(rows)}, {task: 1.0}).record() | {"n": len(rows)}
+        label: paired_gain({task: a.subset(rows)}, {task: b.subset(rows)}, {task: 1.0}, seeds.get(label)).record()
+        | {"n": len(rows)}
         for label, rows in a.strata.items()
-        if len(rows) >= min_items
+        if len(rows)
     }
     return record
 
@@ -285,12 +379,17 @@ def items_to_tell(gain: Gain, power: float = POWER) -> float | None:
     """How many times today's items would call a true difference of ``gain.difference`` beyond
     noise with probability ``power``: the two-sided test at ``gain.level`` detects ``d`` when
     ``d / se >= z(1 - (1 - level) / 2) + z(power)``, and the difference's standard error ``se``
-    (read from the interval's width, ``2 z se``) shrinks as 1/sqrt(items). None for a difference
-    of 0 or less (no number of items finds a gain that is not there); at least 1."""
+    (the gain's own; a record from before it was kept: read from the interval's width, ``2 z se``)
+    shrinks as 1/sqrt(items). None for a difference of 0 or less (no number of items finds a gain
+    that is not there), or without a standard error; at least 1."""
     from scipy import stats
 
     if gain.difference <= 0:
         return None
     z = stats.norm.ppf(0.5 + gain.level / 2)
-    se = (gain.high - gain.low) / (2 * z)
+    se = gain.standard_error
+    if se is None and gain.low is not None and gain.high is not None:
+        se = (gain.high - gain.low) / (2 * z)
+    if se is None:
+        return None
     return max(1.0, ((z + stats.norm.ppf(power)) * se / gain.difference) ** 2)

@@ -48,10 +48,12 @@ class Row:
     objectives: dict[str, float] = field(default_factory=dict)
     pareto: bool = False  # on the Pareto front of the trials (multi-objective searches)
     test_objective: float | None = None
-    # the winner's test-objective gain over each baseline row, with its paired-bootstrap interval
+    # the winner's test-objective gain over each baseline row, with its paired interval (``evaluators.noise.Gain``)
     gains: dict[str, dict] = field(default_factory=dict)
+    # the same on the objective's long-document tasks pooled with their objective weights
+    long_task_gains: dict[str, dict] = field(default_factory=dict)
     # the winner's test gain on each task over each baseline and reference row that scored it:
-    # row id -> task -> paired-bootstrap record (``evaluators.noise.Gain``)
+    # row id -> task -> paired-interval record (``evaluators.noise.Gain``)
     task_gains: dict[str, dict[str, dict]] = field(default_factory=dict)
     # the winner's configuration retrained with new seeds (search.confirm_seeds): their test objective's
     # mean ± std, and the winner's own run apart (``confirmation_record``)
@@ -300,8 +302,14 @@ def confirmation_record(winner: Row, winner_seed: int, runs: dict[int, Row], pla
             "objective": winner.objective,
             "test_objective": winner.test_objective,
         },
+        # each run's scores too: the seeds' spread of any task's (or length bucket's) score and gain
         "seeds": {
-            str(seed): {"trial": row.trial, "objective": row.objective, "test_objective": row.test_objective}
+            str(seed): {
+                "trial": row.trial,
+                "objective": row.objective,
+                "test_objective": row.test_objective,
+                "scores": row.scores,
+            }
             for seed, row in sorted(runs.items())
         },
         "test_objective": {
@@ -328,11 +336,25 @@ def describe_confirmation(confirmation: dict) -> str:
 def task_gain_lines(best: Row) -> list[str]:
     """The winner against each baseline and reference row on the test items, one table per task:
     its gain over the whole part and per length bucket of the documents to find, each with its 95%
-    paired-bootstrap interval (``*``: beyond noise). For the terminal."""
+    paired interval (``*``: beyond noise; ``s``: seed noise included; "too few items": a part the
+    rule leaves undecided). For the terminal."""
     if not best.task_gains:
         return []
     tasks = list(dict.fromkeys(task for by_task in best.task_gains.values() for task in by_task))
-    lines = [f"{best.trial}'s test gain over what you have (95% interval, * beyond noise):"]
+    records = [
+        r
+        for by_task in best.task_gains.values()
+        for task in by_task.values()
+        for r in (task, *task.get("by_stratum", {}).values())
+    ]
+    seeds = (
+        "seed noise included"
+        if all(r.get("seed_noise") for r in records)
+        else "seed noise included where marked s, elsewhere not included"
+        if any(r.get("seed_noise") for r in records)
+        else "seed noise not included"
+    )
+    lines = [f"{best.trial}'s test gain over what you have (95% interval, * beyond noise, {seeds}):"]
     for task in tasks:
         gains = {row: by_task[task] for row, by_task in best.task_gains.items() if task in by_task}
         buckets = {
@@ -367,7 +389,7 @@ def _gain_cell(record: dict | None) -> str:
     if record is None:
         return "-"
     gain = Gain.from_record(record)
-    return f"{gain.difference:+.3f} ({gain.low:+.3f} to {gain.high:+.3f}){'*' if gain.beyond_noise else ''}"
+    return gain.cell() + ("*" if gain.beyond_noise else "")
 
 
 def score_with_error(scores: dict[str, float]) -> str:

@@ -10,8 +10,8 @@ cache), and ``assess`` measures, where the ranking is made:
   give them (``evaluators.noise.spread_test``), the noise of a difference between two trials, and
   the training seeds' spread where ``search.confirm_seeds`` measured it;
 - the winner against the runner-up and against each baseline row on the same validation items
-  (paired bootstrap; the winner was chosen on these items, so its lead is optimistic: the test
-  gains on the leaderboard are the unbiased ones);
+  (a paired interval, ``evaluators.noise.paired_gain``; the winner was chosen on these items, so
+  its lead is optimistic: the test gains on the leaderboard are the unbiased ones);
 - when the trials are within noise, the budget that would tell them apart: a power calculation
   (``evaluators.noise.items_needed``) from the measured noise and the spread left once noise is
   taken out, in scoring items per task and in trials;
@@ -31,11 +31,12 @@ from dataclasses import dataclass, field
 from evaluators.noise import (
     POWER,
     Gain,
+    SeedSpread,
     Spread,
     items_needed,
     items_to_tell,
     joint_resamples,
-    paired_bootstrap,
+    paired_gain,
     spread_test,
 )
 from evaluators.scores import part
@@ -99,19 +100,19 @@ def task_noise(rows, tasks: list[str]) -> dict[str, dict[str, float]]:
     return noise
 
 
-def seed_spread(best, metric: str = "objective") -> float | None:
-    """The standard deviation of the winner's configuration's validation objective (or, with
-    ``metric="test_objective"``, its test objective) over the extra training seeds of
+def seed_spread(best, weights: dict[str, float], split: str = "test", label: str = "main") -> SeedSpread | None:
+    """The training seeds' standard deviation of the weighted mean of ``weights``' tasks' ``label``
+    scores (``main``, or a length bucket's) on ``split``, over the extra training seeds of
     ``search.confirm_seeds`` (the winner's own run left out: it was chosen for its score), or None
-    with fewer than two of them."""
-    if not best.confirmation:
-        return None
-    values = [
-        run[metric]
-        for run in best.confirmation.get("seeds", {}).values()
-        if run.get("trial") != best.trial and run.get(metric) is not None
-    ]
-    return statistics.stdev(values) if len(values) >= 2 else None
+    with fewer than two runs that scored them all (a report-only task's test part is not scored for
+    them)."""
+    values = []
+    for run in (best.confirmation or {}).get("seeds", {}).values():
+        scores = run.get("scores", {})
+        if run.get("trial") == best.trial or not all(label in part(scores, t, split) for t in weights):
+            continue
+        values.append(sum(w * part(scores, t, split)[label] for t, w in weights.items()) / sum(weights.values()))
+    return SeedSpread(statistics.stdev(values), len(values)) if len(values) >= 2 else None
 
 
 def trials_needed_for(spread: Spread) -> int | None:
@@ -129,22 +130,25 @@ def trials_needed_for(spread: Spread) -> int | None:
     return None
 
 
-def assess(trials: list, baselines: list, outcomes, weights: dict[str, float], seed_sd: float | None) -> RankingNoise:
+def assess(
+    trials: list, baselines: list, outcomes, weights: dict[str, float], seeds: SeedSpread | None
+) -> RankingNoise:
     """The ranking's noise for ``trials`` (scored leaderboard rows, ranked best first) and
-    ``baselines``; ``outcomes(row)`` gives a row's item-level validation outcomes per task."""
+    ``baselines``; ``outcomes(row)`` gives a row's item-level validation outcomes per task; ``seeds``:
+    the training seeds' spread of the validation objective, where measured."""
     tasks = task_noise(trials or baselines, list(weights))
     if len(trials) < 2:
         note = "one scored trial: nothing to rank" if trials else "no scored trial"
         return RankingNoise(tasks, None, note=note)
     per_trial = [outcomes(row) for row in trials]
     observed, resampled = joint_resamples(per_trial, weights)
-    spread = spread_test(observed, resampled, seed_sd)
+    spread = spread_test(observed, resampled, seeds.sd if seeds else None)
     best = per_trial[0]
     # two trained rows each carry one training run's noise; an untrained baseline none
-    between_trials = seed_sd * math.sqrt(2) if seed_sd is not None else None
-    noise = RankingNoise(tasks, spread, runner_up=paired_bootstrap(best, per_trial[1], weights, seed_sd=between_trials))
+    between_trials = SeedSpread(seeds.sd * math.sqrt(2), seeds.runs) if seeds else None
+    noise = RankingNoise(tasks, spread, runner_up=paired_gain(best, per_trial[1], weights, between_trials))
     for baseline in baselines:
-        noise.over_baselines[baseline.trial] = paired_bootstrap(best, outcomes(baseline), weights, seed_sd=seed_sd)
+        noise.over_baselines[baseline.trial] = paired_gain(best, outcomes(baseline), weights, seeds)
     if not spread.beyond_noise:
         noise.items_factor = items_needed(spread, 1)
         noise.trials_needed = trials_needed_for(spread)

@@ -291,6 +291,9 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> tuple[int, 
     else:
         for against, gain in best.gains.items():
             print(f"doctune: test objective of {best.trial} over {against}: {Gain.from_record(gain).describe()}")
+    for against, gain in best.long_task_gains.items():
+        described = Gain.from_record(gain).describe()
+        print(f"doctune: long-document tasks pooled, {best.trial} over {against} on test: {described}")
     for line in leaderboard.task_gain_lines(best):
         print(f"doctune: {line}")
     if best.confirmation:

@@ -34,21 +34,33 @@ class ItemOutcomes:
         return self._seen[key]
 
 
+def long_task_weights(weights: dict[str, float]) -> dict[str, float]:
+    """The objective's long-document tasks (``TaskMetadata.long_documents``) with their weights."""
+    from evaluators.tasks import task_class
+
+    return {task: w for task, w in weights.items() if task_class(task).metadata.long_documents}
+
+
 def compare_with_baselines(best, baselines, outcomes: ItemOutcomes) -> None:
-    """Set ``best.gains``: the winner's test objective against each baseline row's, with a paired
-    bootstrap over the same test items (``evaluators.noise``), so the leaderboard says whether the
-    gain is beyond noise."""
-    from evaluators.noise import paired_bootstrap
+    """Set ``best.gains``: the winner's test objective against each baseline row's, paired over the
+    same test items (``evaluators.noise.paired_gain``), so the leaderboard says whether the gain is
+    beyond noise; and ``best.long_task_gains``, the same on the objective's long-document tasks
+    pooled with their objective weights. Each carries the training seeds' spread where
+    ``search.confirm_seeds`` measured it."""
+    from evaluators.noise import paired_gain
     from evaluators.pool import CheckpointMissing
 
-    seed_sd = ranking.seed_spread(best, "test_objective")  # None unless search.confirm_seeds measured it
-    print(f"doctune: comparing {best.trial} with the baseline rows on the test items (paired bootstrap)", flush=True)
+    long_weights = long_task_weights(outcomes.weights)
+    seeds = ranking.seed_spread(best, outcomes.weights)
+    long_seeds = ranking.seed_spread(best, long_weights) if long_weights else None
+    print(f"doctune: comparing {best.trial} with the baseline rows on the test items (paired)", flush=True)
     try:
         for baseline in baselines:
-            gain = paired_bootstrap(
-                outcomes(best, "test"), outcomes(baseline, "test"), outcomes.weights, seed_sd=seed_sd
-            )
-            best.gains[baseline.trial] = gain.record()
+            mine, theirs = outcomes(best, "test"), outcomes(baseline, "test")
+            best.gains[baseline.trial] = paired_gain(mine, theirs, outcomes.weights, seeds).record()
+            if long_weights and long_weights != outcomes.weights:
+                gain = paired_gain(mine, theirs, long_weights, long_seeds)
+                best.long_task_gains[baseline.trial] = gain.record()
     except (CheckpointMissing, RuntimeError) as err:  # the leaderboard, best/ and the report still follow
         best.status += f"; not compared with the baselines: {err}"
 
@@ -56,7 +68,9 @@ def compare_with_baselines(best, baselines, outcomes: ItemOutcomes) -> None:
 def compare_per_task(best, baselines, resolved) -> None:
     """Set ``best.task_gains``: the winner against each baseline and reference row on every task both
     scored (the objective's and the report-only ones), test items paired by id, and on a retrieval task
-    per length bucket of the documents to find."""
+    per length bucket of the documents to find; each with the training seeds' spread of its score
+    where ``search.confirm_seeds`` measured it (the objective's tasks: a report-only task's test part
+    is not scored for the extra seeds)."""
     from evaluators.noise import task_gain
     from evaluators.pool import CheckpointMissing, checkpoint_outcomes, reference_outcomes, stored_model
     from platform import tuner
@@ -80,8 +94,18 @@ def compare_per_task(best, baselines, resolved) -> None:
     except (CheckpointMissing, RuntimeError) as err:  # the leaderboard, best/ and the report still follow
         best.status += f"; not compared task by task: {err}"
         return
+    seeds = {
+        task: {
+            label: spread
+            for label in ("main", *mine[task].strata)
+            if (spread := ranking.seed_spread(best, {task: 1.0}, label=label)) is not None
+        }
+        for task in tasks
+    }
     for row, outcomes in against.items():
-        best.task_gains[row] = {task: task_gain(mine[task], outcomes[task], task) for task in tasks if task in outcomes}
+        best.task_gains[row] = {
+            task: task_gain(mine[task], outcomes[task], task, seeds[task]) for task in tasks if task in outcomes
+        }
 
 
 def assess_ranking(rows, baselines, outcomes: ItemOutcomes) -> ranking.RankingNoise | None:
@@ -99,7 +123,7 @@ def assess_ranking(rows, baselines, outcomes: ItemOutcomes) -> ranking.RankingNo
             baselines,
             lambda row: outcomes(row, ranking.RANKING_PART),
             outcomes.weights,
-            ranking.seed_spread(winner(rows)),
+            ranking.seed_spread(winner(rows), outcomes.weights, ranking.RANKING_PART),
         )
     except (CheckpointMissing, RuntimeError) as err:  # the leaderboard, best/ and the report still follow
         print(f"doctune: the ranking's noise not measured: {err}", file=sys.stderr)

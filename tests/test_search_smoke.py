@@ -29,6 +29,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from evaluators.noise import MIN_ITEMS
 from tests.conftest import (
     FEW_ITEMS,
     ROOT,
@@ -396,6 +397,18 @@ def test_the_winner_is_placed_against_bm25_and_the_base_as_users_run_it_item_by_
     assert gain["difference"] == pytest.approx(news[best["trial"]]["main"] - news["reference-bm25"]["main"], abs=1e-9)
     assert set(gain["by_stratum"]) == {k.removesuffix("_n") for k in buckets}
     assert f"{best['trial']}'s test gain over what you have" in stdout and "  over reference-bm25  " in stdout
+    # a length bucket under the rule (evaluators.noise.MIN_ITEMS: fewer than 10 queries, as the smoke
+    # part's longer buckets hold) prints no interval but says so; no training seeds were measured
+    # (search.confirm_seeds), and every gain says its interval leaves their noise out
+    small = {label: g for label, g in gain["by_stratum"].items() if g["n"] < MIN_ITEMS["continuous"]}
+    assert small and all(g["low"] is None and g["undecided"] for g in small.values())
+    assert all(g["low"] is not None for g in gain["by_stratum"].values() if g["n"] >= MIN_ITEMS["continuous"])
+    assert "(too few items to decide)" in stdout
+    assert not gain["seed_noise"] and "seed noise not included" in stdout
+    assert (
+        f"{best['trial']}'s test gain over what you have (95% interval, * beyond noise, seed noise not included)"
+        in stdout
+    )
     # the locked-part figures carry the digests of the parts they were read on
     read = {task: parts["test"] for task, parts in best["scores"].items() if "test" in parts}
     digests = ", ".join(f"{task} {int(part['part_digest'])}" for task, part in read.items())

@@ -70,6 +70,13 @@ class Outcomes:
     strata: dict[str, np.ndarray] = field(default_factory=dict)
     # other per-row metrics shown per stratum beside the main score (a mean over its rows)
     per_item: dict[str, np.ndarray] = field(default_factory=dict)
+    # each row's main score is 0 or 1 (acc@1, a pair judged right) and the main score their mean:
+    # a gain's interval treats the part as paired proportions (``evaluators.noise``)
+    binary: bool = False
+    # for a main score that is not a mean over rows (macro-F1): each row's influence on it, ``(n,)``
+    # from ``items`` (the delta method: the score moves by about their mean), so its item variance
+    # needs no resampling; None: ``evaluators.noise`` resamples the rows instead
+    influence: Callable[[np.ndarray], np.ndarray] | None = None
 
     @property
     def draw_count(self) -> int:
@@ -129,7 +136,16 @@ class Outcomes:
     def subset(self, rows: np.ndarray) -> Outcomes:
         """The outcomes of ``rows`` alone (a stratum), draws kept."""
         ids = tuple(self.ids[i] for i in rows) if self.ids else ()
-        return Outcomes({}, self.items[rows], self.statistic, self.draws, self.draw_width, ids)
+        return Outcomes(
+            {},
+            self.items[rows],
+            self.statistic,
+            self.draws,
+            self.draw_width,
+            ids,
+            binary=self.binary,
+            influence=self.influence,
+        )
 
     def stratum_scores(self) -> dict[str, float]:
         """Per stratum ``label``: the main score on its rows (``label``), its standard error over them

@@ -105,7 +105,7 @@ class PairClassification(Task):
             "cosine_threshold": threshold,
             "pairs": float(len(pairs)),
         }
-        return Outcomes(scores, correct, mean_of_rows)
+        return Outcomes(scores, correct, mean_of_rows, binary=True)
 
 
 def pair_features(pairs: list[Pair], vectors: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

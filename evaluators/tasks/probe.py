@@ -200,13 +200,16 @@ class ProbeTask(Task):
             width = 1
             measures = {"macro_f1": macro_f1, "accuracy": accuracy}
         main = self.metadata.main_score
+        influence = None if self.multilabel else INFLUENCES.get(main)
         per_draw = {name: draw_values(items, width, measure) for name, measure in measures.items()}
         scores = {"main": float(np.mean(per_draw[main]))}
         for name, values in per_draw.items():
             scores[name] = float(np.mean(values))
             scores[f"{name}_std"] = float(np.std(values))
         statistic = partial(mean_over_draws, width=width, measure=measures[main])
-        return Outcomes(scores, items, statistic, per_draw[main], draw_width=width)
+        if influence is not None:
+            influence = partial(mean_over_draws_influence, measure=influence)
+        return Outcomes(scores, items, statistic, per_draw[main], draw_width=width, influence=influence)
 
 
 def draw_values(items: np.ndarray, width: int, measure) -> np.ndarray:
@@ -234,6 +237,37 @@ def macro_f1(truth: np.ndarray, predicted: np.ndarray) -> float:
 
 def accuracy(truth: np.ndarray, predicted: np.ndarray) -> float:
     return float(np.mean(truth.ravel() == predicted.ravel()))
+
+
+def macro_f1_influence(truth: np.ndarray, predicted: np.ndarray) -> np.ndarray:
+    """Each row's influence on ``macro_f1`` (the delta method; they sum to 0): with class c's
+    F1 = 2 TP_c / (T_c + P_c) over n rows, row i moves it by
+    n (2 tp_ic (T_c + P_c) - 2 TP_c (t_ic + p_ic)) / (T_c + P_c)^2, averaged over the classes present."""
+    truth, predicted = truth.ravel(), predicted.ravel()
+    size = int(max(truth.max(), predicted.max())) + 1
+    true_positives = np.bincount(truth[truth == predicted], minlength=size).astype(float)
+    counts = (np.bincount(truth, minlength=size) + np.bincount(predicted, minlength=size)).astype(float)
+    present = np.flatnonzero(counts > 0)
+    hit = (truth == predicted).astype(float)
+    per_row = np.zeros(len(truth))
+    for c in present:
+        mine = (truth == c).astype(float) + (predicted == c).astype(float)
+        per_row += (2 * hit * (truth == c) * counts[c] - 2 * true_positives[c] * mine) / counts[c] ** 2
+    return len(truth) * per_row / len(present)
+
+
+def accuracy_influence(truth: np.ndarray, predicted: np.ndarray) -> np.ndarray:
+    correct = (truth.ravel() == predicted.ravel()).astype(float)
+    return correct - correct.mean()
+
+
+INFLUENCES = {"macro_f1": macro_f1_influence, "accuracy": accuracy_influence}  # single-label main scores
+
+
+def mean_over_draws_influence(items: np.ndarray, measure) -> np.ndarray:
+    """Each row's influence on ``mean_over_draws`` of a single-label probe (truth in column 0, one
+    column per draw): its influence in each draw, averaged over the draws."""
+    return np.mean([measure(items[:, :1], items[:, 1 + r : 2 + r]) for r in range(items.shape[1] - 1)], axis=0)
 
 
 def micro_f1(truth: np.ndarray, predicted: np.ndarray) -> float:

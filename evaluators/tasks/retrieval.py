@@ -28,6 +28,7 @@ QUERY_BLOCK = 1024  # queries scored per matrix product
 FAISS_MIN_DOCUMENTS = 200_000  # below this, numpy's exact search is as fast
 BEIR_FILES = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv")
 STRATUM_METRICS = ("ndcg_at_10", "acc_at_1")  # shown per length bucket (the main one is always)
+BINARY_METRICS = ("acc_at_1",)  # a query's score is 0 or 1
 
 
 Collection = tuple[dict[str, str], dict[str, str], dict[str, dict[str, int]]]  # corpus, queries, qrels
@@ -147,6 +148,7 @@ class RetrievalTask(Task):
             ids=tuple(order),
             strata=self.query_strata(split, order),
             per_item=extra,
+            binary=self.main_metric in BINARY_METRICS,
         )
 
 

@@ -201,7 +201,13 @@ def _winner_section(run: Run) -> str:
             f"<li>over <b>{escape(against)}</b>: {escape(Gain.from_record(gain).describe())}</li>"
             for against, gain in best.gains.items()
         )
-        text += f"<p>Test-objective gain, paired bootstrap over the same test items:</p><ul>{items}</ul>"
+        text += f"<p>Test-objective gain, paired over the same test items:</p><ul>{items}</ul>"
+    if best.long_task_gains:
+        items = "".join(
+            f"<li>over <b>{escape(against)}</b>: {escape(Gain.from_record(gain).describe())}</li>"
+            for against, gain in best.long_task_gains.items()
+        )
+        text += f"<p>Test gain on the long-document tasks pooled (their objective weights):</p><ul>{items}</ul>"
     text += _task_gains(best, run.tasks)
     if best.confirmation:
         text += f"<p>Its configuration {escape(describe_confirmation(best.confirmation))}.</p>"
@@ -234,7 +240,7 @@ def _task_gains(best, tasks: list[str]) -> str:
         if record is None:
             return "<td>–</td>"
         gain = Gain.from_record(record)
-        text = f"{gain.difference:+.3f} ({gain.low:+.3f} to {gain.high:+.3f})"
+        text = escape(gain.cell())
         return f'<td class="num">{"<b>" + text + "</b>" if gain.beyond_noise else text}</td>'
 
     header = "<tr><th>over</th>" + "".join(f"<th>{escape(t)}</th>" for t in tasks) + "</tr>"
@@ -253,8 +259,10 @@ def _task_gains(best, tasks: list[str]) -> str:
                 + "</tr>"
             )
     return (
-        "<p>Against what a user already has: the winner's test gain on each task (95% interval, paired bootstrap over "
-        "the same test items; bold: beyond noise), and on retrieval tasks per length of the documents to find:</p>"
+        "<p>Against what a user already has: the winner's test gain on each task (95% paired interval over the same "
+        "test items; bold: beyond noise; s: training-seed noise included, measured by search.confirm_seeds, "
+        "elsewhere not included; too few items to decide: a part under the rule of "
+        "docs/decisions/gain-intervals.md), and on retrieval tasks per length of the documents to find:</p>"
         f'<div class="table"><table><thead>{header}</thead><tbody>{body}</tbody></table></div>'
     )
 

@@ -1,50 +1,132 @@
-"""The paired bootstrap says whether a gain is beyond the noise of the test items."""
+"""A gain's interval says whether it is beyond the noise of the items, the draws and the seeds; a
+search's spread says whether its trials differ beyond noise."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from evaluators.noise import Gain, items_needed, items_to_tell, joint_resamples, paired_bootstrap, spread_test
+from evaluators.noise import (
+    Gain,
+    SeedSpread,
+    items_needed,
+    items_to_tell,
+    joint_resamples,
+    paired_gain,
+    spread_test,
+    too_few_to_decide,
+)
 from evaluators.tasks.base import Outcomes, mean_of_rows
 
 
-def _outcomes(values: np.ndarray) -> Outcomes:
-    return Outcomes({"main": float(values.mean())}, values, mean_of_rows)
+def _outcomes(values: np.ndarray, binary: bool = False) -> Outcomes:
+    return Outcomes({"main": float(values.mean())}, values, mean_of_rows, binary=binary)
 
 
 def test_the_interval_covers_a_known_difference():
     rng = np.random.default_rng(0)
     base = rng.uniform(0.2, 0.8, size=400)  # per-query scores of one system
     better = base + 0.03 + rng.normal(0, 0.05, size=400)  # another, 0.03 better on average
-    gain = paired_bootstrap({"t": _outcomes(better)}, {"t": _outcomes(base)}, {"t": 1.0})
+    gain = paired_gain({"t": _outcomes(better)}, {"t": _outcomes(base)}, {"t": 1.0})
     assert gain.low < 0.03 < gain.high and gain.beyond_noise
     assert gain.difference == pytest.approx(float(np.mean(better - base)))
+    assert gain.standard_error == pytest.approx(np.std(better - base, ddof=1) / 20)
     # pairing matters: the same per-query noise shifted by 0 is no gain
-    same = paired_bootstrap({"t": _outcomes(base)}, {"t": _outcomes(base + rng.normal(0, 0.05, size=400))}, {"t": 1.0})
+    same = paired_gain({"t": _outcomes(base)}, {"t": _outcomes(base + rng.normal(0, 0.05, size=400))}, {"t": 1.0})
     assert same.low < 0 < same.high and not same.beyond_noise
 
 
 def test_coverage_of_the_95_percent_interval_is_about_95_percent():
     rng = np.random.default_rng(1)
     covered = 0
-    for _ in range(200):
+    for _ in range(400):
         a = rng.normal(0.5, 0.2, size=60)
         b = a - 0.02 + rng.normal(0, 0.1, size=60)  # true difference 0.02
-        gain = paired_bootstrap(
-            {"t": _outcomes(a)}, {"t": _outcomes(b)}, {"t": 1.0}, rounds=300, seed=int(rng.integers(1 << 30))
-        )
+        gain = paired_gain({"t": _outcomes(a)}, {"t": _outcomes(b)}, {"t": 1.0})
         covered += gain.low <= 0.02 <= gain.high
-    assert 0.88 <= covered / 200 <= 0.99
+    assert 0.91 <= covered / 400 <= 0.98
 
 
 def test_tasks_combine_with_the_objective_weights_and_must_share_items():
     a = {"x": _outcomes(np.full(10, 0.9)), "y": _outcomes(np.full(20, 0.5))}
     b = {"x": _outcomes(np.full(10, 0.6)), "y": _outcomes(np.full(20, 0.5))}
-    gain = paired_bootstrap(a, b, {"x": 1.0, "y": 2.0})
+    gain = paired_gain(a, b, {"x": 1.0, "y": 2.0})
     assert gain.difference == pytest.approx(0.1) and gain.low == pytest.approx(0.1) and gain.beyond_noise
     with pytest.raises(ValueError, match="different items"):
-        paired_bootstrap({"x": _outcomes(np.ones(3))}, {"x": _outcomes(np.ones(4))}, {"x": 1.0})
+        paired_gain({"x": _outcomes(np.ones(3))}, {"x": _outcomes(np.ones(4))}, {"x": 1.0})
+
+
+def test_a_binary_part_where_the_rows_never_disagree_still_gets_the_width_its_items_earn():
+    # 40 questions, both rows right on the same 10: the plain bootstrap's interval was [0, 0]
+    right = np.r_[np.ones(10), np.zeros(30)]
+    gain = paired_gain({"t": _outcomes(right, binary=True)}, {"t": _outcomes(right.copy(), binary=True)}, {"t": 1.0})
+    assert gain.difference == 0 and gain.low < -0.05 and gain.high > 0.05 and not gain.beyond_noise
+    # Bonett & Price: one pseudo-item in each discordant cell, over n + 2
+    half = gain.high - gain.difference
+    assert half / gain.standard_error == pytest.approx(2.02, abs=0.01)  # t with 39 degrees of freedom
+    assert gain.standard_error == pytest.approx(np.sqrt((2 / 42 - 0) / 42))
+
+
+def test_too_few_items_to_decide_by_the_rule_and_a_combination_decided_by_its_weight():
+    rng = np.random.default_rng(2)
+    small = _outcomes((rng.uniform(size=11) < 0.5).astype(float), binary=True)
+    assert too_few_to_decide(small) == "11 binary items, 30 needed"
+    assert too_few_to_decide(_outcomes(rng.uniform(size=9))) == "9 continuous items, 10 needed"
+    assert too_few_to_decide(_outcomes(rng.uniform(size=30) < 0.5, binary=True)) is None
+    alone = paired_gain({"n": small}, {"n": small}, {"n": 1.0})
+    assert alone.low is None and not alone.beyond_noise
+    assert "too few items to decide: 11 binary items, 30 needed; seed noise not included" in alone.describe()
+    # the objective: the small part holds a third of the weight, the rest decides it
+    big_a, big_b = _outcomes(rng.uniform(size=60)), _outcomes(rng.uniform(size=60))
+    weights = {"n": 0.5, "r": 1.0}
+    decided = paired_gain({"n": small, "r": big_a}, {"n": small, "r": big_b}, weights)
+    assert decided.low is not None and decided.low < decided.difference < decided.high
+    undecided = paired_gain({"n": small, "r": big_a}, {"n": small, "r": big_b}, {"n": 1.5, "r": 1.0})
+    assert undecided.low is None and undecided.undecided == "n: 11 binary items, 30 needed"
+
+
+def test_measured_seeds_widen_the_interval_by_their_spread_and_their_few_degrees_of_freedom():
+    rng = np.random.default_rng(3)
+    a, b = _outcomes(rng.uniform(size=200)), _outcomes(rng.uniform(size=200))
+    plain = paired_gain({"t": a}, {"t": b}, {"t": 1.0})
+    three = paired_gain({"t": a}, {"t": b}, {"t": 1.0}, SeedSpread(0.05, 3))
+    two = paired_gain({"t": a}, {"t": b}, {"t": 1.0}, SeedSpread(0.05, 2))
+    assert not plain.seed_noise and "seed noise not included" in plain.describe()
+    assert three.seed_noise and "seed noise" not in three.describe()
+    assert three.standard_error == pytest.approx(np.hypot(plain.standard_error, 0.05))
+    assert plain.high - plain.low < three.high - three.low < two.high - two.low
+    assert two.degrees_of_freedom < three.degrees_of_freedom < plain.degrees_of_freedom
+
+
+def test_a_probe_macro_f1_item_variance_is_its_influence_values_variance():
+    from evaluators.noise import item_variance
+    from evaluators.tasks.probe import macro_f1, macro_f1_influence
+
+    rng = np.random.default_rng(4)
+    truth = rng.integers(0, 5, 300)
+    predicted = np.where(rng.uniform(size=300) < 0.6, truth, rng.integers(0, 5, 300))
+    influence = macro_f1_influence(truth, predicted)
+    assert influence.sum() == pytest.approx(0.0, abs=1e-9)
+    jackknife = np.array([macro_f1(np.delete(truth, i), np.delete(predicted, i)) for i in range(300)])
+    assert np.var(influence, ddof=1) / 300 == pytest.approx(
+        299 / 300 * np.sum((jackknife - jackknife.mean()) ** 2), rel=0.05
+    )
+    # the same through a probe's outcomes against a row that is always right
+    from functools import partial
+
+    from evaluators.tasks.probe import mean_over_draws, mean_over_draws_influence
+
+    def probe(items):
+        return Outcomes(
+            {},
+            items,
+            partial(mean_over_draws, width=1, measure=macro_f1),
+            draw_width=1,
+            influence=partial(mean_over_draws_influence, measure=macro_f1_influence),
+        )
+
+    mine, perfect = probe(np.column_stack([truth, predicted])), probe(np.column_stack([truth, truth]))
+    assert item_variance(mine, perfect, rng) == pytest.approx(np.var(influence, ddof=1) / 300)
 
 
 def test_a_standard_error_is_a_bootstrap_over_the_items_and_adds_the_draws_where_there_are_several():
@@ -115,12 +197,10 @@ def test_items_needed_shrinks_noise_to_the_power_a_true_spread_needs():
 
 
 def _gain_at(rng: np.random.Generator, items: int, difference: float, noise: float) -> Gain:
-    """A paired bootstrap of two encoders whose per-item scores differ by ``difference`` on average."""
+    """The paired gain of two encoders whose per-item scores differ by ``difference`` on average."""
     a = rng.uniform(0.2, 0.8, size=items)
     b = a - difference + rng.normal(0, noise, size=items)
-    return paired_bootstrap(
-        {"t": _outcomes(a)}, {"t": _outcomes(b)}, {"t": 1.0}, rounds=300, seed=int(rng.integers(1 << 30))
-    )
+    return paired_gain({"t": _outcomes(a)}, {"t": _outcomes(b)}, {"t": 1.0})
 
 
 def test_items_to_tell_a_gain_reach_the_power_it_aims_for():
@@ -128,14 +208,14 @@ def test_items_to_tell_a_gain_reach_the_power_it_aims_for():
     rng = np.random.default_rng(6)
     difference, noise, items = 0.02, 0.1, 60
     se = noise / np.sqrt(items)
-    exact = Gain(difference, difference - 1.96 * se, difference + 1.96 * se, rounds=0)
+    exact = Gain(difference, difference - 1.96 * se, difference + 1.96 * se)
     factor = items_to_tell(exact)
     assert factor == pytest.approx(((1.96 + 0.8416) * se / difference) ** 2, rel=1e-3) and factor > 1
     called = [_gain_at(rng, round(items * factor), difference, noise).beyond_noise for _ in range(150)]
     assert 0.68 <= np.mean(called) <= 0.92  # 80% power, within 150 searches' sampling error
     # no gain to find, no budget; a gain already beyond noise needs no more items than today's
-    assert items_to_tell(Gain(-0.01, -0.03, 0.01, rounds=0)) is None
-    assert items_to_tell(Gain(0.05, 0.04, 0.06, rounds=0)) == 1.0
+    assert items_to_tell(Gain(-0.01, -0.03, 0.01)) is None
+    assert items_to_tell(Gain(0.05, 0.04, 0.06)) == 1.0
 
 
 def test_resamples_pick_draws_as_well_as_items_and_keep_every_encoder_on_the_same_ones():

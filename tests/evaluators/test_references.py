@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evaluators.noise import paired_bootstrap, task_gain
+from evaluators.noise import paired_gain, task_gain
 from evaluators.plan import EvalBudget, EvalPlan
 from evaluators.references import Reading, own_max_length, own_pooling, references
 from evaluators.tasks.base import Outcomes, mean_of_rows
@@ -55,9 +55,9 @@ def test_reference_rows_score_the_same_items_as_an_encoder(minilm_dir, tmp_path)
         for task, outcomes in theirs.items():
             assert outcomes.ids == encoder[task].ids  # the same items, in the same order
             gain = task_gain(encoder[task], outcomes, task)
-            assert gain["low"] <= gain["difference"] <= gain["high"]
+            assert gain["undecided"] or gain["low"] <= gain["difference"] <= gain["high"]
             if task != "r8-fewshot":
-                assert gain["by_stratum"] and all(g["n"] >= 2 for g in gain["by_stratum"].values())
+                assert gain["by_stratum"] and all(g["n"] >= 1 for g in gain["by_stratum"].values())
     # the windowed and truncated readings are cached apart: truncated at 256, windows of 256
     keys = {p.stem for p in (tmp_path / "shared").glob("*.npz")}
     assert any(k.endswith("-256-chunk") for k in keys) and any(k.endswith("-256") for k in keys)
@@ -67,6 +67,6 @@ def test_a_comparison_of_rows_scored_on_other_items_is_refused():
     a = Outcomes({}, np.array([1.0, 0.0, 1.0]), mean_of_rows, ids=("q1", "q2", "q3"))
     b = Outcomes({}, np.array([0.0, 0.0, 1.0]), mean_of_rows, ids=("q1", "q2", "q4"))
     with pytest.raises(ValueError, match="scored on different items"):
-        paired_bootstrap({"t": a}, {"t": b}, {"t": 1.0})
+        paired_gain({"t": a}, {"t": b}, {"t": 1.0})
     same = Outcomes({}, np.array([0.0, 0.0, 1.0]), mean_of_rows, ids=("q1", "q2", "q3"))
-    assert paired_bootstrap({"t": a}, {"t": same}, {"t": 1.0}).difference == pytest.approx(1 / 3)
+    assert paired_gain({"t": a}, {"t": same}, {"t": 1.0}).difference == pytest.approx(1 / 3)

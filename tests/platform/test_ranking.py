@@ -16,7 +16,7 @@ TRIALS_APART = Spread(
 
 
 def _gain(difference: float, se: float) -> dict:
-    return Gain(difference, difference - 1.96 * se, difference + 1.96 * se, rounds=1000).record()
+    return Gain(difference, difference - 1.96 * se, difference + 1.96 * se, se).record()
 
 
 def _lines(gains: dict[str, dict]) -> list[str]:

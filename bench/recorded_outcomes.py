@@ -1,0 +1,111 @@
+"""Item outcomes of a trained checkpoint and its bases on the same validation items: the recorded runs
+bench/gain_calibration.py resamples.
+
+    .venv/bin/python bench/recorded_outcomes.py --run RUN_DIR [--repeats 10] [--out FILE]
+
+``RUN_DIR``: a finished ``docsplit_long`` search (``python -m platform.search docsplit_long.yaml
+--profile local --run-dir RUN_DIR``). Its rows: ``trained``, the winner it exported to ``best/``;
+``converted``, its untrained converted base (``baseline-converted``); ``base``, the base as given
+(``baseline``): the two comparisons a search prints. Each is scored on the validation parts of the
+default objective's tasks at the full profile's sizes (``EvalBudget``'s defaults: every validation
+query, R8's validation part, needle and passkey haystacks of 256 to 4,096 tokens, 50 questions a
+length), with ``--repeats`` few-shot draws (the calibration draws the 3 or 5 a profile ships from
+them). Validation only: a locked test part is never read here.
+
+Writes ``--out`` (bench/results/recorded_outcomes.json) after each row and task; a run started
+again goes on where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+
+# the default objective's tasks (search_spaces/docsplit_long.yaml), the synthetic ones over their
+# whole length grid: their 4,096-token stratum is what a round scores
+TASKS = (
+    "news-title-retrieval",
+    "r8-fewshot",
+    "news-passage-retrieval",
+    "needle-retrieval@grid",
+    "passkey-retrieval@grid",
+)
+
+
+def row_models(run: Path) -> dict[str, str]:
+    """The three rows' model directories, from the run's export and its baseline record."""
+    baselines = json.loads((run / "baseline.json").read_text())
+    return {
+        "trained": str(run / "best"),
+        "converted": baselines["baseline-converted"]["model"],
+        "base": baselines["baseline"]["model"],
+    }
+
+
+def record(outcomes) -> dict:
+    """One part's outcomes as JSON: every row's items (a probe's: the truth, then each draw's
+    predictions), ids, strata, each draw's main score and whether the rows are binary."""
+    return {
+        "main": outcomes.scores.get("main", outcomes.value()),
+        "items": np.asarray(outcomes.items).tolist(),
+        "ids": list(outcomes.ids),
+        "strata": {label: np.asarray(rows).tolist() for label, rows in outcomes.strata.items()},
+        "draws": None if outcomes.draws is None else np.asarray(outcomes.draws).tolist(),
+        "draw_width": outcomes.draw_width,
+        "binary": outcomes.binary,
+        "statistic": "mean" if outcomes.draw_width == 0 else "macro_f1_over_draws",
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--run", type=Path, required=True)
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "recorded_outcomes.json")
+    args = parser.parse_args()
+    import torch
+
+    from evaluators.plan import EvalBudget, EvalPlan
+    from evaluators.pool import Evaluator
+
+    results = json.loads(args.out.read_text()) if args.out.exists() else {}
+    results.setdefault("machine", f"{os.cpu_count()} CPUs, torch {torch.__version__}, {time.strftime('%Y-%m-%d')}")
+    results["run"] = json.loads((args.run / "best" / "doctune.json").read_text()).get("hyperparameters", {})
+    rows = results.setdefault("rows", {})
+    plan = EvalPlan(
+        objectives={"objective": dict.fromkeys(TASKS, 1.0)},
+        actor_names=(),
+        namespace="",
+        budget=EvalBudget(repeats=args.repeats),  # the full profile's sizes
+        max_length=4096,  # the default spec's evaluation.max_length
+        batch_size=8,
+        threads=int(os.environ.get("BENCH_THREADS", "2")),
+        parts=("val",),
+    )
+    with tempfile.TemporaryDirectory() as scratch:
+        evaluator = Evaluator(plan, scratch)
+        for task in TASKS:  # every row on one task, then the next (the cheap ones first)
+            for name, model in row_models(args.run).items():
+                row = rows.setdefault(name, {"model": model, "parts": {}, "seconds": {}})
+                if task in row["parts"]:  # a run started again goes on where it stopped
+                    continue
+                began = time.perf_counter()
+                row["parts"][task] = record(evaluator.outcomes(model, "mean", [task], "val")[task])
+                row["seconds"][task] = round(time.perf_counter() - began, 1)
+                args.out.write_text(json.dumps(results))
+                print(f"{name}: {task} in {row['seconds'][task]} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
