@@ -1,22 +1,26 @@
 """How often a gain's 95% interval covers the true gain, at the sizes the profiles ship.
 
-    .venv/bin/python bench/gain_calibration.py [--comparisons 2000] [--rounds 400] [--only PART]
-        [--recorded FILE] [--out FILE]
+    .venv/bin/python bench/gain_calibration.py [--comparisons 2000] [--rounds 400] [--only PART ...]
+        [--profiles local full] [--recorded FILE] [--out FILE]
 
 **Populations, from recorded runs.** ``--recorded`` (bench/results/recorded_outcomes.json, written by
 bench/recorded_outcomes.py) holds, item by item on the validation parts, a trained checkpoint of the
 default search and its two bases (the converted one and the one as given): the two comparisons a
 search prints (``pair``). Each task's recorded pairs of outcomes are its population: binary acc@1
-per question for needle and passkey (the 4,096-token haystacks a round scores; "a length" pools
-the grid's lengths), nDCG@10 per query for the title and passage tasks, R8's documents with their
-labels and the predictions of ten few-shot draws for the probe (macro-F1 over the draws).
+per question for needle and passkey (the longest haystacks a round scores: 2,048 tokens at the
+local profile's sizes, 4,096 at the full one's; "a length" pools the grid's lengths), nDCG@10 per
+query for the title and passage tasks, R8's documents with their labels and the predictions of ten
+few-shot draws for the probe (macro-F1 over the draws).
 
 **A known gain.** Each population is moved to a true gain of 0, 0.02, 0.05 or 0.10 keeping its
-pairing: a continuous task adds the missing gain to the items where the two rows differ (ties stay
-ties); a binary task (copied 20 times over, for a fine enough step) turns the trained row's misses
-into hits, or its hits into misses, the discordant cells first; the probe turns a share of the
-trained row's errors right (or its hits wrong) in every draw, the share found by bisection. The
-true gain is the population's own, computed after the move.
+pairing: a continuous task (nDCG@10, in [0, 1]) moves each of the trained row's scores the same
+share of the way to 1 (or to 0), so the queries it ranks perfectly stay as they are; a binary task
+(copied 20 times over, for a fine enough step) turns the trained row's misses into hits (those the
+base missed too first), or its hits into misses (those the base missed first); the probe turns a
+share of the trained row's errors right (or its hits wrong) in every draw, the share found by
+bisection. The
+true gain is the population's own, computed after the move: a task near its ceiling (the news titles:
+nDCG@10 0.95) cannot gain 0.10, and its row says the gain it reached.
 
 **A comparison.** Each task's items are drawn from its population with replacement at the
 profile's size (``SIZES``: the local profile's 60 queries, 200 documents over 3 draws, 11
@@ -28,9 +32,10 @@ standard deviation over 3 seeds), and the spread is estimated from ``seeds`` mor
 this run's gain's).
 
 **Methods.** ``paired t`` is the interval adopted (``evaluators.noise.paired_gain``: Satterthwaite's
-degrees of freedom, Bonett-Price cells for binary parts, the seeds' variance with k - 1 degrees of
-freedom, and "too few items to decide" by the rule fixed before this calibration). Beside it, on
-the same comparisons: ``percentile`` (the interval before: items and draws resampled with
+degrees of freedom, pseudo-items (Bonett-Price cells for a binary part) on a gain on one part, the
+seeds' variance with k - 1 degrees of freedom, and "too few items to decide" by the rule fixed
+before this calibration), beside it with pseudo-items on every part and with none. On the same
+comparisons: ``percentile`` (the interval before: items and draws resampled with
 replacement, widened by sqrt(m / (m - 1)), a normal seed term of the estimated spread), ``BCa``
 (Efron 1987: the same resamples, bias-corrected and accelerated from the rows' influence values),
 ``Bayesian`` (Rubin 1981: Dirichlet weights on items and draws, the same seed term) and, on a
@@ -45,6 +50,7 @@ finishes; a run started again goes on where it stopped.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import math
 import os
@@ -88,8 +94,12 @@ SIZES = {
 # study's six rows of the standard deviation over its 3 seeds (bench/study/long_study)
 SEED_SD = {TITLE: 0.0037, PROBE: 0.0118, PASSAGE: 0.0105, NEEDLE: 0.0226, PASSKEY: 0.0391, LENGTH: 0.0226}
 GAINS = (0.0, 0.02, 0.05, 0.10)
-LONGEST = "len_4096"  # the needle and passkey stratum a round scores (haystacks: longest)
-METHODS = ("paired t", "percentile", "BCa", "Bayesian", "McNemar")
+# the needle and passkey haystacks a round scores (haystacks: longest): 2,048 tokens locally, 4,096 in full
+LONGEST = {"local": "len_1025to2048", "full": "len_2049to4096"}
+# the paired t interval as adopted (evaluators.noise.paired_gain: a mean's pseudo-items, 1 on each side, on
+# a gain on one part, none on a gain over several), with them on every part, and with none (Wald)
+PSEUDO_ITEMS = {"paired t": None, "paired t, pseudo-items on every part": 1.0, "paired t, none": 0.0}
+METHODS = (*PSEUDO_ITEMS, "percentile", "BCa", "Bayesian", "McNemar")
 COPIES = 20  # a binary population copied over so that a flip moves its gain by a fine step
 
 
@@ -110,13 +120,14 @@ class Population:
         return float(np.mean(self.a - self.b))
 
     def moved_to(self, target: float, rng: np.random.Generator) -> Population:
-        """The population at true gain ``target``, pairing kept (the module's docstring)."""
+        """The population at true gain ``target``, pairing kept (the module's docstring); a gain
+        past what the scores' bounds allow stops there (the row says the gain reached)."""
         if self.kind == "mean":
             a = self.a.astype(float).copy()
-            differ = a != self.b
-            if not differ.any():
-                differ[:] = True
-            a[differ] += (target - self.gain()) * len(a) / differ.sum()
+            missing = target - self.gain()
+            room = np.clip(1.0 - a, 0, None) if missing > 0 else np.clip(a, 0, None)  # nDCG lies in [0, 1]
+            share = min(abs(missing) * len(a) / room.sum(), 1.0) if room.sum() > 0 else 0.0
+            a += np.sign(missing) * share * room
             return Population("mean", a, self.b)
         if self.kind == "binary":
             a, b = np.tile(self.a, COPIES).astype(float), np.tile(self.b, COPIES).astype(float)
@@ -163,20 +174,17 @@ def probe_draw_values(items: np.ndarray) -> np.ndarray:
     return draw_values(items, 1, macro_f1)
 
 
-def populations(recorded: dict, pair: str) -> dict[str, Population]:
-    """Each task's population for ``pair`` (trained over ``converted`` or over ``base``)."""
+def population(recorded: dict, pair: str, task: str, profile: str) -> Population:
+    """``task``'s population for ``pair`` (trained over ``converted`` or over ``base``)."""
     a_parts, b_parts = recorded["rows"]["trained"]["parts"], recorded["rows"][pair]["parts"]
-    out = {}
-    for task in (TITLE, PASSAGE):
-        out[task] = Population("mean", np.array(a_parts[task]["items"], float), np.array(b_parts[task]["items"], float))
-    out[PROBE] = Population("probe", np.array(a_parts[PROBE]["items"]), np.array(b_parts[PROBE]["items"]))
-    for task in (NEEDLE, PASSKEY):
-        a, b = a_parts[f"{task}@grid"], b_parts[f"{task}@grid"]
-        rows = a["strata"][LONGEST]
-        out[task] = Population("binary", np.array(a["items"])[rows], np.array(b["items"])[rows])
-    grid_a, grid_b = a_parts[f"{NEEDLE}@grid"], b_parts[f"{NEEDLE}@grid"]
-    out[LENGTH] = Population("binary", np.array(grid_a["items"]), np.array(grid_b["items"]))
-    return out
+    if task in (TITLE, PASSAGE):
+        return Population("mean", np.array(a_parts[task]["items"], float), np.array(b_parts[task]["items"], float))
+    if task == PROBE:
+        return Population("probe", np.array(a_parts[task]["items"]), np.array(b_parts[task]["items"]))
+    grid = f"{NEEDLE if task == LENGTH else task}@grid"
+    a, b = np.array(a_parts[grid]["items"]), np.array(b_parts[grid]["items"])
+    rows = np.arange(len(a)) if task == LENGTH else np.array(a_parts[grid]["strata"][LONGEST[profile]])
+    return Population("binary", a[rows], b[rows])
 
 
 def outcomes_of(kind: str, items: np.ndarray):
@@ -196,20 +204,26 @@ def outcomes_of(kind: str, items: np.ndarray):
     )
 
 
-def macro_f1_rounds(truth: np.ndarray, predicted: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Macro-F1 of each round's weighted rows at once, ``(rounds,)``: ``truth`` and ``predicted``
-    ``(rounds, n)`` class codes, ``weights`` ``(rounds, n)`` (a resample's counts, or Dirichlet
-    weights); the classes present in a round are those with weight in its truth or predictions."""
-    rounds, classes = truth.shape[0], int(max(truth.max(), predicted.max())) + 1
-    offset = np.arange(rounds)[:, None] * classes
-    size = rounds * classes
-    hits = np.bincount((offset + truth).ravel(), (weights * (truth == predicted)).ravel(), size)
-    counts = np.bincount((offset + truth).ravel(), weights.ravel(), size)
-    counts += np.bincount((offset + predicted).ravel(), weights.ravel(), size)
-    hits, counts = hits.reshape(rounds, classes), counts.reshape(rounds, classes)
+def class_counts(items: np.ndarray, classes: int) -> np.ndarray:
+    """A probe's rows as count columns, ``(n, draws * 2 * classes)``: for each draw, each class's
+    hit (the row's truth is the class and the draw predicted it), then its presence in the truth
+    plus in the draw's prediction; a weighted sum over rows gives every macro-F1 count at once."""
+    truth = np.eye(classes)[items[:, 0]]
+    columns = []
+    for d in range(1, items.shape[1]):
+        predicted = np.eye(classes)[items[:, d]]
+        columns += [truth * (items[:, :1] == items[:, d : d + 1]), truth + predicted]
+    return np.hstack(columns)
+
+
+def macro_f1_rounds(weighted_counts: np.ndarray, classes: int) -> np.ndarray:
+    """Each round's macro-F1 per draw, ``(rounds, draws)``, from ``weights @ class_counts(...)``; a
+    round's classes are those with weight in its truth or predictions."""
+    blocks = weighted_counts.reshape(len(weighted_counts), -1, 2, classes)
+    hits, counts = blocks[:, :, 0], blocks[:, :, 1]
     present = counts > 1e-12
     f1 = np.divide(2 * hits, counts, out=np.zeros_like(hits), where=present)
-    return f1.sum(axis=1) / present.sum(axis=1)
+    return f1.sum(axis=2) / present.sum(axis=2)
 
 
 class Sample:
@@ -228,15 +242,12 @@ class Sample:
     def item_resamples(self, weights: np.ndarray) -> np.ndarray:
         """The gain under each round's item weights ``(rounds, n)`` (counts or Dirichlet), all draws kept."""
         if self.kind != "probe":
-            return (weights * (self.a - self.b)).sum(axis=1) / weights.sum(axis=1)
-        rounds = len(weights)
-        truth = np.broadcast_to(self.a[:, 0], (rounds, self.n))
-        values = [
-            macro_f1_rounds(truth, np.broadcast_to(items[:, 1 + d], (rounds, self.n)), weights)
-            for items in (self.a, self.b)
-            for d in range(self.draws)
-        ]
-        return np.mean(values[: self.draws], axis=0) - np.mean(values[self.draws :], axis=0)
+            return weights @ (self.a - self.b) / weights.sum(axis=1)
+        classes = int(max(self.a.max(), self.b.max())) + 1
+        if not hasattr(self, "_counts"):  # both rows' count columns, side by side, made once
+            self._counts = np.hstack([class_counts(self.a, classes), class_counts(self.b, classes)])
+        per_draw = macro_f1_rounds(weights @ self._counts, classes)
+        return per_draw[:, : self.draws].mean(axis=1) - per_draw[:, self.draws :].mean(axis=1)
 
     def draw_resamples(self, weights: np.ndarray) -> np.ndarray:
         """The gain under each round's draw weights ``(rounds, draws)``, all items kept."""
@@ -254,7 +265,8 @@ class Sample:
 
 def counts_of(rng: np.random.Generator, rounds: int, n: int) -> np.ndarray:
     """Resampling with replacement as counts per item, ``(rounds, n)``."""
-    return rng.multinomial(n, np.full(n, 1.0 / n), size=rounds).astype(float)
+    picks = rng.integers(0, n, (rounds, n)) + n * np.arange(rounds)[:, None]
+    return np.bincount(picks.ravel(), minlength=rounds * n).reshape(rounds, n).astype(float)
 
 
 def resampled_gains(samples, weights, rng, rounds: int, bayesian: bool) -> np.ndarray:
@@ -336,13 +348,12 @@ def comparison(pops: dict[str, Population], weights, sizes, draws, seeds: int, r
         combined = runs @ np.array(list(weights.values())) / total
         shift, spread = combined[0], SeedSpread(float(np.std(combined[1:], ddof=1)), seeds)
     observed = sum(w * samples[t].gain() for t, w in weights.items()) / total + shift
-    gain = paired_gain(
-        {t: outcomes_of(s.kind, s.a) for t, s in samples.items()},
-        {t: outcomes_of(s.kind, s.b) for t, s in samples.items()},
-        weights,
-        spread,
-    )
-    intervals = {"paired t": None if gain.low is None else (gain.low + shift, gain.high + shift)}
+    mine = {t: outcomes_of(s.kind, s.a) for t, s in samples.items()}
+    theirs = {t: outcomes_of(s.kind, s.b) for t, s in samples.items()}
+    intervals = {}
+    for method, pseudo_items in PSEUDO_ITEMS.items():
+        gain = paired_gain(mine, theirs, weights, spread, pseudo_items=pseudo_items)
+        intervals[method] = None if gain.low is None else (gain.low + shift, gain.high + shift)
     seed_term = rng.normal(0.0, spread.sd, rounds) if spread else 0.0
     plain = observed + resampled_gains(samples, weights, rng, rounds, bayesian=False) + seed_term
     intervals["percentile"] = tuple(np.percentile(plain, [2.5, 97.5]))
@@ -359,7 +370,7 @@ def calibrate(recorded: dict, part: str, profile: str, pair: str, seeds: int, ta
     rng = np.random.default_rng(seed)
     weights = PARTS[part]
     sizes, draws = SIZES[profile]
-    pops = {task: pop.moved_to(target, rng) for task, pop in populations(recorded, pair).items() if task in weights}
+    pops = {task: population(recorded, pair, task, profile).moved_to(target, rng) for task in weights}
     total = sum(weights.values())
     truth = sum(w * pops[t].gain() for t, w in weights.items()) / total
     covered: dict[str, list[bool]] = {}
@@ -413,43 +424,62 @@ def settings() -> list[tuple[str, str, str, int]]:
     """(part, profile, pair, seeds) of each row; every row is run at each true gain."""
     rows = []
     for profile in SIZES:
-        for seeds in (0, 2, 3):
-            for pair in ("converted", "base"):
-                rows.append(("objective", profile, pair, seeds))
+        for seeds in (0, 2, 3):  # the objective over the base as given too, at the local profile's sizes
+            pairs = ("converted", "base") if profile == "local" and seeds != 2 else ("converted",)
+            rows += [("objective", profile, pair, seeds) for pair in pairs]
             rows.append(("long tasks pooled", profile, "converted", seeds))
-        for part in (TITLE, PASSAGE, PROBE, NEEDLE, LENGTH):
-            rows.append((part, profile, "converted", 3))
+        rows += [(part, profile, "converted", 3) for part in (TITLE, PASSAGE, PROBE, NEEDLE, LENGTH)]
     return rows
 
 
-def print_table(record: dict) -> None:
+BAR = (0.93, 0.97)  # the coverage a 95% interval must reach (point estimate)
+
+
+def print_table(record: dict, adopted: str = "paired t") -> None:
+    """Two Markdown tables: each method's rows within the bar, and each row's coverage by the
+    adopted interval and by the percentile bootstrap (the interval before) at each true gain."""
     print(f"\n{record['machine']}\n")
-    shown = [m for m in METHODS if any(m in r["methods"] for r in record["rows"])]
-    print("| part | profile | items (draws) | over | seeds | true gain | " + " | ".join(shown) + " |")
-    print("|---|---|---|---|---|---:|" + "---|" * len(shown))
-    for row in record["rows"]:
-        items = ", ".join(str(n) for n in row["items"].values()) + (f" ({row['draws']})" if row["draws"] else "")
-        seeds = f"{row['seeds']} runs" if row["seeds"] else "none"
+    rows = record["rows"]
+    print("| method | rows with an interval | within 93-97% | lowest | highest |")
+    print("|---|---:|---:|---:|---:|")
+    for method in METHODS:
+        shares = [r["methods"][method]["coverage"] for r in rows if method in r["methods"]]
+        if shares:
+            within = sum(BAR[0] <= c <= BAR[1] for c in shares)
+            print(f"| {method} | {len(shares)} | {within} | {min(shares):.1%} | {max(shares):.1%} |")
+    settings = list(dict.fromkeys((r["part"], r["profile"], r["pair"], r["seeds"]) for r in rows))
+    print(f"\n| part | profile | items (draws) | over | seeds | {' | '.join(f'gain {g:g}' for g in GAINS)} |")
+    print("|---|---|---|---|---|" + "---|" * len(GAINS))
+    for setting in settings:
+        found = {r["target"]: r for r in rows if (r["part"], r["profile"], r["pair"], r["seeds"]) == setting}
+        some = next(iter(found.values()))
+        items = ", ".join(str(n) for n in some["items"].values()) + (f" ({some['draws']})" if some["draws"] else "")
         cells = []
-        for method in shown:
-            result = row["methods"].get(method)
-            if method == "paired t" and row["interval_printed"] == 0:
-                cells.append("no interval (too few items to decide)")
-            elif result is None:
+        for target in GAINS:
+            row = found.get(target)
+            if row is None:
                 cells.append("–")
-            else:
-                cells.append(f"{result['coverage']:.1%} ({result['low']:.1%}–{result['high']:.1%})")
-        print(
-            f"| {row['part']} | {row['profile']} | {items} | {row['pair']} | {seeds} | "
-            f"{row['true_gain']:.3f} | " + " | ".join(cells) + " |"
-        )
+                continue
+            before = f"{row['methods']['percentile']['coverage']:.1%}"
+            reached = f" (reached {row['true_gain']:.3f})" if abs(row["true_gain"] - target) > 0.002 else ""
+            if row["interval_printed"] == 0:
+                cells.append(f"too few items to decide; before {before}{reached}")
+                continue
+            mine = row["methods"][adopted]
+            mark = "" if BAR[0] <= mine["coverage"] <= BAR[1] else " †"
+            cells.append(
+                f"**{mine['coverage']:.1%}**{mark} ({mine['low']:.1%}–{mine['high']:.1%}); before {before}{reached}"
+            )
+        seeds = f"{setting[3]} runs" if setting[3] else "none"
+        print(f"| {setting[0]} | {setting[1]} | {items} | {setting[2]} | {seeds} | " + " | ".join(cells) + " |")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--comparisons", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=400)
-    parser.add_argument("--only", help="rows of this part alone (a name in PARTS)")
+    parser.add_argument("--only", nargs="+", help="rows of these parts alone (names in PARTS); others may run beside")
+    parser.add_argument("--profiles", nargs="+", choices=tuple(SIZES), help="rows at these profiles' sizes alone")
     parser.add_argument("--recorded", type=Path, default=ROOT / "bench" / "results" / "recorded_outcomes.json")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "gain_calibration.json")
     args = parser.parse_args(argv)
@@ -459,16 +489,18 @@ def main(argv: list[str] | None = None) -> int:
     key = lambda r: (r["part"], r["profile"], r["pair"], r["seeds"], r["target"], r["comparisons"])  # noqa: E731
     done = {key(r) for r in record["rows"]}
     for index, (part, profile, pair, seeds) in enumerate(settings()):
-        if args.only and part != args.only:
+        if (args.only and part not in args.only) or (args.profiles and profile not in args.profiles):
             continue
         for target in GAINS:
             if (part, profile, pair, seeds, target, args.comparisons) in done:
                 continue  # a run started again goes on where it stopped
             began = time.perf_counter()
             row = calibrate(recorded, part, profile, pair, seeds, target, args, seed=1000 * index + int(100 * target))
-            record = json.loads(args.out.read_text()) if args.out.exists() else record  # rows another run wrote
-            record["rows"].append(row)
-            args.out.write_text(json.dumps(record, indent=1))
+            with open(args.out.with_suffix(".lock"), "w") as lock:  # runs for other parts may share the file
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                record = json.loads(args.out.read_text()) if args.out.exists() else record
+                record["rows"].append(row)
+                args.out.write_text(json.dumps(record, indent=1))
             adopted = row["methods"].get("paired t", {}).get("coverage")
             print(
                 f"{part}, {profile}, over {pair}, seeds {seeds}, gain {target}: paired t "

@@ -141,7 +141,7 @@ def _outcomes(part: dict, label: str | None = None):
 
 
 def paired(results: dict, a: str, b: str, task: str, over_1024: bool = False) -> str:
-    from evaluators.noise import paired_bootstrap
+    from evaluators.noise import paired_gain
 
     part_a, part_b = (results["rows"][r]["parts"][task] for r in (a, b))
     if over_1024:
@@ -149,9 +149,8 @@ def paired(results: dict, a: str, b: str, task: str, over_1024: bool = False) ->
         part_a = {**part_a, "strata": {"over": rows}}
         part_b = {**part_b, "strata": {"over": rows}}
     label = "over" if over_1024 else None
-    gain = paired_bootstrap({task: _outcomes(part_a, label)}, {task: _outcomes(part_b, label)}, {task: 1.0})
-    n = len(_outcomes(part_a, label).items)
-    return f"{gain.difference:+.3f} ({gain.low:+.3f} to {gain.high:+.3f}, n {n})"
+    gain = paired_gain({task: _outcomes(part_a, label)}, {task: _outcomes(part_b, label)}, {task: 1.0})
+    return f"{gain.cell()[:-1]}, n {len(_outcomes(part_a, label).items)})"
 
 
 def print_tables(results: dict) -> None:
@@ -170,7 +169,7 @@ def print_tables(results: dict) -> None:
         cells.append(f"{retired['summary']['main']:.3f}" if retired else "–")
         cells += [f"{summary.get(b, float('nan')):.3f} ({int(summary.get(b + '_n', 0))})" for b in buckets]
         print(f"| {name} | " + " | ".join(cells) + " |")
-    print("\nPaired gains (95% paired-bootstrap interval):\n")
+    print("\nPaired gains (95% paired interval, evaluators.noise.paired_gain):\n")
     print("| gain | val, all | val, over 1,024 | retired, all | retired, over 1,024 |")
     print("|---|---|---|---|---|")
     for a, b in PAIRS:

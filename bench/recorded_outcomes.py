@@ -1,12 +1,15 @@
 """Item outcomes of a trained checkpoint and its bases on the same validation items: the recorded runs
 bench/gain_calibration.py resamples.
 
-    .venv/bin/python bench/recorded_outcomes.py --run RUN_DIR [--repeats 10] [--out FILE]
+    .venv/bin/python bench/recorded_outcomes.py --run RUN_DIR [--trained CHECKPOINT] [--rows ROW ...]
+        [--repeats 10] [--out FILE]
 
-``RUN_DIR``: a finished ``docsplit_long`` search (``python -m platform.search docsplit_long.yaml
---profile local --run-dir RUN_DIR``). Its rows: ``trained``, the winner it exported to ``best/``;
-``converted``, its untrained converted base (``baseline-converted``); ``base``, the base as given
-(``baseline``): the two comparisons a search prints. Each is scored on the validation parts of the
+``RUN_DIR``: a ``docsplit_long`` search (``python -m platform.search docsplit_long.yaml --profile
+local --run-dir RUN_DIR``). Its rows: ``trained``, ``--trained`` (a trial's checkpoint directory,
+``RUN_DIR/trials/<id>/checkpoints/step_N``; by default the winner the search exported to
+``best/``); ``converted``, its untrained converted base (``baseline-converted``); ``base``, the base
+as given (``baseline``): the two comparisons a search prints. ``--rows`` scores some of them (runs
+for the others may go on beside it: the file is written under a lock). Each is scored on the validation parts of the
 default objective's tasks at the full profile's sizes (``EvalBudget``'s defaults: every validation
 query, R8's validation part, needle and passkey haystacks of 256 to 4,096 tokens, 50 questions a
 length), with ``--repeats`` few-shot draws (the calibration draws the 3 or 5 a profile ships from
@@ -19,6 +22,7 @@ again goes on where it stopped.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import sys
@@ -43,14 +47,24 @@ TASKS = (
 )
 
 
-def row_models(run: Path) -> dict[str, str]:
-    """The three rows' model directories, from the run's export and its baseline record."""
+def row_models(run: Path, trained: Path | None) -> dict[str, str]:
+    """The rows' model directories, from the run's baseline record and ``trained`` (else its export)."""
     baselines = json.loads((run / "baseline.json").read_text())
     return {
-        "trained": str(run / "best"),
+        "trained": str(trained or run / "best"),
         "converted": baselines["baseline-converted"]["model"],
         "base": baselines["baseline"]["model"],
     }
+
+
+def save(out: Path, name: str, model: str, task: str, part: dict, seconds: float, machine: str) -> None:
+    """Add one row's task to ``out``, under a lock (runs for other rows may write it too)."""
+    with open(out.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        results = json.loads(out.read_text()) if out.exists() else {"machine": machine, "rows": {}}
+        row = results["rows"].setdefault(name, {"model": model, "parts": {}, "seconds": {}})
+        row["parts"][task], row["seconds"][task] = part, seconds
+        out.write_text(json.dumps(results))
 
 
 def record(outcomes) -> dict:
@@ -71,6 +85,8 @@ def record(outcomes) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--run", type=Path, required=True)
+    parser.add_argument("--trained", type=Path)
+    parser.add_argument("--rows", nargs="+", choices=("trained", "converted", "base"))
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "recorded_outcomes.json")
     args = parser.parse_args()
@@ -79,10 +95,8 @@ def main() -> None:
     from evaluators.plan import EvalBudget, EvalPlan
     from evaluators.pool import Evaluator
 
-    results = json.loads(args.out.read_text()) if args.out.exists() else {}
-    results.setdefault("machine", f"{os.cpu_count()} CPUs, torch {torch.__version__}, {time.strftime('%Y-%m-%d')}")
-    results["run"] = json.loads((args.run / "best" / "doctune.json").read_text()).get("hyperparameters", {})
-    rows = results.setdefault("rows", {})
+    machine = f"{os.cpu_count()} CPUs, torch {torch.__version__}, {time.strftime('%Y-%m-%d')}"
+    models = {name: model for name, model in row_models(args.run, args.trained).items() if name in (args.rows or name)}
     plan = EvalPlan(
         objectives={"objective": dict.fromkeys(TASKS, 1.0)},
         actor_names=(),
@@ -96,15 +110,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         evaluator = Evaluator(plan, scratch)
         for task in TASKS:  # every row on one task, then the next (the cheap ones first)
-            for name, model in row_models(args.run).items():
-                row = rows.setdefault(name, {"model": model, "parts": {}, "seconds": {}})
-                if task in row["parts"]:  # a run started again goes on where it stopped
+            for name, model in models.items():
+                done = json.loads(args.out.read_text())["rows"] if args.out.exists() else {}
+                if task in done.get(name, {}).get("parts", {}):  # a run started again goes on where it stopped
                     continue
                 began = time.perf_counter()
-                row["parts"][task] = record(evaluator.outcomes(model, "mean", [task], "val")[task])
-                row["seconds"][task] = round(time.perf_counter() - began, 1)
-                args.out.write_text(json.dumps(results))
-                print(f"{name}: {task} in {row['seconds'][task]} s", flush=True)
+                part = record(evaluator.outcomes(model, "mean", [task], "val")[task])
+                save(args.out, name, model, task, part, round(time.perf_counter() - began, 1), machine)
+                print(f"{name}: {task} in {time.perf_counter() - began:.1f} s", flush=True)
 
 
 if __name__ == "__main__":

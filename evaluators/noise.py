@@ -13,16 +13,20 @@ paired t interval whose variance adds, per task, the items' and (a few-shot prob
 share, and the training seeds' where they were measured (``search.confirm_seeds``), with
 Welch-Satterthwaite degrees of freedom (Satterthwaite, *Biometrics Bulletin* 2(6), 1946):
 
-- items, continuous scores (nDCG@10 per query): the sample variance of the paired differences
-  over n; a score that is not a mean over items (a probe's macro-F1 over its draws), the same of
-  the rows' paired influence values (the delta method, ``Outcomes.influence``), else by the paired
-  bootstrap widened by n / (n - 1); n - 1 degrees of freedom;
-- items, binary scores (acc@1 per query): Bonett & Price's adjusted variance of a difference of
-  paired proportions (*The American Statistician* 66(2), 2012), one pseudo-item added to each
-  discordant cell, so a part where the two rows never disagreed still gets the width its n has
-  earned (the plain bootstrap gave it [0, 0]);
-- draws: the sample variance of the per-draw differences (the same draws for both) over m, m - 1
-  degrees of freedom;
+- items, a mean over items (nDCG@10 or acc@1 per query): the paired differences' variance over n,
+  with pseudo-items (below); a score that is not a mean over items (a probe's macro-F1 over its
+  draws), the same of the rows' paired influence values (the delta method, ``Outcomes.influence``),
+  else by the paired bootstrap widened by n / (n - 1); n - 1 degrees of freedom;
+- pseudo-items, for a gain on one part (a task, a length bucket): ``PSEUDO_ITEMS`` items on each
+  side at plus and minus the root mean square of the differences that are not 0 (1 where none
+  is). For binary scores (acc@1) this is Bonett & Price's adjusted variance of a difference of
+  paired proportions (*The American Statistician* 66(2), 2012: one pseudo-item in each discordant
+  cell); a continuous part gets the same on its own scale. A part where the two rows never
+  disagreed, or disagreed on a handful of items, still gets the width its n has earned (the plain
+  bootstrap gave it [0, 0]). A gain over several parts takes none: its other parts give it width;
+- draws: the sample variance of the per-draw differences (the same draws for both) over m, less
+  the part of it each draw's own item noise makes (already in the items' term), m - 1 degrees of
+  freedom;
 - seeds: the trained row's score is one training run's; the seeds' variance, estimated from k runs,
   with k - 1 degrees of freedom (2 runs give 1: a wide interval, as it should be). Without
   measured seeds the gain says "seed noise not included": it is this run's gain, not the
@@ -66,6 +70,11 @@ LEVEL = 0.95
 # estimates its own variance too poorly; a probe needs two draws to measure the draws' noise at all.
 MIN_ITEMS = {"binary": 30, "continuous": 10}
 MIN_DRAWS = 2
+# pseudo-items on each side of a part's differences when its gain is printed alone (for a binary part,
+# Bonett & Price 2012: one in each discordant cell), so a part where the rows never or seldom disagreed
+# still gets the width its n has earned; a gain over several parts takes none: its other parts give it
+# width, and pseudo-items on each small part made it far too wide (bench/RESULTS.md)
+PSEUDO_ITEMS = 1.0
 # a gain over several tasks is decided when the tasks the rule lets through carry at least this
 # share of its weight (the rest still add their noise to its interval)
 DECIDED_WEIGHT = 0.5
@@ -142,18 +151,28 @@ def too_few_to_decide(outcomes: Outcomes) -> str | None:
     return None
 
 
-def item_variance(a: Outcomes, b: Outcomes, rng: np.random.Generator, rounds: int = BOOTSTRAP_ROUNDS) -> float:
+def item_variance(
+    a: Outcomes,
+    b: Outcomes,
+    rng: np.random.Generator,
+    rounds: int = BOOTSTRAP_ROUNDS,
+    pseudo_items: float = PSEUDO_ITEMS,
+) -> float:
     """The variance, over items, of main(a) - main(b) on one part (draws held fixed): see the
-    module's docstring for binary, continuous and other scores."""
+    module's docstring. A mean over items gets ``pseudo_items`` items on each side, at plus and minus
+    the root mean square of the differences that are not 0 (1, an item score's range, where none
+    is): for a binary part, Bonett & Price's pseudo-item in each discordant cell."""
     n = len(a.items)
     if n < 2:
         return 0.0
-    if a.binary:  # Bonett & Price (2012): one pseudo-item in each discordant cell
-        gained = (np.sum((a.items == 1) & (b.items == 0)) + 1) / (n + 2)
-        lost = (np.sum((a.items == 0) & (b.items == 1)) + 1) / (n + 2)
-        return float((gained + lost - (gained - lost) ** 2) / (n + 2))
     if a.statistic is mean_of_rows:
-        return float(np.var(np.asarray(a.items, float) - np.asarray(b.items, float), ddof=1) / n)
+        differences = np.asarray(a.items, float) - np.asarray(b.items, float)
+        differ = differences[differences != 0]
+        pseudo_range = float(np.sqrt(np.mean(differ**2))) if len(differ) else 1.0
+        size = n + 2 * pseudo_items
+        mean = differences.sum() / size
+        mean_square = (np.sum(differences**2) + 2 * pseudo_items * pseudo_range**2) / size
+        return float((mean_square - mean**2) / size)
     if a.influence is not None and b.influence is not None:  # the delta method: no resampling
         return float(np.var(a.influence(a.items) - b.influence(b.items), ddof=1) / n)
     observed = a.value() - b.value()
@@ -164,11 +183,20 @@ def item_variance(a: Outcomes, b: Outcomes, rng: np.random.Generator, rounds: in
     return float(np.mean(shifts**2) * n / (n - 1))
 
 
-def draw_variance(a: Outcomes, b: Outcomes) -> float:
-    """The variance, over a few-shot probe's draws, of main(a) - main(b) (0 without several draws)."""
+def draw_variance(a: Outcomes, b: Outcomes, items_of_mean: float) -> float:
+    """The variance, over a few-shot probe's draws, of main(a) - main(b) (0 without several draws).
+    The per-draw differences also vary with each draw's own item noise, which ``items_of_mean``
+    (``item_variance`` of the mean over draws) holds already: where the rows' influence values tell
+    it, it is taken out (a two-way random-effects split of items and draws), so it is not counted twice."""
     if a.draws is None or b.draws is None or len(a.draws) < 2:
         return 0.0
-    return float(np.var(np.asarray(a.draws) - np.asarray(b.draws), ddof=1) / len(a.draws))
+    m = len(a.draws)
+    between = float(np.var(np.asarray(a.draws) - np.asarray(b.draws), ddof=1))
+    if a.influence is not None and b.influence is not None:
+        # one draw's item variance, on average over the draws, against that of their mean
+        one_draw = np.mean([item_variance(a.one_draw(d), b.one_draw(d), np.random.default_rng(0)) for d in range(m)])
+        between -= max(one_draw - items_of_mean, 0.0) * m / (m - 1)
+    return max(between, 0.0) / m
 
 
 def t_interval(
@@ -194,10 +222,13 @@ def paired_gain(
     seeds: SeedSpread | None = None,
     level: float = LEVEL,
     seed: int = 0,
+    pseudo_items: float | None = None,
 ) -> Gain:
     """The weighted mean over ``weights``' tasks of main(a) - main(b), and its interval (the
-    module's docstring); ``seeds``: the training seeds' spread of a's score where it was measured.
-    No interval where the tasks ``too_few_to_decide`` lets through carry less than
+    module's docstring); ``seeds``: the training seeds' spread of a's score where it was measured;
+    ``pseudo_items``: a mean's (``item_variance``): by default ``PSEUDO_ITEMS`` for a gain on one
+    part, none for a gain over several, whose other parts give it width (the calibration compares
+    others). No interval where the tasks ``too_few_to_decide`` lets through carry less than
     ``DECIDED_WEIGHT`` of the weight."""
     for task in weights:
         check_paired(task, a[task], b[task])
@@ -206,11 +237,14 @@ def paired_gain(
     total = sum(weights.values())
     difference = sum(w * (a[t].value() - b[t].value()) for t, w in weights.items()) / total
     rng = np.random.default_rng(seed)
+    if pseudo_items is None:
+        pseudo_items = PSEUDO_ITEMS if len(weights) == 1 else 0.0
     components = []
     for task, weight in weights.items():
         share = (weight / total) ** 2
-        components.append((share * item_variance(a[task], b[task], rng), max(len(a[task].items) - 1, 1)))
-        components.append((share * draw_variance(a[task], b[task]), max(a[task].draw_count - 1, 1)))
+        variance = item_variance(a[task], b[task], rng, pseudo_items=pseudo_items)
+        components.append((share * variance, max(len(a[task].items) - 1, 1)))
+        components.append((share * draw_variance(a[task], b[task], variance), max(a[task].draw_count - 1, 1)))
     if seeds is not None:
         components.append((seeds.sd**2, max(seeds.runs - 1, 1)))
     low, high, se, dof = t_interval(float(difference), components, level)
@@ -232,7 +266,7 @@ def task_gain(a: Outcomes, b: Outcomes, task: str, seeds: dict[str, SeedSpread] 
         label: paired_gain({task: a.subset(rows)}, {task: b.subset(rows)}, {task: 1.0}, seeds.get(label)).record()
         | {"n": len(rows)}
         for label, rows in a.strata.items()
-        if len(rows)
+        if len(rows) >= 2  # as Outcomes.stratum_scores: one item has no interval at all
     }
     return record
 

@@ -92,6 +92,13 @@ class Outcomes:
             items = items[:, columns]
         return self.statistic(items)
 
+    def one_draw(self, draw: int) -> Outcomes:
+        """The outcomes of one of a few-shot probe's draws alone."""
+        width = self.draw_width
+        columns = np.concatenate([np.arange(width), width * (1 + draw) + np.arange(width)])
+        draws = self.draws[draw : draw + 1]
+        return Outcomes({}, self.items[:, columns], self.statistic, draws, width, self.ids, influence=self.influence)
+
     def item_standard_error(self, rounds: int = BOOTSTRAP_ROUNDS, seed: int = 0) -> float:
         """The main score's standard error over the items (a bootstrap; draws held fixed)."""
         n = len(self.items)

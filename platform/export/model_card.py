@@ -44,6 +44,10 @@ def model_card(row: Row, record: dict, search: SearchRecord, model_type: str, pa
     objective_lines += [
         f"Test objective over `{against}`: {Gain.from_record(g).describe()}" for against, g in row.gains.items()
     ]
+    objective_lines += [
+        f"The long-document tasks pooled over `{against}`: {Gain.from_record(g).describe()}"
+        for against, g in row.long_task_gains.items()
+    ]
     if row.confirmation:
         objective_lines.append(f"This configuration {describe_confirmation(row.confirmation)}")
     score_rows = []

@@ -161,8 +161,9 @@ class SearchSection:
     confirm_seeds: int = field(
         default=0,
         metadata=constraint(
-            "after the search, train the winner's configuration with this many new seeds and report their test "
-            "objective's mean +- std (the winner's own run apart: chosen as the best, it is biased upwards)",
+            "after the search, train the winner's configuration with this many new seeds (that many whole trials "
+            "more) and report their test objective's mean +- std (the winner's own run apart: chosen as the best, it "
+            "is biased upwards); 2 or more put the seeds' noise into every gain's interval",
             0,
         ),
     )

@@ -3,6 +3,8 @@ search's spread says whether its trials differ beyond noise."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
@@ -30,7 +32,7 @@ def test_the_interval_covers_a_known_difference():
     gain = paired_gain({"t": _outcomes(better)}, {"t": _outcomes(base)}, {"t": 1.0})
     assert gain.low < 0.03 < gain.high and gain.beyond_noise
     assert gain.difference == pytest.approx(float(np.mean(better - base)))
-    assert gain.standard_error == pytest.approx(np.std(better - base, ddof=1) / 20)
+    assert gain.standard_error == pytest.approx(np.std(better - base, ddof=1) / 20, rel=0.02)
     # pairing matters: the same per-query noise shifted by 0 is no gain
     same = paired_gain({"t": _outcomes(base)}, {"t": _outcomes(base + rng.normal(0, 0.05, size=400))}, {"t": 1.0})
     assert same.low < 0 < same.high and not same.beyond_noise
@@ -51,7 +53,11 @@ def test_tasks_combine_with_the_objective_weights_and_must_share_items():
     a = {"x": _outcomes(np.full(10, 0.9)), "y": _outcomes(np.full(20, 0.5))}
     b = {"x": _outcomes(np.full(10, 0.6)), "y": _outcomes(np.full(20, 0.5))}
     gain = paired_gain(a, b, {"x": 1.0, "y": 2.0})
+    # every item of each part differs by the same: a gain over several parts takes no pseudo-items
     assert gain.difference == pytest.approx(0.1) and gain.low == pytest.approx(0.1) and gain.beyond_noise
+    # alone, x gets them: 0.3 either way, over 12
+    alone = paired_gain({"x": a["x"]}, {"x": b["x"]}, {"x": 1.0})
+    assert alone.standard_error == pytest.approx(np.sqrt(((10 * 0.09 + 2 * 0.09) / 12 - (3 / 12) ** 2) / 12))
     with pytest.raises(ValueError, match="different items"):
         paired_gain({"x": _outcomes(np.ones(3))}, {"x": _outcomes(np.ones(4))}, {"x": 1.0})
 
@@ -112,8 +118,6 @@ def test_a_probe_macro_f1_item_variance_is_its_influence_values_variance():
         299 / 300 * np.sum((jackknife - jackknife.mean()) ** 2), rel=0.05
     )
     # the same through a probe's outcomes against a row that is always right
-    from functools import partial
-
     from evaluators.tasks.probe import mean_over_draws, mean_over_draws_influence
 
     def probe(items):
@@ -236,3 +240,42 @@ def test_resamples_pick_draws_as_well_as_items_and_keep_every_encoder_on_the_sam
     assert np.array_equal(resampled[:, 0], resampled[:, 1])  # the same draws for both encoders
     with pytest.raises(ValueError, match="different items"):
         joint_resamples([{"p": outcomes}, {"p": _outcomes(np.ones(4))}], {"p": 1.0})
+
+
+def test_a_probe_draws_term_leaves_out_the_item_noise_its_items_term_already_holds():
+    """Draws that differ only by each document's own luck (no draw is better than another) add
+    item noise to the per-draw scores, not draw noise: the draws' term keeps a small share of it."""
+    from evaluators.noise import draw_variance, item_variance
+    from evaluators.tasks.probe import (
+        draw_values,
+        macro_f1,
+        macro_f1_influence,
+        mean_over_draws,
+        mean_over_draws_influence,
+    )
+
+    def probe(items):
+        return Outcomes(
+            {},
+            items,
+            partial(mean_over_draws, width=1, measure=macro_f1),
+            draw_values(items, 1, macro_f1),
+            draw_width=1,
+            influence=partial(mean_over_draws_influence, measure=macro_f1_influence),
+        )
+
+    rng = np.random.default_rng(5)
+    kept, raw = [], []
+    for _ in range(20):
+        truth = rng.integers(0, 4, 300)
+        a, b = (
+            probe(
+                np.column_stack(
+                    [truth, *(np.where(rng.uniform(size=300) < 0.7, truth, rng.integers(0, 4, 300)) for _ in range(5))]
+                )
+            )
+            for _ in range(2)
+        )
+        kept.append(draw_variance(a, b, item_variance(a, b, rng)))
+        raw.append(np.var(a.draws - b.draws, ddof=1) / 5)
+    assert np.mean(kept) < np.mean(raw) / 2

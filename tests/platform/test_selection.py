@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -152,3 +153,35 @@ def test_the_confirmation_reports_the_new_seeds_alone_and_the_winners_own_run_ap
     assert "1 new training seed: test objective 0.6000;" in describe_confirmation(one)
     none = confirmation_record(winner_row, 0, {}, planned=2)
     assert none["test_objective"]["n"] == 0 and "every run failed (2)" in describe_confirmation(none)
+
+
+def test_the_seeds_spread_of_any_score_comes_from_the_confirmation_runs_own_scores():
+    """Each confirmation run keeps its scores, so a task's, a length bucket's or a weighted mean of
+    tasks' seed spread can be measured (the winner's own run left out), with its number of runs; a
+    score the runs did not read (a report-only task's test part) has none."""
+    from platform.leaderboard import Row, confirmation_record
+    from platform.ranking import seed_spread
+
+    winner_row = Row("lucky", "completed", 0.95, 4, None, {}, test_objective=0.90)
+    runs = {
+        seed: Row(
+            f"confirm-{seed}",
+            "completed",
+            0.7,
+            4,
+            None,
+            {},
+            scores={"x": {"test": {"main": x, "len_upto512": x - 0.1}}, "y": {"test": {"main": y}}},
+            test_objective=(x + y) / 2,
+        )
+        for seed, (x, y) in ((1, (0.6, 0.2)), (2, (0.7, 0.2)), (3, (0.8, 0.5)))
+    }
+    winner_row.confirmation = confirmation_record(winner_row, 0, runs, planned=3)
+    x = seed_spread(winner_row, {"x": 1.0})
+    assert x.runs == 3 and x.sd == pytest.approx(0.1)
+    assert seed_spread(winner_row, {"x": 1.0}, label="len_upto512").sd == pytest.approx(0.1)
+    both = seed_spread(winner_row, {"x": 1.0, "y": 3.0})  # (x + 3 y) / 4 per run: 0.3, 0.325, 0.575
+    assert both.sd == pytest.approx(np.std([0.3, 0.325, 0.575], ddof=1))
+    assert seed_spread(winner_row, {"y": 1.0}, label="len_upto512") is None
+    assert seed_spread(winner_row, {"x": 1.0}, split="val") is None
+    assert seed_spread(Row("plain", "completed", 0.9, 4, None, {}), {"x": 1.0}) is None
