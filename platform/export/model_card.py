@@ -82,7 +82,7 @@ def model_card(row: Row, record: dict, search: SearchRecord, model_type: str, pa
         "Each objective is the weighted mean of its tasks' main scores"
         + (" (several: the first ranks the leaderboard)." if len(search.objectives) > 1 else ".")
         + " The checkpoint was chosen on the tasks' validation parts; the test parts steered nothing. Gains over "
-        "the baselines are paired bootstraps over the same test items (95% intervals).",
+        "the baselines are paired 95% intervals over the same test items (docs/decisions/gain-intervals.md).",
         "",
         "| task | main score | test (± standard error) | validation | weight in objective | test part scored |",
         "|---|---|---|---|---|---|",
