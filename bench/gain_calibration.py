@@ -1,7 +1,7 @@
 """How often a gain's 95% interval covers the true gain, at the sizes the profiles ship.
 
     .venv/bin/python bench/gain_calibration.py [--comparisons 2000] [--rounds 400] [--only PART ...]
-        [--profiles local full] [--recorded FILE] [--out FILE]
+        [--profiles local full] [--recorded FILE] [--out FILE] [--paired-only] [--resampling FILE]
 
 **Populations, from recorded runs.** ``--recorded`` (bench/results/recorded_outcomes.json, written by
 bench/recorded_outcomes.py) holds, item by item on the validation parts, a trained checkpoint of the
@@ -32,10 +32,12 @@ standard deviation over 3 seeds), and the spread is estimated from ``seeds`` mor
 this run's gain's).
 
 **Methods.** ``paired t`` is the interval adopted (``evaluators.noise.paired_gain``: Satterthwaite's
-degrees of freedom, pseudo-items (Bonett-Price cells for a binary part) on a gain on one part, the
-seeds' variance with k - 1 degrees of freedom, and "too few items to decide" by the rule fixed
-before this calibration), beside it with pseudo-items on every part and with none. On the same
-comparisons: ``percentile`` (the interval before: items and draws resampled with
+degrees of freedom; a binary part's variance at each candidate gain, Tango's, the interval inverted
+from it; pseudo-items on a gain on one continuous part; the seeds' variance with k - 1 degrees of
+freedom; "too few items to decide" by the rule fixed before this calibration), beside the one
+adopted before it (a binary part's variance at the observed gain, with Bonett-Price's pseudo-items
+on a gain on one part), that one with pseudo-items on every part and with none. On the same
+comparisons: ``percentile`` (the interval before them: items and draws resampled with
 replacement, widened by sqrt(m / (m - 1)), a normal seed term of the estimated spread), ``BCa``
 (Efron 1987: the same resamples, bias-corrected and accelerated from the rows' influence values),
 ``Bayesian`` (Rubin 1981: Dirichlet weights on items and draws, the same seed term) and, on a
@@ -44,7 +46,11 @@ pairs' split, scaled by their share; it has no seed term).
 
 Prints a Markdown table (coverage with Wilson's 95% interval per row and method; "no interval" where
 the rule prints none) and writes every row to ``--out`` (bench/results/gain_calibration.json) as it
-finishes; a run started again goes on where it stopped.
+finishes; a run started again goes on where it stopped. ``--paired-only`` computes the paired t
+intervals alone (seconds a row, where the resampling methods take minutes); the table then takes
+the resampling methods' coverage of the same settings and gains from ``--resampling``
+(bench/results/gain_calibration_resampling.json: a whole run's, on other draws of the same
+populations).
 """
 
 from __future__ import annotations
@@ -96,10 +102,17 @@ SEED_SD = {TITLE: 0.0037, PROBE: 0.0118, PASSAGE: 0.0105, NEEDLE: 0.0226, PASSKE
 GAINS = (0.0, 0.02, 0.05, 0.10)
 # the needle and passkey haystacks a round scores (haystacks: longest): 2,048 tokens locally, 4,096 in full
 LONGEST = {"local": "len_1025to2048", "full": "len_2049to4096"}
-# the paired t interval as adopted (evaluators.noise.paired_gain: a mean's pseudo-items, 1 on each side, on
-# a gain on one part, none on a gain over several), with them on every part, and with none (Wald)
-PSEUDO_ITEMS = {"paired t": None, "paired t, pseudo-items on every part": 1.0, "paired t, none": 0.0}
-METHODS = (*PSEUDO_ITEMS, "percentile", "BCa", "Bayesian", "McNemar")
+# the paired t interval as adopted (evaluators.noise.paired_gain: binary parts' variance at each candidate
+# gain, Tango's; a continuous mean's pseudo-items, 1 on each side, on a gain on one part), and the one
+# adopted before it (binary parts' variance at the observed gain, with the same pseudo-items as a
+# continuous part's) with pseudo-items on every part and with none (Wald)
+PAIRED_T = {
+    "paired t": {},
+    "paired t, binary at the observed gain": {"binary_score": False},
+    "paired t, binary at the observed gain, pseudo-items on every part": {"binary_score": False, "pseudo_items": 1.0},
+    "paired t, binary at the observed gain, none": {"binary_score": False, "pseudo_items": 0.0},
+}
+METHODS = (*PAIRED_T, "percentile", "BCa", "Bayesian", "McNemar")
 COPIES = 20  # a binary population copied over so that a flip moves its gain by a fine step
 
 
@@ -325,9 +338,11 @@ def mcnemar(sample: Sample, level: float = 0.95) -> tuple[float, float]:
     return (2 * low - 1) * scale, (2 * high - 1) * scale
 
 
-def comparison(pops: dict[str, Population], weights, sizes, draws, seeds: int, rng, rounds: int) -> dict:
+def comparison(
+    pops: dict[str, Population], weights, sizes, draws, seeds: int, rng, rounds: int, paired_only: bool = False
+) -> dict:
     """One simulated comparison: each method's interval (None: none printed), shifted by this
-    run's seed deviation, and the observed gain."""
+    run's seed deviation; the paired t intervals alone with ``paired_only``."""
     from evaluators.noise import SeedSpread, paired_gain
 
     samples = {}
@@ -351,9 +366,11 @@ def comparison(pops: dict[str, Population], weights, sizes, draws, seeds: int, r
     mine = {t: outcomes_of(s.kind, s.a) for t, s in samples.items()}
     theirs = {t: outcomes_of(s.kind, s.b) for t, s in samples.items()}
     intervals = {}
-    for method, pseudo_items in PSEUDO_ITEMS.items():
-        gain = paired_gain(mine, theirs, weights, spread, pseudo_items=pseudo_items)
+    for method, options in PAIRED_T.items():
+        gain = paired_gain(mine, theirs, weights, spread, **options)
         intervals[method] = None if gain.low is None else (gain.low + shift, gain.high + shift)
+    if paired_only:
+        return intervals
     seed_term = rng.normal(0.0, spread.sd, rounds) if spread else 0.0
     plain = observed + resampled_gains(samples, weights, rng, rounds, bayesian=False) + seed_term
     intervals["percentile"] = tuple(np.percentile(plain, [2.5, 97.5]))
@@ -377,7 +394,7 @@ def calibrate(recorded: dict, part: str, profile: str, pair: str, seeds: int, ta
     widths: dict[str, list[float]] = {}
     printed = 0
     for _ in range(args.comparisons):
-        intervals = comparison(pops, weights, sizes, draws, seeds, rng, args.rounds)
+        intervals = comparison(pops, weights, sizes, draws, seeds, rng, args.rounds, args.paired_only)
         printed += intervals["paired t"] is not None
         for method, interval in intervals.items():
             if interval is None:
@@ -435,11 +452,24 @@ def settings() -> list[tuple[str, str, str, int]]:
 BAR = (0.93, 0.97)  # the coverage a 95% interval must reach (point estimate)
 
 
-def print_table(record: dict, adopted: str = "paired t") -> None:
+def with_resampling(record: dict, resampling: dict | None) -> list[dict]:
+    """``record``'s rows, each with the resampling methods' coverage of the same setting and gain from
+    ``resampling`` (a run without ``--paired-only``) where the row has none of its own."""
+    setting = lambda r: (r["part"], r["profile"], r["pair"], r["seeds"], r["target"])  # noqa: E731
+    others = {setting(r): r["methods"] for r in (resampling or {"rows": []})["rows"]}
+    return [
+        r | {"methods": {**{m: v for m, v in others.get(setting(r), {}).items() if m not in PAIRED_T}, **r["methods"]}}
+        for r in record["rows"]
+    ]
+
+
+def print_table(record: dict, resampling: dict | None = None, adopted: str = "paired t") -> None:
     """Two Markdown tables: each method's rows within the bar, and each row's coverage by the
-    adopted interval and by the percentile bootstrap (the interval before) at each true gain."""
+    adopted interval, the one adopted before it and the percentile bootstrap (the interval before
+    both) at each true gain; the resampling methods' from ``resampling`` where ``record`` lacks them."""
     print(f"\n{record['machine']}\n")
-    rows = record["rows"]
+    rows = with_resampling(record, resampling)
+    previous = "paired t, binary at the observed gain"
     print("| method | rows with an interval | within 93-97% | lowest | highest |")
     print("|---|---:|---:|---:|---:|")
     for method in METHODS:
@@ -460,16 +490,16 @@ def print_table(record: dict, adopted: str = "paired t") -> None:
             if row is None:
                 cells.append("–")
                 continue
-            before = f"{row['methods']['percentile']['coverage']:.1%}"
+            percentile = row["methods"].get("percentile", {}).get("coverage")
+            before = f"t before {row['methods'][previous]['coverage']:.1%}" if row["interval_printed"] else ""
+            before += "" if percentile is None else f"{'; ' if before else ''}percentile {percentile:.1%}"
             reached = f" (reached {row['true_gain']:.3f})" if abs(row["true_gain"] - target) > 0.002 else ""
             if row["interval_printed"] == 0:
-                cells.append(f"too few items to decide; before {before}{reached}")
+                cells.append(f"too few items to decide; {before}{reached}")
                 continue
             mine = row["methods"][adopted]
             mark = "" if BAR[0] <= mine["coverage"] <= BAR[1] else " †"
-            cells.append(
-                f"**{mine['coverage']:.1%}**{mark} ({mine['low']:.1%}–{mine['high']:.1%}); before {before}{reached}"
-            )
+            cells.append(f"**{mine['coverage']:.1%}**{mark} ({mine['low']:.1%}–{mine['high']:.1%}); {before}{reached}")
         seeds = f"{setting[3]} runs" if setting[3] else "none"
         print(f"| {setting[0]} | {setting[1]} | {items} | {setting[2]} | {seeds} | " + " | ".join(cells) + " |")
 
@@ -482,6 +512,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profiles", nargs="+", choices=tuple(SIZES), help="rows at these profiles' sizes alone")
     parser.add_argument("--recorded", type=Path, default=ROOT / "bench" / "results" / "recorded_outcomes.json")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "gain_calibration.json")
+    parser.add_argument(
+        "--paired-only", action="store_true", help="the paired t intervals alone (no resampling: seconds a row)"
+    )
+    parser.add_argument(
+        "--resampling",
+        type=Path,
+        default=ROOT / "bench" / "results" / "gain_calibration_resampling.json",
+        help="a run's rows with the resampling methods, printed beside --out's rows that lack them",
+    )
     args = parser.parse_args(argv)
     recorded = json.loads(args.recorded.read_text())
     record = json.loads(args.out.read_text()) if args.out.exists() else {"rows": []}
@@ -504,11 +543,10 @@ def main(argv: list[str] | None = None) -> int:
             adopted = row["methods"].get("paired t", {}).get("coverage")
             print(
                 f"{part}, {profile}, over {pair}, seeds {seeds}, gain {target}: paired t "
-                f"{'no interval' if adopted is None else f'{adopted:.1%}'}, percentile "
-                f"{row['methods']['percentile']['coverage']:.1%} ({time.perf_counter() - began:.0f} s)",
+                f"{'no interval' if adopted is None else f'{adopted:.1%}'} ({time.perf_counter() - began:.0f} s)",
                 flush=True,
             )
-    print_table(record)
+    print_table(record, json.loads(args.resampling.read_text()) if args.resampling.exists() else None)
     return 0
 
 

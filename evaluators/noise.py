@@ -13,17 +13,23 @@ paired t interval whose variance adds, per task, the items' and (a few-shot prob
 share, and the training seeds' where they were measured (``search.confirm_seeds``), with
 Welch-Satterthwaite degrees of freedom (Satterthwaite, *Biometrics Bulletin* 2(6), 1946):
 
-- items, a mean over items (nDCG@10 or acc@1 per query): the paired differences' variance over n,
+- items, a continuous mean over items (nDCG@10 per query): the paired differences' variance over n,
   with pseudo-items (below); a score that is not a mean over items (a probe's macro-F1 over its
   draws), the same of the rows' paired influence values (the delta method, ``Outcomes.influence``),
   else by the paired bootstrap widened by n / (n - 1); n - 1 degrees of freedom;
-- pseudo-items, for a gain on one part (a task, a length bucket): ``PSEUDO_ITEMS`` items on each
-  side at plus and minus the root mean square of the differences that are not 0 (1 where none
-  is). For binary scores (acc@1) this is Bonett & Price's adjusted variance of a difference of
-  paired proportions (*The American Statistician* 66(2), 2012: one pseudo-item in each discordant
-  cell); a continuous part gets the same on its own scale. A part where the two rows never
-  disagreed, or disagreed on a handful of items, still gets the width its n has earned (the plain
-  bootstrap gave it [0, 0]). A gain over several parts takes none: its other parts give it width;
+- items, a binary part (acc@1 per question, ``Outcomes.binary``): the variance of a difference of
+  paired proportions were the gain the one being tested, Tango's (``paired_proportions_variance``),
+  and the interval every gain g with |difference - g| <= t * se(g) (``score_interval``: a test
+  inverted, as Wilson's interval for one proportion). At the observed gain it is the plain
+  variance; where the rows never or seldom disagreed, a gain of g would have disagreed on about
+  |g| of the items, and the interval keeps the gains such a part cannot rule out. In a gain over
+  several parts each binary part's gain moves with the whole one's, by the same amount;
+- pseudo-items, for a gain on one continuous part (a task, a length bucket): ``PSEUDO_ITEMS`` items
+  on each side at plus and minus the root mean square of the differences that are not 0 (1 where
+  none is): Bonett & Price's adjusted variance of paired proportions (*The American Statistician*
+  66(2), 2012: one pseudo-item in each discordant cell) on the part's own scale, for a part near its
+  ceiling whose differences are as sparse as a binary part's. A gain over several parts takes none:
+  its other parts give it width;
 - draws: the sample variance of the per-draw differences (the same draws for both) over m, less
   the part of it each draw's own item noise makes (already in the items' term), m - 1 degrees of
   freedom;
@@ -70,10 +76,10 @@ LEVEL = 0.95
 # estimates its own variance too poorly; a probe needs two draws to measure the draws' noise at all.
 MIN_ITEMS = {"binary": 30, "continuous": 10}
 MIN_DRAWS = 2
-# pseudo-items on each side of a part's differences when its gain is printed alone (for a binary part,
-# Bonett & Price 2012: one in each discordant cell), so a part where the rows never or seldom disagreed
-# still gets the width its n has earned; a gain over several parts takes none: its other parts give it
-# width, and pseudo-items on each small part made it far too wide (bench/RESULTS.md)
+# pseudo-items on each side of a continuous part's differences when its gain is printed alone (Bonett &
+# Price 2012's one in each discordant cell, on the part's own scale), so a part where the rows seldom
+# disagreed still gets the width its n has earned; a gain over several parts takes none: its other parts
+# give it width, and pseudo-items on each small part made it far too wide (bench/RESULTS.md)
 PSEUDO_ITEMS = 1.0
 # a gain over several tasks is decided when the tasks the rule lets through carry at least this
 # share of its weight (the rest still add their noise to its interval)
@@ -97,6 +103,7 @@ class Gain:
     difference: float
     low: float | None
     high: float | None
+    # at the observed difference; a binary part's interval takes each candidate gain's (score_interval)
     standard_error: float | None = None
     degrees_of_freedom: float | None = None
     level: float = LEVEL
@@ -161,7 +168,8 @@ def item_variance(
     """The variance, over items, of main(a) - main(b) on one part (draws held fixed): see the
     module's docstring. A mean over items gets ``pseudo_items`` items on each side, at plus and minus
     the root mean square of the differences that are not 0 (1, an item score's range, where none
-    is): for a binary part, Bonett & Price's pseudo-item in each discordant cell."""
+    is): on a binary part (as ``paired_gain`` takes one with ``binary_score`` off), Bonett & Price's
+    pseudo-item in each discordant cell."""
     n = len(a.items)
     if n < 2:
         return 0.0
@@ -204,15 +212,77 @@ def t_interval(
 ) -> tuple[float, float, float, float]:
     """``difference`` ± t * se from independent variance ``components`` (variance, degrees of
     freedom): the low and high ends, se, and the Welch-Satterthwaite degrees of freedom."""
-    from scipy import stats
+    se, dof = _combined(components)
+    half = _t_quantile(level, dof) * se
+    return difference - half, difference + half, se, dof
 
+
+def _combined(components: list[tuple[float, float]]) -> tuple[float, float]:
+    """The standard error of a sum of independent variance ``components`` and its Welch-Satterthwaite
+    degrees of freedom (infinite where nothing is estimated)."""
     variance = sum(v for v, _ in components)
     if variance <= 0:
-        return difference, difference, 0.0, math.inf
+        return 0.0, math.inf
     denominator = sum(v**2 / dof for v, dof in components if v > 0)
-    dof = variance**2 / denominator if denominator > 0 else math.inf
-    half = float(stats.t.ppf(0.5 + level / 2, dof)) * math.sqrt(variance)
-    return difference - half, difference + half, math.sqrt(variance), dof
+    return math.sqrt(variance), variance**2 / denominator if denominator > 0 else math.inf
+
+
+def _t_quantile(level: float, dof: float) -> float:
+    from scipy import special
+
+    return float(special.stdtrit(dof, 0.5 + level / 2)) if math.isfinite(dof) else float(special.ndtri(0.5 + level / 2))
+
+
+def paired_proportions_variance(up: int, down: int, n: int, gain: float) -> float:
+    """The variance of one item's difference on a binary part (each row 1 or 0; the difference +1, 0
+    or -1) were its true gain ``gain``, given ``up`` items only row a got right and ``down`` only row b
+    did, of ``n``: the discordant cells' probabilities are Tango's constrained maximum-likelihood
+    estimates (*Statistics in Medicine* 17(8), 1998, eq. 5: p_up - p_down = gain), the variance
+    p_up + p_down - gain^2. At the observed gain it is the plain one; where the rows never disagreed
+    it is |gain| - gain^2, not 0: the width a gain of that size would have had."""
+    gain = min(max(gain, -1.0), 1.0)
+    if gain < 0:  # the same with the rows' roles swapped
+        up, down, gain = down, up, -gain
+    linear = (2 * n - up + down) * gain - (up + down)
+    constant = -down * gain * (1 - gain)
+    p_down = (-linear + math.sqrt(linear**2 - 8 * n * constant)) / (4 * n)
+    return max(2 * p_down + gain - gain**2, 0.0)
+
+
+def score_interval(difference: float, components_at, level: float = LEVEL) -> tuple[float, float]:
+    """The gains g whose own standard error holds ``difference``: |difference - g| <= t * se(g), where
+    ``components_at(g)`` are the variance components were the gain g (a test inverted, as Wilson's
+    interval for a proportion; Tango's for paired proportions). Each end is found by doubling the
+    distance from ``difference`` until it lies outside, then bisecting to 1e-6."""
+
+    def outside(g: float) -> bool:
+        se, dof = _combined(components_at(g))
+        return abs(difference - g) > _t_quantile(level, dof) * se
+
+    ends = []
+    for direction in (-1.0, 1.0):
+        inner, outer = 0.0, 1e-4
+        while not outside(difference + direction * outer):
+            inner, outer = outer, 2 * outer
+        while outer - inner > 1e-6:
+            middle = (inner + outer) / 2
+            inner, outer = (inner, middle) if outside(difference + direction * middle) else (middle, outer)
+        ends.append(difference + direction * outer)
+    return ends[0], ends[1]
+
+
+@dataclass(frozen=True)
+class _BinaryPart:
+    """A binary part of a gain: its squared weight share, its discordant counts and its gain."""
+
+    share: float
+    up: int
+    down: int
+    n: int
+    gain: float
+
+    def component(self, gain: float) -> tuple[float, float]:
+        return self.share * paired_proportions_variance(self.up, self.down, self.n, gain) / self.n, max(self.n - 1, 1)
 
 
 def paired_gain(
@@ -223,36 +293,52 @@ def paired_gain(
     level: float = LEVEL,
     seed: int = 0,
     pseudo_items: float | None = None,
+    binary_score: bool = True,
 ) -> Gain:
     """The weighted mean over ``weights``' tasks of main(a) - main(b), and its interval (the
     module's docstring); ``seeds``: the training seeds' spread of a's score where it was measured;
-    ``pseudo_items``: a mean's (``item_variance``): by default ``PSEUDO_ITEMS`` for a gain on one
-    part, none for a gain over several, whose other parts give it width (the calibration compares
-    others). No interval where the tasks ``too_few_to_decide`` lets through carry less than
-    ``DECIDED_WEIGHT`` of the weight."""
+    ``pseudo_items``: a continuous mean's (``item_variance``): by default ``PSEUDO_ITEMS`` for a gain on
+    one part, none for a gain over several, whose other parts give it width; ``binary_score``: binary
+    parts' variance at each candidate gain (``score_interval``), else at the observed one with
+    ``pseudo_items`` as a continuous part's (the calibration compares both). No interval where the
+    tasks ``too_few_to_decide`` lets through carry less than ``DECIDED_WEIGHT`` of the weight."""
     for task in weights:
         check_paired(task, a[task], b[task])
         if a[task].draw_count != b[task].draw_count:
             raise ValueError(f"{task}: the two rows were scored on different draws")
     total = sum(weights.values())
-    difference = sum(w * (a[t].value() - b[t].value()) for t, w in weights.items()) / total
+    difference = float(sum(w * (a[t].value() - b[t].value()) for t, w in weights.items()) / total)
     rng = np.random.default_rng(seed)
     if pseudo_items is None:
         pseudo_items = PSEUDO_ITEMS if len(weights) == 1 else 0.0
-    components = []
+    fixed, binary = [], []
     for task, weight in weights.items():
         share = (weight / total) ** 2
+        if binary_score and a[task].binary and a[task].statistic is mean_of_rows:
+            differences = np.asarray(a[task].items, float) - np.asarray(b[task].items, float)
+            up, down = int(np.sum(differences > 0)), int(np.sum(differences < 0))
+            binary.append(_BinaryPart(share, up, down, len(differences), float(np.mean(differences))))
+            continue
         variance = item_variance(a[task], b[task], rng, pseudo_items=pseudo_items)
-        components.append((share * variance, max(len(a[task].items) - 1, 1)))
-        components.append((share * draw_variance(a[task], b[task], variance), max(a[task].draw_count - 1, 1)))
+        fixed.append((share * variance, max(len(a[task].items) - 1, 1)))
+        fixed.append((share * draw_variance(a[task], b[task], variance), max(a[task].draw_count - 1, 1)))
     if seeds is not None:
-        components.append((seeds.sd**2, max(seeds.runs - 1, 1)))
-    low, high, se, dof = t_interval(float(difference), components, level)
+        fixed.append((seeds.sd**2, max(seeds.runs - 1, 1)))
+
+    def components_at(gain: float) -> list[tuple[float, float]]:
+        # each binary part's gain moves with the whole one's, by the same amount
+        return fixed + [part.component(part.gain + gain - difference) for part in binary]
+
+    se, dof = _combined(components_at(difference))
+    if binary:
+        low, high = score_interval(difference, components_at, level)
+    else:
+        low, high, se, dof = t_interval(difference, fixed, level)
     reasons = {task: why for task in weights if (why := too_few_to_decide(a[task]))}
     if sum(w for t, w in weights.items() if t not in reasons) < DECIDED_WEIGHT * total:
         why = "; ".join(f"{t}: {why}" if len(weights) > 1 else why for t, why in reasons.items())
-        return Gain(float(difference), None, None, se, dof, level, seeds is not None, undecided=why)
-    return Gain(float(difference), low, high, se, dof, level, seed_noise=seeds is not None)
+        return Gain(difference, None, None, se, dof, level, seeds is not None, undecided=why)
+    return Gain(difference, low, high, se, dof, level, seed_noise=seeds is not None)
 
 
 def task_gain(a: Outcomes, b: Outcomes, task: str, seeds: dict[str, SeedSpread] | None = None) -> dict:

@@ -22,7 +22,7 @@ def test_a_binary_part_never_gets_a_zero_width_interval_it_has_not_earned():
     whenever no question went either way (about a third of the comparisons), and misses the gain
     then; the adopted one never is."""
     recorded = json.loads(RECORDED.read_text())
-    args = argparse.Namespace(comparisons=300, rounds=100)
+    args = argparse.Namespace(comparisons=300, rounds=100, paired_only=False)
     row = calibrate(recorded, "needle-retrieval", "full", "converted", 0, 0.02, args, seed=0)
     adopted, before = row["methods"]["paired t"], row["methods"]["percentile"]
     assert before["zero_width"] > 0.2 and adopted["zero_width"] == 0

@@ -7,6 +7,7 @@ from functools import partial
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from evaluators.noise import (
     Gain,
@@ -15,6 +16,7 @@ from evaluators.noise import (
     items_to_tell,
     joint_resamples,
     paired_gain,
+    paired_proportions_variance,
     spread_test,
     too_few_to_decide,
 )
@@ -66,11 +68,40 @@ def test_a_binary_part_where_the_rows_never_disagree_still_gets_the_width_its_it
     # 40 questions, both rows right on the same 10: the plain bootstrap's interval was [0, 0]
     right = np.r_[np.ones(10), np.zeros(30)]
     gain = paired_gain({"t": _outcomes(right, binary=True)}, {"t": _outcomes(right.copy(), binary=True)}, {"t": 1.0})
-    assert gain.difference == 0 and gain.low < -0.05 and gain.high > 0.05 and not gain.beyond_noise
-    # Bonett & Price: one pseudo-item in each discordant cell, over n + 2
-    half = gain.high - gain.difference
-    assert half / gain.standard_error == pytest.approx(2.02, abs=0.01)  # t with 39 degrees of freedom
-    assert gain.standard_error == pytest.approx(np.sqrt((2 / 42 - 0) / 42))
+    assert gain.difference == 0 and gain.standard_error == 0 and not gain.beyond_noise
+    # the gains g whose own variance, |g| - g^2 over 40 without a disagreement, holds 0: |g| <= t^2 / (40 + t^2)
+    t = stats.t.ppf(0.975, 39)
+    assert gain.high == pytest.approx(t**2 / (40 + t**2), abs=1e-5) and gain.low == pytest.approx(-gain.high, abs=1e-5)
+
+
+def test_a_binary_parts_interval_is_tangos_score_interval_and_a_combinations_moves_its_parts_together():
+    # Tango (1998): 44 pairs, 8 only a right, 2 only b right; each end's variance is that of its own gain
+    a = _outcomes(np.r_[np.ones(8), np.zeros(2), np.ones(20), np.zeros(14)], binary=True)
+    b = _outcomes(np.r_[np.zeros(8), np.ones(2), np.ones(20), np.zeros(14)], binary=True)
+    gain = paired_gain({"t": a}, {"t": b}, {"t": 1.0})
+    t = stats.t.ppf(0.975, 43)
+    for end in (gain.low, gain.high):
+        assert abs(gain.difference - end) == pytest.approx(
+            t * np.sqrt(paired_proportions_variance(8, 2, 44, end) / 44), abs=1e-5
+        )
+    assert gain.standard_error == pytest.approx(np.sqrt((10 / 44 - (6 / 44) ** 2) / 44))
+    assert gain.high - gain.difference > gain.difference - gain.low  # a larger gain would have varied more
+    # the Wald interval at the observed gain, as adopted before, is symmetric about it
+    wald = paired_gain({"t": a}, {"t": b}, {"t": 1.0}, binary_score=False, pseudo_items=0.0)
+    assert wald.high - wald.difference == pytest.approx(wald.difference - wald.low)
+    # a continuous part alone keeps the plain t interval
+    rng = np.random.default_rng(9)
+    c, d = _outcomes(rng.uniform(size=50)), _outcomes(rng.uniform(size=50))
+    plain = paired_gain({"t": c}, {"t": d}, {"t": 1.0})
+    assert plain.high - plain.difference == pytest.approx(
+        stats.t.ppf(0.975, plain.degrees_of_freedom) * plain.standard_error
+    )
+    # beside it, a binary part that never disagreed still widens the combination at gains away from 0
+    never = _outcomes(np.r_[np.ones(5), np.zeros(45)], binary=True)
+    both = paired_gain({"t": c, "n": never}, {"t": d, "n": never}, {"t": 1.0, "n": 1.0})
+    alone = paired_gain({"t": c}, {"t": d}, {"t": 1.0}, pseudo_items=0.0)  # a combination's parts take none
+    assert both.standard_error == pytest.approx(alone.standard_error / 2)
+    assert both.high - both.low > (plain.high - plain.low) / 2
 
 
 def test_too_few_items_to_decide_by_the_rule_and_a_combination_decided_by_its_weight():
