@@ -36,3 +36,11 @@ def gpus() -> str:
     if not torch.cuda.is_available():
         return NO_GPU
     return f"{torch.cuda.device_count()} x {torch.cuda.get_device_name(0)}"
+
+
+def cpu_name() -> str:
+    """The CPU's model name, as /proc/cpuinfo gives it (the architecture where it cannot be read)."""
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return os.uname().machine

@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/local_trial_step.py --model DIR [--pairs 8] [--length 128] [--threads 1]
         [--chunks 8 0] [--comm none] [--mlm-weight 0.1] [--rounds 3] [--warmup 2] [--steps 6] [--workers 2]
+        [--precision fp32 bf16] [--check-bf16]
 
 ``--model``: the trials' converted base (for ``docsplit_long --profile local`` the vanilla
 BERT-Mini converted to a Longformer with a 64-token window, ``<cache>/longformer/<digest>-L4096-W64``,
@@ -19,7 +20,11 @@ tokenizer, view A masked for the MLM term (``--mlm-weight``, through the base's 
 symmetric InfoNCE at tau 0.05 (DocSplit's setting, the search's first trial), backward, clipping
 at norm 1, AdamW. ``--chunks 0`` is the plain step (one forward of both views, one backward);
 ``--chunks N`` is GradCache in chunks of N sequences (``trainers.grad_cache.cached_step``), exact
-gradients of the same loss at the cost of a second forward.
+gradients of the same loss at the cost of a second forward. ``--precision bf16`` runs the forward
+under ``core.encoder.bf16_autocast`` as ``train.bf16`` does (on a CPU with bf16 instructions; on
+another the script refuses it). ``--check-bf16`` compares, on the same weights and batches, the
+loss and the gradients of a bf16 step with the fp32 step's: the relative difference of the losses,
+the cosine between the flattened gradients and their norms' ratio, per batch.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ import sys
 import time
 from pathlib import Path
 
-from child import gpus  # bench/child.py, beside this script
+from child import cpu_name, gpus  # bench/child.py, beside this script
 from throughput import build_batches  # bench/throughput.py: the docsplit batches it times
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,7 +50,7 @@ def measure(config: dict) -> dict:
     import torch
 
     sys.path.insert(0, str(ROOT))
-    from core.encoder import tokenize
+    from core.encoder import bf16_autocast, tokenize
     from trainers.grad_cache import all_reduce_gradients, cached_step
     from trainers.loop import _mlm_inputs, build_module
     from trainers.settings import TrialSettings
@@ -69,6 +74,7 @@ def measure(config: dict) -> dict:
     mask_rng = torch.Generator().manual_seed(config["process"])
     batches = build_batches(config["pairs"], config["warmup"] + config["steps"])
     device = torch.device("cpu")
+    autocast = bf16_autocast(device, config["precision"] == "bf16")
 
     def step(views: tuple[list[str], list[str]]) -> None:
         batch = tokenize(tokenizer, views[0] + views[1], config["length"])
@@ -77,14 +83,18 @@ def measure(config: dict) -> dict:
             inputs |= _mlm_inputs(batch, len(views[0]), tokenizer, mask_rng, device)
         optimizer.zero_grad(set_to_none=True)
         if config["chunk"]:
-            cached_step(module, inputs, hp, config["chunk"])
+            cached_step(module, inputs, hp, config["chunk"], autocast)
         else:
-            training_loss(hp, forward(**inputs))[0].backward()
+            with autocast:
+                loss = training_loss(hp, forward(**inputs))[0]
+            loss.backward()
         if config["comm"] == "flat":
             all_reduce_gradients(module)
         torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)
         optimizer.step()
 
+    if config.get("check"):
+        return {"check": [_bf16_against_fp32(module, hp, tokenizer, views, config["length"]) for views in batches]}
     times = []
     for i, views in enumerate(batches):
         began = time.perf_counter()
@@ -94,8 +104,38 @@ def measure(config: dict) -> dict:
     return {"step_s": times}
 
 
-def run_together(config: dict, workers: int) -> list[float]:
-    """``workers`` child processes of one configuration at once; every timed step of each."""
+def _bf16_against_fp32(module, hp, tokenizer, views: tuple[list[str], list[str]], length: int) -> dict:
+    """One batch's loss and gradients in fp32 and under bf16 autocast, from the same weights, dropout
+    off (the same forward both times): the losses' relative difference, the flattened gradients'
+    cosine and their norms' ratio (bf16 / fp32)."""
+    import torch
+
+    from core.encoder import bf16_autocast, tokenize
+    from trainers.training_loss import training_loss
+
+    batch = tokenize(tokenizer, views[0] + views[1], length)
+    inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+    module.eval()
+    found = {}
+    for precision in ("fp32", "bf16"):
+        module.zero_grad(set_to_none=True)
+        with bf16_autocast(torch.device("cpu"), precision == "bf16"):
+            loss = training_loss(hp, module(**inputs))[0]
+        loss.backward()
+        gradient = torch.cat([p.grad.flatten() for p in module.parameters() if p.grad is not None]).double()
+        found[precision] = (float(loss), gradient)
+    (loss32, grad32), (loss16, grad16) = found["fp32"], found["bf16"]
+    return {
+        "loss_fp32": loss32,
+        "loss_relative_difference": abs(loss16 - loss32) / abs(loss32),
+        "gradient_cosine": float(torch.nn.functional.cosine_similarity(grad16, grad32, dim=0)),
+        "gradient_norm_ratio": float(grad16.norm() / grad32.norm()),
+    }
+
+
+def run_together(config: dict, workers: int, result: str = "step_s") -> list:
+    """``workers`` child processes of one configuration at once; each one's ``result`` (every timed
+    step by default), in order."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -120,7 +160,7 @@ def run_together(config: dict, workers: int) -> list[float]:
         out, err = child.communicate()
         if child.returncode != 0:
             raise SystemExit(err[-3000:])
-        times += json.loads(out.strip().splitlines()[-1])["step_s"]
+        times += json.loads(out.strip().splitlines()[-1])[result]
     return times
 
 
@@ -143,6 +183,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--precision", nargs="+", choices=("fp32", "bf16"), default=["fp32"])
+    parser.add_argument(
+        "--check-bf16", action="store_true", help="compare a bf16 step's loss and gradients with fp32's"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -151,6 +195,11 @@ def main() -> None:
     if not args.model or not Path(args.model, "config.json").is_file():
         parser.exit(2, f"--model: not a model directory: {args.model} (give the trials' converted base)\n")
     import torch
+
+    from core.encoder import cpu_computes_bf16
+
+    if ("bf16" in args.precision or args.check_bf16) and not cpu_computes_bf16():
+        parser.exit(2, "--precision bf16: this CPU has no bf16 instructions (AVX512-BF16); bf16 would be emulated\n")
 
     base = {
         "model": args.model,
@@ -161,29 +210,47 @@ def main() -> None:
         "warmup": args.warmup,
         "steps": args.steps,
     }
-    variants = [(chunk, comm) for chunk in args.chunks for comm in args.comm if not (chunk and comm == "ddp")]
-    times: dict[tuple[int, str], list[float]] = {variant: [] for variant in variants}
+    if args.check_bf16:
+        checked = run_together({**base, "chunk": 0, "comm": "none", "precision": "bf16", "check": True}, 1, "check")
+        print("| batch | fp32 loss | bf16 loss, relative difference | gradients' cosine | gradient norm, bf16 / fp32 |")
+        print("|---:|---:|---:|---:|---:|")
+        for i, row in enumerate(checked):
+            print(
+                f"| {i} | {row['loss_fp32']:.4f} | {row['loss_relative_difference']:.2e} | "
+                f"{row['gradient_cosine']:.5f} | {row['gradient_norm_ratio']:.4f} |"
+            )
+        return
+    variants = [
+        (chunk, comm, precision)
+        for chunk in args.chunks
+        for comm in args.comm
+        for precision in args.precision
+        if not (chunk and comm == "ddp")
+    ]
+    times: dict[tuple[int, str, str], list[float]] = {variant: [] for variant in variants}
     loads = []
     for round_ in range(args.rounds):
-        for chunk, comm in variants if round_ % 2 == 0 else list(reversed(variants)):
+        for variant in variants if round_ % 2 == 0 else list(reversed(variants)):
+            chunk, comm, precision = variant
             loads.append(float(Path("/proc/loadavg").read_text().split()[0]))
-            times[chunk, comm] += run_together({**base, "chunk": chunk, "comm": comm}, args.workers)
+            times[variant] += run_together({**base, "chunk": chunk, "comm": comm, "precision": precision}, args.workers)
     print(
-        f"machine: {os.cpu_count()} CPUs, {gpus()}; torch {torch.__version__}; {time.strftime('%Y-%m-%d %H:%M')}; "
+        f"machine: {os.cpu_count()} CPUs ({cpu_name()}), {gpus()}; torch {torch.__version__}; "
+        f"{time.strftime('%Y-%m-%d %H:%M')}; "
         f"{args.workers} processes at once, {args.threads} thread(s) each, {args.pairs} pairs of {args.length} tokens, "
         f"MLM weight {args.mlm_weight}; {args.rounds} rounds x {args.steps} timed steps per process; "
         f"load average at each start {min(loads):.2f}-{max(loads):.2f}\n"
     )
     reference = statistics.median(times[variants[0]])
-    print("| step | gradients averaged by | s/step (median) | p10-p90 | speed-up against the first row |")
-    print("|---|---|---:|---|---:|")
+    print("| step | gradients averaged by | precision | s/step (median) | p10-p90 | speed-up against the first row |")
+    print("|---|---|---|---:|---|---:|")
     averaged = {"none": "nothing (no communication)", "ddp": "DDP, during backward", "flat": "one flat all-reduce"}
-    for (chunk, comm), values in times.items():
+    for (chunk, comm, precision), values in times.items():
         values = sorted(values)
         low, high = values[len(values) // 10], values[(9 * len(values)) // 10]
         name = f"GradCache, chunks of {chunk}" if chunk else "plain (one forward, one backward)"
         print(
-            f"| {name} | {averaged[comm]} | {statistics.median(values):.3f} | {low:.3f}-{high:.3f} | "
+            f"| {name} | {averaged[comm]} | {precision} | {statistics.median(values):.3f} | {low:.3f}-{high:.3f} | "
             f"{reference / statistics.median(values):.2f}x |"
         )
 

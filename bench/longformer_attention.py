@@ -8,16 +8,16 @@ One training step (forward, backward, AdamW) of the Longformer made from the emb
 (window 256 by default, [CLS] global; the SimCSE objective of bench/long_documents.py), ``--pairs``
 pairs (twice as many sequences) per step. ``--lengths 128 --window 64 --pairs 4 --threads 1`` is
 one worker of the default search at ``--profile local``. ``--bf16`` runs the forward under bf16
-autocast on a GPU, as a trial with ``train.bf16`` does. Each measurement runs in a fresh process:
-load the model, one warm-up step, then ``--steps`` timed steps, each timed on the wall clock and in
-the process's CPU time (all its threads; time spent waiting for a core does not count, so it moves
-less with other work). Memory is what the step itself needed: the resident-memory high-water mark
-(Linux ``VmHWM``) above resident memory before the first step, or on a GPU
-``torch.cuda.max_memory_allocated`` above what was allocated before it. Rounds alternate which
-implementation runs first; times are medians over every timed step of every round. Other work on
-the machine slows both implementations, so the load average (/proc/loadavg, 1 minute) is recorded
-around each measurement, and the share of time tasks waited for a CPU (/proc/pressure/cpu, 60 s) at
-the start and the end. Prints Markdown for bench/RESULTS.md.
+autocast (on a GPU, or a CPU with bf16 instructions), as a trial with ``train.bf16`` does. Each
+measurement runs in a fresh process: load the model, one warm-up step, then ``--steps`` timed steps,
+each timed on the wall clock and in the process's CPU time (all its threads; time spent waiting for
+a core does not count, so it moves less with other work). Memory is what the step itself needed: the
+resident-memory high-water mark (Linux ``VmHWM``) above resident memory before the first step, or on
+a GPU ``torch.cuda.max_memory_allocated`` above what was allocated before it. Rounds alternate which
+implementation runs first; times are medians over every timed step of every round. Other work on the
+machine slows both implementations, so the load average (/proc/loadavg, 1 minute) is recorded around
+each measurement, and the share of time tasks waited for a CPU (/proc/pressure/cpu, 60 s) at the
+start and the end. Prints Markdown for bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-from child import gpus, run_child  # bench/child.py, beside this script
+from child import cpu_name, gpus, run_child  # bench/child.py, beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 LENGTHS = (512, 1024, 2048, 4096)
@@ -116,20 +116,15 @@ def measure(config: dict) -> dict:
     return {"times": times, "cpu_times": cpu_times, "mib": (peak - before) / 2**20, "tokens": tokens}
 
 
-def cpu_name() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return os.uname().machine
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    parser.add_argument("--bf16", action="store_true", help="bf16 autocast on a GPU, as train.bf16")
+    parser.add_argument(
+        "--bf16", action="store_true", help="bf16 autocast, as train.bf16 (a GPU, or a CPU with bf16 instructions)"
+    )
     parser.add_argument("--lengths", type=int, nargs="+", default=LENGTHS)
     parser.add_argument("--window", type=int, default=256, help="the attention window of the converted model")
     parser.add_argument("--pairs", type=int, default=1, help="positive pairs per step")
@@ -143,7 +138,10 @@ def main() -> None:
 
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: no CUDA device is visible")
-    precision = " (bf16 autocast)" if args.bf16 and args.device == "cuda" else ""
+    from core.encoder import cpu_computes_bf16
+
+    bf16 = args.bf16 and (args.device == "cuda" or cpu_computes_bf16())
+    precision = " (bf16 autocast)" if bf16 else ""
     print(
         f"machine: {os.cpu_count()} CPUs ({cpu_name()}), {gpus()}; torch {torch.__version__}, transformers "
         f"{transformers.__version__}; device {args.device}{precision}, {args.threads} threads; {args.rounds} rounds x "

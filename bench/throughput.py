@@ -139,7 +139,7 @@ def train_doctune(config: dict) -> dict:
         batch = tokenize(tokenizer, views[0] + views[1], config["length"])
         inputs = {"input_ids": batch["input_ids"].to(device), "attention_mask": batch["attention_mask"].to(device)}
         optimizer.zero_grad(set_to_none=True)
-        with bf16_autocast(device):
+        with bf16_autocast(device, enabled=device.type == "cuda"):
             loss, _ = training_loss(hp, module(**inputs))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)
@@ -186,7 +186,7 @@ def train_sentence_transformers(config: dict) -> dict:
         features, labels = BaseTrainer.collect_features(None, inputs)  # type: ignore[arg-type]
         features = [{k: v.to(device) if torch.is_tensor(v) else v for k, v in f.items()} for f in features]
         optimizer.zero_grad(set_to_none=True)
-        with bf16_autocast(device):
+        with bf16_autocast(device, enabled=device.type == "cuda"):
             loss = loss_fn(features, labels)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

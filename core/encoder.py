@@ -226,10 +226,21 @@ def _initialise_unset(model: nn.Module) -> None:
             parameter.zero_() if parameter.dim() == 1 else parameter.normal_(0.0, std)
 
 
+def cpu_computes_bf16() -> bool:
+    """Whether this CPU has bf16 instructions (AVX512-BF16; AMX comes with them), where bf16
+    autocast made the local trial's 512-token step 1.4-1.5x faster than fp32 (bench/RESULTS.md,
+    "The local trial's step"); elsewhere autocast would emulate bf16, slower than fp32."""
+    supported = getattr(torch.cpu, "_is_avx512_bf16_supported", None)  # torch's own probe, not public
+    return bool(supported and supported())
+
+
 def bf16_autocast(device: torch.device, enabled: bool = True):
-    """The training forward's precision: bf16 autocast on a GPU when ``enabled`` (``train.bf16``);
-    on the CPU a context that changes nothing."""
-    return torch.autocast("cuda", dtype=torch.bfloat16, enabled=enabled and device.type == "cuda")
+    """The training forward's precision (``train.bf16``): bf16 autocast when ``enabled``, on a GPU
+    and on a CPU that computes bf16 (``cpu_computes_bf16``); elsewhere a context that changes nothing.
+    The losses compute in fp32 whatever the forward's precision (``trainers.losses.precision``)."""
+    if device.type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16, enabled=enabled)
+    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=enabled and cpu_computes_bf16())
 
 
 def tokenize(tokenizer, texts: list[str], max_length: int) -> dict[str, torch.Tensor]:

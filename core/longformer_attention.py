@@ -188,7 +188,8 @@ class FusedLongformerSelfAttention(LongformerSelfAttention):
         if is_global_attn:
             rows, slot = filled.nonzero(as_tuple=True)
             global_out = self._global_rows(hidden_states, positions, is_index_masked, dropout)
-            out = out.index_put((rows, positions[rows, slot]), global_out[rows, slot])
+            # under autocast the global rows may come out in another precision than the window's
+            out = out.index_put((rows, positions[rows, slot]), global_out[rows, slot].to(out.dtype))
         return (out,)
 
     def _global_rows(

@@ -192,7 +192,7 @@ class TrainSection:
     )
     cpus_per_worker: float = field(default=4.0, metadata=constraint("CPUs each worker holds", 0.0, low_open=True))
     gpus_per_worker: float = field(default=1.0, metadata=constraint("GPUs each worker holds (0: CPU training)", 0.0))
-    bf16: bool = field(default=True, metadata=constraint("bf16 autocast on GPU"))
+    bf16: bool = field(default=True, metadata=constraint("bf16 autocast on a GPU or a CPU with AVX512-BF16"))
     seed: int = field(default=0, metadata=constraint("training seed"))
     max_worker_failures: int = field(default=2, metadata=constraint("worker-group restarts per trial", 0))
     max_trial_failures: int = field(

@@ -8,7 +8,9 @@ import torch
 import torch.nn.functional as F
 
 from core.encoder import (
+    bf16_autocast,
     computed_widths,
+    cpu_computes_bf16,
     embed_in_length_groups,
     embed_texts,
     encode,
@@ -114,3 +116,13 @@ def test_length_groups_carry_gradients_to_every_row(minilm_dir):
     grouped = embed_in_length_groups(model, batch["input_ids"], batch["attention_mask"], "cls", groups=2)
     grouped.sum().backward()
     assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.encoder.parameters())
+
+
+def test_train_bf16_runs_linear_layers_in_bf16_on_a_cpu_that_computes_it_and_in_fp32_on_one_that_does_not():
+    layer, cpu = torch.nn.Linear(8, 8), torch.device("cpu")
+    with bf16_autocast(cpu, True):
+        on = layer(torch.ones(2, 8))
+    with bf16_autocast(cpu, False):
+        off = layer(torch.ones(2, 8))
+    assert on.dtype == (torch.bfloat16 if cpu_computes_bf16() else torch.float32) and off.dtype == torch.float32
+    assert torch.allclose(on.float(), off, rtol=0.02, atol=0.02)

@@ -10,7 +10,7 @@ import torch.nn as nn
 from transformers import AutoModel, LongformerConfig, LongformerModel
 from transformers.models.longformer.modeling_longformer import LongformerSelfAttention
 
-from core.encoder import encode, load_encoder
+from core.encoder import bf16_autocast, cpu_computes_bf16, encode, load_encoder
 from core.longformer import convert_to_longformer
 from core.longformer_attention import (
     FusedLongformerSelfAttention,
@@ -149,6 +149,22 @@ def test_in_training_mode_with_dropout_that_drops_nothing_it_computes_hugging_fa
     torch.testing.assert_close(got, expected, **TOLERANCE)
     for name, grad in expected_grads.items():
         torch.testing.assert_close(got_grads[name], grad, **TOLERANCE, msg=lambda m, name=name: f"{name}: {m}")
+
+
+@pytest.mark.parametrize("pattern", ["cls", "several"])
+def test_under_bf16_autocast_it_computes_what_it_does_in_fp32_within_bf16s_precision(pattern):
+    """``train.bf16`` on a CPU that computes bf16 (a GPU's autocast the same): the global rows come
+    out of their own projections in another precision than the window's and are put back in its."""
+    _, fused = hf_and_fused(tiny_config(window=8))
+    ids, mask = padded_batch(2, 48)
+    globals_ = global_mask(pattern, 2, 48)
+    plain, plain_grads = forward_backward(fused, ids, mask, globals_)
+    with bf16_autocast(torch.device("cpu"), True):
+        low, low_grads = forward_backward(fused, ids, mask, globals_)
+    assert torch.equal(low, plain) != cpu_computes_bf16()  # autocast ran the layers in bf16 where it can
+    assert torch.allclose(low.float(), plain, rtol=0.05, atol=0.05)
+    flat = [torch.cat([grads[name].flatten() for name in plain_grads]).double() for grads in (low_grads, plain_grads)]
+    assert torch.nn.functional.cosine_similarity(*flat, dim=0) > 0.999
 
 
 def test_dropout_acts_on_the_attention_probabilities():
