@@ -116,7 +116,15 @@ def convert_to_longformer(source_dir: str, target_dir: str, max_length: int, att
     tokenizer.model_max_length = max_length
     tokenizer.save_pretrained(partial)
     (partial / "doctune-longformer.json").write_text(
-        json.dumps({"source": str(source_dir), "max_length": max_length, "attention_window": attention_window})
+        json.dumps(
+            {
+                "source": str(source_dir),
+                "max_length": max_length,
+                "attention_window": attention_window,
+                # rows before it are the base's own; what trainers.trainable's "positions" trains starts here
+                "first_new_position": offset + usable,
+            }
+        )
     )
     if target.exists():
         shutil.rmtree(target)
@@ -130,6 +138,8 @@ def cached_longformer(source_dir: str, max_length: int, attention_window: int, c
 
     key = f"{weights_digest(source_dir)[:16]}-L{max_length}-W{attention_window}"
     target = cache / "longformer" / key
-    if not (target / "config.json").exists():
+    record = target / "doctune-longformer.json"
+    # a conversion made before its record said where the new position rows start is made again
+    if not (target / "config.json").exists() or "first_new_position" not in json.loads(record.read_text()):
         convert_to_longformer(source_dir, str(target), max_length, attention_window)
     return target

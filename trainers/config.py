@@ -15,6 +15,7 @@ from core.run_files import RunFiles
 Pooling = Literal["cls", "mean", "max"]
 T = TypeVar("T")
 Views = Literal["split", "split+elongation", "elongation", "word"]
+Trainable = Literal["all", "positions", "positions+top"]  # trainers.trainable
 
 
 @dataclass(frozen=True)
@@ -68,10 +69,10 @@ def own_settings(hp: object, settings: type[T]) -> T:
 class Hyperparameters:
     """The settings every trial reads, whatever its recipe and loss: ``recipe`` (or ``views``, which
     decides it), ``loss``, ``lr``, ``weight_decay``, ``warmup_ratio``, ``batch_size``, ``pooling``,
-    ``contrastive_weight`` and ``mlm_weight``. Each recipe's and loss's own settings live in its
-    module (its ``settings`` class; the Bregman term's in ``trainers.losses.bregman``);
-    ``trainers.settings.TrialSettings`` assembles them with these into the one flat namespace a
-    spec and Optuna see."""
+    ``contrastive_weight``, ``mlm_weight`` and ``trainable`` (``trainers.trainable``). Each recipe's
+    and loss's own settings live in its module (its ``settings`` class; the Bregman term's in
+    ``trainers.losses.bregman``); ``trainers.settings.TrialSettings`` assembles them with these into
+    the one flat namespace a spec and Optuna see."""
 
     recipe: str = field(default="docsplit", metadata=constraint("positive-pair recipe: simcse, docsplit, deca, laser"))
     views: Views | None = field(
@@ -102,6 +103,13 @@ class Hyperparameters:
         metadata=constraint("positive pairs per optimizer step, across all workers (in-batch negatives)", 1, 1_000_000),
     )
     weight_decay: float = field(default=0.01, metadata=constraint("AdamW weight decay", 0.0, 1.0))
+    trainable: Trainable = field(
+        default="all",
+        metadata=constraint(
+            "what trains: all; positions (a converted Longformer's new position rows alone, LongEmbed's tuning: "
+            "inputs as long as the base read are embedded as before); positions+top (and the top 2 layers)"
+        ),
+    )
     warmup_ratio: float = field(default=0.1, metadata=constraint("share of steps with linear warm-up", 0.0, 1.0))
 
     def __post_init__(self) -> None:

@@ -39,6 +39,7 @@ from trainers.pairs import STATISTICS_DOCUMENTS, build_pairs
 from trainers.population import record_loaded_weights, resume_point
 from trainers.reporting import RoundReporter
 from trainers.schedule import lr_factor
+from trainers.trainable import first_new_position, freeze_for, parameter_groups
 from trainers.training_loss import LossHeads, training_loss
 
 T = TypeVar("T")
@@ -92,6 +93,7 @@ def build_module(
     model, tokenizer = load_encoder(model_dir, with_mlm_head=with_mlm)
     if gradient_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    freeze_for(model, hp.trainable, first_new_position(model_dir))  # before DDP wraps it: frozen is never synced
     encoder = model.base_model if with_mlm else model
     module = ContrastiveModel(model, hp.pooling, with_mlm, LossHeads(hp, encoder.config.hidden_size))
     module.train()  # from_pretrained returns eval mode: no dropout, which SimCSE-style views rely on
@@ -147,7 +149,7 @@ def train_loop_per_worker(config: dict) -> None:
     chunk_size = plan.chunk_size
     if chunk_size == "auto":
         chunk_size = _probed_chunk_size(module, tokenizer, plan, hp, context, device, autocast, trial_id)
-    optimizer = torch.optim.AdamW(module.parameters(), lr=hp.lr, weight_decay=hp.weight_decay)
+    optimizer = torch.optim.AdamW(parameter_groups(module, hp.trainable, hp.weight_decay), lr=hp.lr)
 
     start_step, eval_round, stream_start = 0, 0, StreamPosition()
     reporter = RoundReporter(plan, hp, trial_id, rank, device)

@@ -231,6 +231,11 @@ def _check_population(search: SearchSection) -> None:
     _refuse_conditions(
         search, "PBT draws every dimension at random; drop the conditions or use sampler: tpe without pbt"
     )
+    if "trainable" in search.space:
+        raise SpecError(
+            "search.space.trainable: under PBT a trial continues from another's weights and optimizer state, which "
+            "train other parameters where trainable differs; fix trainable under hyperparameters"
+        )
     mlm = search.space.get("mlm_weight")
     if mlm is not None and min(mlm.values) <= 0:
         raise SpecError(
@@ -328,6 +333,11 @@ def _check_recipe_needs(spec: SearchSpec) -> None:
             parse_model_pair(spec.fixed_hyperparameters().translation_models)
         except ValueError as err:
             raise SpecError(f"hyperparameters.translation_models: {err}") from None
+    if spec.backbone.longformer is None and set(values_of(spec, "trainable")) - {"all"}:
+        raise SpecError(
+            "trainable: positions and positions+top train the position rows a Longformer conversion adds, and this "
+            "spec converts nothing; add backbone.longformer or train all parameters (trainable: all)"
+        )
     batch_sizes = values_of(spec, "batch_size") or (spec.train.batch_size,)
     per_worker = min(batch_sizes) // workers_checked(spec)
     for loss in losses_of(spec):

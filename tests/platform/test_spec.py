@@ -67,6 +67,7 @@ BAD = [
     (_with("search.space.pooling", {"choice": ["cls", "attention"]}), "'attention' is not one of"),
     (_with("search.space.lr_max", {"uniform": [0.1, 0.2]}), "search.space.lr_max: unknown hyperparameter"),
     (_with("search.space.batch_size", {"choice": [4, 7]}), "multiple of train.workers"),
+    (_with("search.space.trainable", {"choice": ["all", "positions"]}), "this spec converts nothing"),
     (_with("search.objective.tasks", {}), "search.objective: give either tasks"),
     (_with("search.objective.objectives", {"a": {"r8-fewshot": 1.0}}), "give either tasks"),
     (_with("search.objective", {"objectives": {"a": {"r8-fewshot": 1.0}}}), "name two or more objectives"),
@@ -123,6 +124,18 @@ BAD = [
     (
         _with("search", {**GOOD["search"], "space": {"mlm_weight": {"choice": [0.0, 0.1]}}, "scheduler": {"pbt": {}}}),
         "search.space.mlm_weight: under PBT every value must be above 0",
+    ),
+    (
+        {
+            **GOOD,
+            "backbone": {"longformer": {}},
+            "search": {
+                **GOOD["search"],
+                "space": {"lr": {"loguniform": [1e-5, 1e-4]}, "trainable": {"choice": ["all", "positions"]}},
+                "scheduler": {"pbt": {}},
+            },
+        },
+        "search.space.trainable: under PBT a trial continues from another's weights",
     ),
     (
         _with(

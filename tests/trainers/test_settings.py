@@ -31,6 +31,7 @@ def test_hyperparameters_hold_only_what_every_trial_reads_and_each_plug_in_owns_
         "pooling",
         "contrastive_weight",
         "mlm_weight",
+        "trainable",
     }
     owned = {
         f.name: owner

@@ -1,0 +1,73 @@
+"""Which of the encoder's parameters a trial trains (``trainable``), and its optimizer's groups.
+
+- ``all``: every parameter (the seed papers' recipes);
+- ``positions``: the converted Longformer's new position rows alone, every other weight of the
+  encoder and its MLM head frozen: LongEmbed's tuning of an absolute-position encoder (Zhu et al.
+  2024, Sec. 4.2 and Fig. 4: "freeze the original model parameters while updating only the newly
+  added position embeddings"). The base's own rows stay as they were, so an input of as many tokens
+  as the base read (512 for the MiniLM) is embedded exactly as before;
+- ``positions+top``: those rows and the top ``TOP_LAYERS`` transformer layers.
+
+The loss heads (SimSiam's predictor, the Bregman sub-networks) always train. Frozen parameters
+have ``requires_grad`` off before the module is wrapped for data parallelism, so DDP never waits
+for their gradients; the position matrix trains whole but its base rows' gradients are zeroed, and
+it sits in an optimizer group without weight decay, so AdamW leaves those rows exactly unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from trainers.config import Trainable
+
+TOP_LAYERS = 2
+# written by core.longformer.convert_to_longformer beside the converted weights
+CONVERSION_RECORD = "doctune-longformer.json"
+
+
+def first_new_position(model_dir: str | Path) -> int | None:
+    """The first row of the position matrix a conversion added (rows before it are the base's own),
+    or None for a model that was not converted here."""
+    record = Path(model_dir) / CONVERSION_RECORD
+    if not record.is_file():
+        return None
+    return json.loads(record.read_text()).get("first_new_position")
+
+
+def freeze_for(model: nn.Module, trainable: Trainable, first_new: int | None) -> None:
+    """Turn off ``requires_grad`` on what ``trainable`` leaves frozen in ``model`` (an encoder, or a
+    masked-LM model whose ``base_model`` is one); ``first_new``: ``first_new_position`` of its
+    directory. Refuses a model without new position rows for anything but ``all``."""
+    if trainable == "all":
+        return
+    if first_new is None:
+        raise ValueError(
+            f"trainable {trainable!r} trains the position rows a Longformer conversion added, and this model "
+            "has none: convert it (backbone.longformer) or train all parameters (trainable: all)"
+        )
+    encoder = model.base_model
+    for parameter in model.parameters():
+        parameter.requires_grad_(False)
+    positions = encoder.embeddings.position_embeddings.weight
+    positions.requires_grad_(True)
+    base_rows = torch.arange(positions.shape[0]) < first_new
+    positions.register_hook(lambda grad: grad.masked_fill(base_rows[:, None].to(grad.device), 0.0))
+    if trainable == "positions+top":
+        for layer in encoder.encoder.layer[-TOP_LAYERS:]:
+            layer.requires_grad_(True)
+
+
+def parameter_groups(module: nn.Module, trainable: Trainable, weight_decay: float) -> list[dict]:
+    """AdamW's groups for ``module``'s trainable parameters (``module.model`` the encoder, or a
+    masked-LM model around it): with ``all`` one group with ``weight_decay``; otherwise the position
+    matrix in a group of its own without weight decay (its frozen rows must not decay)."""
+    trained = [p for p in module.parameters() if p.requires_grad]
+    if trainable == "all":
+        return [{"params": trained, "weight_decay": weight_decay}]
+    positions = module.model.base_model.embeddings.position_embeddings.weight
+    rest = [p for p in trained if p is not positions]
+    return [{"params": rest, "weight_decay": weight_decay}, {"params": [positions], "weight_decay": 0.0}]
