@@ -323,8 +323,8 @@ def test_every_trial_train_worker_and_evaluator_ran_on_the_node_that_shares_no_d
         ran = {}
         for actor in placement.actors:
             # an actor still waiting for its resources when the driver was killed never ran: no node
-            if actor["node"]:
-                ran.setdefault(actor["class"], set()).add(actor["node"])
+            if actor["node"]:  # the state API names a class by its qualified name at times
+                ran.setdefault(actor["class"].rsplit(".", 1)[-1], set()).add(actor["node"])
         elsewhere = {name: ran.get(name) for name in searching if ran.get(name) != {placement.worker}}
         assert not elsewhere, f"not (only) on the worker node {placement.worker}: {elsewhere}; every actor: {ran}"
 
