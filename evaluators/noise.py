@@ -237,7 +237,7 @@ def paired_proportions_variance(up: int, down: int, n: int, gain: float) -> floa
     """The variance of one item's difference on a binary part (each row 1 or 0; the difference +1, 0
     or -1) were its true gain ``gain``, given ``up`` items only row a got right and ``down`` only row b
     did, of ``n``: the discordant cells' probabilities are Tango's constrained maximum-likelihood
-    estimates (*Statistics in Medicine* 17(8), 1998, eq. 5: p_up - p_down = gain), the variance
+    estimates (*Statistics in Medicine* 17(8), 1998: p_up - p_down = gain), the variance
     p_up + p_down - gain^2. At the observed gain it is the plain one; where the rows never disagreed
     it is |gain| - gain^2, not 0: the width a gain of that size would have had."""
     gain = min(max(gain, -1.0), 1.0)
