@@ -23,6 +23,7 @@ import shutil
 from pathlib import Path
 
 GLOBAL_PROJECTIONS = ("query", "key", "value")
+CONVERSION_RECORD = "doctune-longformer.json"  # beside the converted weights: source, length, window, new rows
 # a BERT masked-LM head's weights under a Longformer's names (RoBERTa-style bases already use them)
 MLM_HEAD = {
     "cls.predictions.transform.dense.weight": "lm_head.dense.weight",
@@ -115,7 +116,7 @@ def convert_to_longformer(source_dir: str, target_dir: str, max_length: int, att
     longformer.save_pretrained(partial, safe_serialization=True)
     tokenizer.model_max_length = max_length
     tokenizer.save_pretrained(partial)
-    (partial / "doctune-longformer.json").write_text(
+    (partial / CONVERSION_RECORD).write_text(
         json.dumps(
             {
                 "source": str(source_dir),
@@ -138,8 +139,17 @@ def cached_longformer(source_dir: str, max_length: int, attention_window: int, c
 
     key = f"{weights_digest(source_dir)[:16]}-L{max_length}-W{attention_window}"
     target = cache / "longformer" / key
-    record = target / "doctune-longformer.json"
+    record = target / CONVERSION_RECORD
     # a conversion made before its record said where the new position rows start is made again
     if not (target / "config.json").exists() or "first_new_position" not in json.loads(record.read_text()):
         convert_to_longformer(source_dir, str(target), max_length, attention_window)
     return target
+
+
+def first_new_position(model_dir: str | Path) -> int | None:
+    """The first row of the position matrix a conversion added (rows before it are the base's own),
+    or None for a model that was not converted here."""
+    record = Path(model_dir) / CONVERSION_RECORD
+    if not record.is_file():
+        return None
+    return json.loads(record.read_text()).get("first_new_position")

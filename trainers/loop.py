@@ -18,6 +18,7 @@ import torch.nn as nn
 
 from core.data import DocumentStream, PreparedCorpus, StreamPosition
 from core.encoder import bf16_autocast, embed_in_length_groups, load_encoder, tokenize
+from core.longformer import first_new_position
 from trainers.batches import PairStream, Prefetched
 from trainers.checkpoint import (
     CHECKPOINTS,
@@ -39,7 +40,7 @@ from trainers.pairs import STATISTICS_DOCUMENTS, build_pairs
 from trainers.population import record_loaded_weights, resume_point
 from trainers.reporting import RoundReporter
 from trainers.schedule import lr_factor
-from trainers.trainable import first_new_position, freeze_for, parameter_groups
+from trainers.trainable import freeze_for, parameter_groups
 from trainers.training_loss import LossHeads, training_loss
 
 T = TypeVar("T")

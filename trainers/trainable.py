@@ -16,31 +16,17 @@ it sits in an optimizer group without weight decay, so AdamW leaves those rows e
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import torch
 from torch import nn
 
 from trainers.config import Trainable
 
 TOP_LAYERS = 2
-# written by core.longformer.convert_to_longformer beside the converted weights
-CONVERSION_RECORD = "doctune-longformer.json"
-
-
-def first_new_position(model_dir: str | Path) -> int | None:
-    """The first row of the position matrix a conversion added (rows before it are the base's own),
-    or None for a model that was not converted here."""
-    record = Path(model_dir) / CONVERSION_RECORD
-    if not record.is_file():
-        return None
-    return json.loads(record.read_text()).get("first_new_position")
 
 
 def freeze_for(model: nn.Module, trainable: Trainable, first_new: int | None) -> None:
     """Turn off ``requires_grad`` on what ``trainable`` leaves frozen in ``model`` (an encoder, or a
-    masked-LM model whose ``base_model`` is one); ``first_new``: ``first_new_position`` of its
+    masked-LM model whose ``base_model`` is one); ``first_new``: ``core.longformer.first_new_position`` of its
     directory. Refuses a model without new position rows for anything but ``all``."""
     if trainable == "all":
         return

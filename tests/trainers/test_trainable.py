@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from core.longformer import cached_longformer
+from core.longformer import cached_longformer, first_new_position
 from trainers.loop import build_module
 from trainers.settings import TrialSettings
-from trainers.trainable import TOP_LAYERS, first_new_position, parameter_groups
+from trainers.trainable import TOP_LAYERS, parameter_groups
 from trainers.training_loss import training_loss
 
 pytestmark = pytest.mark.slow  # a conversion and three steps at 600 tokens
