@@ -80,11 +80,23 @@ def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> to
 
 def encode(model: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
     """Token states (N, L, d); a Longformer also gets global attention on [CLS]."""
-    extra = {}
+    extra = position_inputs(model.config, attention_mask)
     if getattr(model.config, "model_type", "") == "longformer":
         extra["global_attention_mask"] = torch.zeros_like(attention_mask)
         extra["global_attention_mask"][:, 0] = 1
     return model(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
+
+
+def position_inputs(config, attention_mask: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The position ids a model with interpolated positions reads (``core.position_interpolation``),
+    as forward's keyword arguments; nothing for any other model (it numbers positions itself)."""
+    from core.position_interpolation import CONFIG_KEY, position_ids
+
+    scale = getattr(config, CONFIG_KEY, None)
+    if not scale:
+        return {}
+    offset = config.pad_token_id + 1
+    return {"position_ids": position_ids(attention_mask, scale, offset, config.max_position_embeddings - offset)}
 
 
 def by_length(attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

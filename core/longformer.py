@@ -22,6 +22,11 @@ import os
 import shutil
 from pathlib import Path
 
+import torch
+from torch import nn
+
+from core.position_interpolation import CONFIG_KEY, interpolated_rows, stretch
+
 GLOBAL_PROJECTIONS = ("query", "key", "value")
 CONVERSION_RECORD = "doctune-longformer.json"  # beside the converted weights: source, length, window, new rows
 # a BERT masked-LM head's weights under a Longformer's names (RoBERTa-style bases already use them)
@@ -146,6 +151,25 @@ def cached_longformer(source_dir: str, max_length: int, attention_window: int, c
     return target
 
 
+def cached_interpolated(converted: str | Path) -> Path:
+    """``converted`` (a conversion made here) with its positions interpolated (``interpolate_positions``),
+    untrained: the reference a trial that starts so is measured against. Made once, beside it."""
+    from core.encoder import has_mlm_head, load_encoder
+
+    converted = Path(converted)
+    target = converted.with_name(converted.name + "-interpolated")
+    if not (target / "config.json").exists():
+        model, tokenizer = load_encoder(str(converted), with_mlm_head=has_mlm_head(str(converted)))
+        interpolate_positions(model, first_new_position(converted))
+        partial = target.with_name(target.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        model.save_pretrained(partial, safe_serialization=True)
+        tokenizer.save_pretrained(partial)
+        shutil.copyfile(converted / CONVERSION_RECORD, partial / CONVERSION_RECORD)
+        os.replace(partial, target)
+    return target
+
+
 def first_new_position(model_dir: str | Path) -> int | None:
     """The first row of the position matrix a conversion added (rows before it are the base's own),
     or None for a model that was not converted here."""
@@ -153,3 +177,55 @@ def first_new_position(model_dir: str | Path) -> int | None:
     if not record.is_file():
         return None
     return json.loads(record.read_text()).get("first_new_position")
+
+
+NOT_CONVERTED = (
+    "position_init: interpolate re-fills the position rows a Longformer conversion adds, and this model has none: "
+    "convert it (backbone.longformer) or keep position_init: copy"
+)
+
+
+def check_interpolable(model_dir: str | Path) -> None:
+    """Raises ValueError (what to change) where the conversion in ``model_dir`` cannot have its
+    positions interpolated: none made here, or a length not a multiple of the base's positions."""
+    first_new = first_new_position(model_dir)
+    if first_new is None:
+        raise ValueError(NOT_CONVERTED)
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(str(model_dir))
+    offset = config.pad_token_id + 1
+    stretch(first_new - offset, config.max_position_embeddings - offset)
+
+
+@torch.no_grad()
+def interpolate_positions(model: nn.Module, first_new: int | None) -> None:
+    """Re-fill the position table of a conversion made here (``model``: the encoder, or a masked-LM
+    model around it; ``first_new``: ``first_new_position`` of its directory) by interpolating the
+    base's rows instead of copying them (``core.position_interpolation``), in place, and mark its
+    config so that ``core.encoder.encode`` reads the positions as interpolated. A model already
+    interpolated is left as it is."""
+    config = model.config
+    if getattr(config, CONFIG_KEY, None):
+        return
+    if first_new is None:
+        raise ValueError(NOT_CONVERTED)
+    offset = config.pad_token_id + 1
+    length = config.max_position_embeddings - offset
+    table = model.base_model.embeddings.position_embeddings.weight
+    table[offset:] = interpolated_rows(table[offset:first_new].clone(), length)
+    setattr(config, CONFIG_KEY, stretch(first_new - offset, length))
+
+
+def base_position_rows(model: nn.Module, first_new: int | None) -> torch.Tensor | None:
+    """(rows,) bool: which rows of a converted ``model``'s position table are the base's own (the
+    padding rows before the first position included), copied or interpolated; None where no
+    conversion made here added rows."""
+    if first_new is None:
+        return None
+    rows = torch.arange(model.base_model.embeddings.position_embeddings.weight.shape[0])
+    scale = getattr(model.config, CONFIG_KEY, None)
+    if not scale:
+        return rows < first_new
+    offset = model.config.pad_token_id + 1
+    return (rows < offset) | ((rows - offset) % scale == 0)

@@ -22,6 +22,7 @@ class InputsPlan:
     longformer: LongformerSpec | None
     mlm_head: MlmHeadSettings
     may_weight_mlm: bool  # some trial may train with an MLM term (the base then needs a head)
+    interpolates: bool  # some trial may start from interpolated positions (core.longformer.interpolate_positions)
     recipes: tuple[str, ...]  # every recipe a trial may train: each may refuse the corpus
     # how the base stage's Ray Train run and the MLM head train (the spec's train: section)
     workers: int | str  # a count once fitted to the cluster (platform.resolution.fit_to_cluster)
@@ -42,6 +43,7 @@ class InputsPlan:
             spec.backbone.longformer,
             spec.mlm_head,
             spec.may_weight_mlm(),
+            spec.may_interpolate_positions(),
             spec.recipes(),
             train.workers,
             train.cpus_per_worker,
@@ -70,11 +72,14 @@ def prepare_inputs(
     ``MlmHeadUnavailable`` (a ``ModelUnavailable``: bad input). With ``plan_only`` (``--dry-run``)
     a head not in the cache yet is only named, as a base not trained yet is. ``through_storage``:
     the trials receive the inputs through the run's storage (``trainers.inputs``), so the nodes
-    need not see this machine's cache once the corpus is prepared.
+    need not see this machine's cache once the corpus is prepared. A conversion whose positions
+    some trial would interpolate but cannot (a length not a multiple of the base's) is a
+    ``SpecError``.
     """
     from core.data import cache_dir, prepare_corpus
     from core.encoder import embedding_length, resolve_model
-    from core.longformer import cached_longformer
+    from core.longformer import cached_longformer, check_interpolable
+    from platform.spec import SpecError
     from trainers.base_stage import base_entry, ensure_base
     from trainers.mlm_head import ensure_mlm_head, mlm_head_entry
 
@@ -118,6 +123,11 @@ def prepare_inputs(
     longformer = inputs.longformer
     if longformer is not None and Path(model_dir).is_dir():  # a base not trained yet is converted once it is
         model_dir = str(cached_longformer(model_dir, longformer.max_length, longformer.attention_window, cache_dir()))
+        if inputs.interpolates:
+            try:
+                check_interpolable(model_dir)
+            except ValueError as err:
+                raise SpecError(str(err)) from None
         print(
             f"doctune: Longformer backbone from {inputs.base_model} ({longformer.max_length} positions, "
             f"window {longformer.attention_window}): {model_dir}"

@@ -26,6 +26,7 @@ from trainers.settings import TrialSettings
 
 BASELINE_ID = "baseline"  # the base encoder as the spec names it
 CONVERTED_BASELINE_ID = "baseline-converted"  # the same after the backbone conversion, untrained
+INTERPOLATED_BASELINE_ID = "baseline-interpolated"  # converted with interpolated positions, untrained
 
 
 @dataclass

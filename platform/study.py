@@ -48,6 +48,8 @@ from platform.timings import TIMINGS_FILE, PhaseClock
 
 RESULT_FILE = "result.json"
 BASE_FILE = "base.json"  # the base model's scores on every table task
+INTERPOLATED_BASE_FILE = "base_interpolated.json"  # the same converted with interpolated positions
+INTERPOLATED_ROW = "base (converted, positions interpolated, untrained)"
 MARKER = "study_spec.json"  # the resolved spec a study directory was started with
 
 
@@ -65,6 +67,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--profile", choices=("full", "local", "smoke"), default="local")
     parser.add_argument("--run-dir", type=Path, help="default: runs/<spec name> in the current directory")
     parser.add_argument("--task", action="append", default=[], help="another table task (its main score)")
+    parser.add_argument(
+        "--validation-only",
+        action="store_true",
+        help="score and show the validation parts alone: a design study that must not read the locked test parts",
+    )
     return parser.parse_args(argv)
 
 
@@ -97,13 +104,19 @@ def _main(args: argparse.Namespace) -> int:
         run_dir = args.run_dir or Path.cwd() / "runs" / spec.name
         # the spec by its file's name, not its path: a study's directory (or its record of finished
         # rows, copied into another) goes on from another checkout of the same spec
+        shown = "val" if args.validation_only else "test"
         marker = json.dumps(
-            {"spec": spec_path.name, "profile": args.profile, "resolved_spec": dataclasses.asdict(spec)},
+            {
+                "spec": spec_path.name,
+                "profile": args.profile,
+                "shown": shown,
+                "resolved_spec": dataclasses.asdict(spec),
+            },
             indent=2,
             default=str,
         )
         _check_study_dir(run_dir, marker)
-        return _run(spec, spec_path, args.profile, columns, run_dir, marker)
+        return _run(spec, spec_path, args.profile, columns, run_dir, marker, shown)
     except (SpecError, UsageError, InfeasibleResources) as err:
         print(f"doctune: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -181,21 +194,26 @@ def tuned_search(spec: SearchSpec, row: dict, seed: int) -> SearchSpec:
 class Study:
     """The study's runs, in one Ray session and one evaluator pool."""
 
-    def __init__(self, spec: SearchSpec, spec_path: Path, profile: str, run_dir: Path, inputs, cluster, tasks):
+    def __init__(self, spec: SearchSpec, spec_path: Path, profile: str, run_dir: Path, inputs, cluster, tasks, shown):
         self.spec, self.spec_path, self.profile, self.run_dir = spec, spec_path, profile, run_dir
         self.model_dir, self.corpus, _ = inputs
         self.cluster = cluster
         self.tasks = tasks  # every table task
+        self.shown = shown  # the part the table shows: "test", or "val" (--validation-only: no test part is read)
 
     def resolve(self, spec: SearchSpec, run_dir: Path) -> ResolvedSearch:
-        return resolve(spec, self.spec_path, self.profile, run_dir, self.model_dir, self.corpus, self.cluster)
+        resolved = resolve(spec, self.spec_path, self.profile, run_dir, self.model_dir, self.corpus, self.cluster)
+        if self.shown == "val":
+            return dataclasses.replace(resolved, evaluation=dataclasses.replace(resolved.evaluation, parts=("val",)))
+        return resolved
 
     def score(self, resolved: ResolvedSearch, checkpoint: str, have: dict) -> dict:
-        """``have`` completed with the table tasks it lacks, scored on ``checkpoint``: those it has on
-        validation only (a search's rounds read no test part) too."""
+        """``have`` completed with the table tasks it lacks in the shown part, scored on ``checkpoint``:
+        with the test part shown, those it has on validation only (a search's rounds read no test
+        part) too."""
         from evaluators.pool import score_checkpoint
 
-        missing = [t for t in self.tasks if "test" not in have.get(t, {})]
+        missing = [t for t in self.tasks if self.shown not in have.get(t, {})]
         if not missing:
             return have
         return have | score_checkpoint(resolved.evaluation, checkpoint, resolved.fixed.pooling, missing)
@@ -239,18 +257,27 @@ class Study:
             "scores": self.score(resolved, best.checkpoint, best.scores),
         }
 
-    def base_row(self, pool_plan: ResolvedSearch) -> RowResult:
-        """The base model, untouched, on every table task (scored once)."""
+    def base_rows(self, pool_plan: ResolvedSearch) -> list[RowResult]:
+        """The base model, untouched, on every table task (scored once); where some row starts from
+        interpolated positions, the base so converted, untrained, too."""
+        from core.longformer import cached_interpolated
+
+        rows = [self.untrained_row(base_row_name(self.spec), self.model_dir, BASE_FILE, pool_plan)]
+        if self.spec.may_interpolate_positions():
+            interpolated = str(cached_interpolated(self.model_dir))
+            rows.append(self.untrained_row(INTERPOLATED_ROW, interpolated, INTERPOLATED_BASE_FILE, pool_plan))
+        return rows
+
+    def untrained_row(self, name: str, model_dir: str, file: str, pool_plan: ResolvedSearch) -> RowResult:
+        """``model_dir`` on every table task, scored once (kept in ``file``)."""
         from evaluators.pool import score_checkpoint
 
-        base_file = self.run_dir / BASE_FILE
-        if not base_file.exists():
-            print("doctune: study: scoring the base model", flush=True)
-            evaluation = pool_plan.evaluation
-            scores = score_checkpoint(evaluation, self.model_dir, pool_plan.fixed.pooling, self.tasks)
-            write_atomic(base_file, json.dumps(scores, indent=2))
-        scores = json.loads(base_file.read_text())
-        return RowResult(base_row_name(self.spec), {}, {self.spec.study.seeds[0]: scores}, {})
+        scored = self.run_dir / file
+        if not scored.exists():
+            print(f"doctune: study: scoring {name}", flush=True)
+            scores = score_checkpoint(pool_plan.evaluation, model_dir, pool_plan.fixed.pooling, self.tasks)
+            write_atomic(scored, json.dumps(scores, indent=2))
+        return RowResult(name, {}, {self.spec.study.seeds[0]: json.loads(scored.read_text())}, {})
 
     def seeded(self, name: str, values: dict) -> RowResult:
         """``values`` trained once per seed."""
@@ -315,7 +342,7 @@ def summed_timings(path: Path, wall_seconds: float, rows: dict[str, float]) -> d
     }
 
 
-def _run(spec: SearchSpec, spec_path: Path, profile: str, columns, run_dir: Path, marker: str) -> int:
+def _run(spec: SearchSpec, spec_path: Path, profile: str, columns, run_dir: Path, marker: str, shown: str) -> int:
     import ray
 
     from core.data import DataUnavailable
@@ -340,20 +367,20 @@ def _run(spec: SearchSpec, spec_path: Path, profile: str, columns, run_dir: Path
     try:
         try:
             inputs = prepare_inputs(InputsPlan.of(spec))  # the corpus is prepared by a Ray Data job the first time
-        except (ModelUnavailable, DataUnavailable) as err:
+        except (ModelUnavailable, DataUnavailable, SpecError) as err:
             print(f"doctune: error: {err}", file=sys.stderr)
             return EXIT_BAD_INPUT
         run_dir.mkdir(parents=True, exist_ok=True)
         write_atomic(run_dir / MARKER, marker)
         if spec.base is not None:  # the vanilla base: trained once, then taken from the cache
             inputs = prepare_inputs(InputsPlan.of(spec), build_base_in=run_dir)
-        study = Study(spec, spec_path, profile, run_dir, inputs, cluster, tasks)
+        study = Study(spec, spec_path, profile, run_dir, inputs, cluster, tasks, shown)
         pool_plan = study.resolve(spec, run_dir)
         with tuner.evaluator_pool(pool_plan):
             clock = PhaseClock()
             try:
                 with clock.phase("base row"):
-                    rows = [study.base_row(pool_plan)]
+                    rows = study.base_rows(pool_plan)
                 fixed = []
                 for name, values in spec.study.rows.items():
                     with clock.phase(name):
@@ -363,7 +390,7 @@ def _run(spec: SearchSpec, spec_path: Path, profile: str, columns, run_dir: Path
                     with clock.phase(f"{name} (tuned)"):
                         tuned.append(study.tuned(name))
                 rows += fixed + tuned
-                write_table(rows, columns, run_dir, spec)
+                write_table(rows, columns, run_dir, spec, shown)
             finally:  # an interrupted or failed call's time counts too: the next call goes on from its work
                 timings = summed_timings(run_dir / TIMINGS_FILE, time.monotonic() - clock.began, clock.phases)
                 write_atomic(run_dir / TIMINGS_FILE, json.dumps(timings, indent=2))

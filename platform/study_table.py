@@ -1,5 +1,6 @@
 """A study's table: each row's scores over seeds as ``study.md`` (mean ± sample std), ``study.csv``,
-``study.json`` and ``study.png``; rows ranked on the validation parts, every cell a test score."""
+``study.json`` and ``study.png``; rows ranked on the validation parts, every cell a test score (a
+validation score in a study that reads no test part, ``--validation-only``)."""
 
 from __future__ import annotations
 
@@ -24,9 +25,9 @@ class RowResult:
     seeds: dict[int, dict[str, dict[str, float]]]
     failed: dict[int, str]
 
-    def values(self, task: str, metric: str) -> list[float]:
-        """The metric's test scores, one per seed that has it."""
-        return [s[task]["test"][metric] for s in self.seeds.values() if metric in part(s, task, "test")]
+    def values(self, task: str, metric: str, shown: str = "test") -> list[float]:
+        """The metric's scores on the ``shown`` part, one per seed that has it."""
+        return [s[task][shown][metric] for s in self.seeds.values() if metric in part(s, task, shown)]
 
 
 def rank_rows(rows, evaluation) -> list[str]:
@@ -64,35 +65,43 @@ def _cell(values: list[float]) -> str:
     return f"{statistics.fmean(values):.4f} ± {statistics.stdev(values):.4f}"
 
 
-def write_table(rows: list[RowResult], columns: list[tuple[str, str]], run_dir: Path, spec: SearchSpec) -> None:
-    """study.md (mean ± sample std over seeds), study.csv, study.json and study.png."""
+def write_table(
+    rows: list[RowResult], columns: list[tuple[str, str]], run_dir: Path, spec: SearchSpec, shown: str = "test"
+) -> None:
+    """study.md (mean ± sample std over seeds), study.csv, study.json and study.png, every cell a
+    score on the ``shown`` part."""
     header = ["row", "seeds", *(_label(t, m) for t, m in columns)]
     train = spec.train
+    parts = (
+        "Every score is on the tasks' test parts; the rows to tune, and each tuned row's configuration, were "
+        "chosen on the validation parts."
+        if shown == "test"
+        else "Every score is on the tasks' validation parts; no test part was read."
+    )
     lines = [
         f"Study `{spec.name}`: base `{spec.base_model}`, corpus `{spec.corpus.source}`, {train.steps} steps of "
         f"{train.batch_size} pairs at {train.max_length} tokens per row and seed; mean ± sample std over seeds. "
-        "Every score is on the tasks' test parts; the rows to tune, and each tuned row's configuration, were "
-        "chosen on the validation parts.",
+        + parts,
         "",
         "| " + " | ".join(header) + " |",
         "|" + "---|" * len(header),
     ]
     for row in rows:
         seeds = str(len(row.seeds)) + (f" ({len(row.failed)} failed)" if row.failed else "")
-        lines.append("| " + " | ".join([row.name, seeds, *(_cell(row.values(t, m)) for t, m in columns)]) + " |")
+        lines.append("| " + " | ".join([row.name, seeds, *(_cell(row.values(t, m, shown)) for t, m in columns)]) + " |")
     write_atomic(run_dir / "study.md", "\n".join(lines) + "\n")
     with (run_dir / "study.csv").open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["row", "seed", *(_label(t, m) for t, m in columns)])
         for row in rows:
             for seed, scores in row.seeds.items():
-                writer.writerow([row.name, seed, *(part(scores, t, "test").get(m) for t, m in columns)])
+                writer.writerow([row.name, seed, *(part(scores, t, shown).get(m) for t, m in columns)])
     summary = [
         {
             "row": row.name,
             "hyperparameters": row.hyperparameters,
             "failed": row.failed,
-            "columns": {_label(t, m): _stats(v) for t, m in columns if (v := row.values(t, m))},
+            "columns": {_label(t, m): _stats(v) for t, m in columns if (v := row.values(t, m, shown))},
         }
         for row in rows
     ]

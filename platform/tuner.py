@@ -120,12 +120,18 @@ def _release_ended(results, resolved: ResolvedSearch) -> None:
 def baseline_models(resolved: ResolvedSearch) -> dict[str, tuple[str, str]]:
     """The leaderboard's baseline rows, id -> (model directory, status): the base encoder as the
     spec names it and, where the spec converts it (a Longformer backbone), the converted encoder
-    before any training, so a user sees whether the whole pipeline, conversion included, helped."""
-    from platform.leaderboard import BASELINE_ID, CONVERTED_BASELINE_ID
+    before any training, so a user sees whether the whole pipeline, conversion included, helped;
+    where some trial starts from interpolated positions, that start too, untrained (what such a
+    trial's gain from training is measured against)."""
+    from core.longformer import cached_interpolated
+    from platform.leaderboard import BASELINE_ID, CONVERTED_BASELINE_ID, INTERPOLATED_BASELINE_ID
 
     rows = {BASELINE_ID: (resolved.source_model, "base model, untouched")}
     if resolved.source_model != resolved.plan.base_model:
         rows[CONVERTED_BASELINE_ID] = (resolved.plan.base_model, "base model converted to the backbone, untrained")
+    if resolved.inputs.interpolates:
+        interpolated = str(cached_interpolated(resolved.plan.base_model))
+        rows[INTERPOLATED_BASELINE_ID] = (interpolated, "base model converted, positions interpolated, untrained")
     return rows
 
 

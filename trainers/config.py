@@ -16,6 +16,7 @@ Pooling = Literal["cls", "mean", "max"]
 T = TypeVar("T")
 Views = Literal["split", "split+elongation", "elongation", "word"]
 Trainable = Literal["all", "positions", "positions+top"]  # trainers.trainable
+PositionInit = Literal["copy", "interpolate"]  # core.longformer.interpolate_positions
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,8 @@ def own_settings(hp: object, settings: type[T]) -> T:
 class Hyperparameters:
     """The settings every trial reads, whatever its recipe and loss: ``recipe`` (or ``views``, which
     decides it), ``loss``, ``lr``, ``weight_decay``, ``warmup_ratio``, ``batch_size``, ``pooling``,
-    ``contrastive_weight``, ``mlm_weight`` and ``trainable`` (``trainers.trainable``). Each recipe's
+    ``contrastive_weight``, ``mlm_weight``, ``trainable`` (``trainers.trainable``) and ``position_init``
+    (``core.longformer.interpolate_positions``). Each recipe's
     and loss's own settings live in its module (its ``settings`` class; the Bregman term's in
     ``trainers.losses.bregman``); ``trainers.settings.TrialSettings`` assembles them with these into
     the one flat namespace a spec and Optuna see."""
@@ -108,6 +110,14 @@ class Hyperparameters:
         metadata=constraint(
             "what trains: all; positions (a converted Longformer's new position rows alone, LongEmbed's tuning: "
             "inputs as long as the base read are embedded as before); positions+top (and the top 2 layers)"
+        ),
+    )
+    position_init: PositionInit = field(
+        default="copy",
+        metadata=constraint(
+            "how a converted Longformer's new positions start: copy (the base's rows block by block, as the "
+            "conversion makes them); interpolate (LongEmbed's interpolation, read so that inputs as long as the "
+            "base read embed as before; core.position_interpolation)"
         ),
     )
     warmup_ratio: float = field(default=0.1, metadata=constraint("share of steps with linear warm-up", 0.0, 1.0))

@@ -18,7 +18,7 @@ import torch.nn as nn
 
 from core.data import DocumentStream, PreparedCorpus, StreamPosition
 from core.encoder import bf16_autocast, embed_in_length_groups, load_encoder, tokenize
-from core.longformer import first_new_position
+from core.longformer import base_position_rows, first_new_position, interpolate_positions
 from trainers.batches import PairStream, Prefetched
 from trainers.checkpoint import (
     CHECKPOINTS,
@@ -94,7 +94,10 @@ def build_module(
     model, tokenizer = load_encoder(model_dir, with_mlm_head=with_mlm)
     if gradient_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    freeze_for(model, hp.trainable, first_new_position(model_dir))  # before DDP wraps it: frozen is never synced
+    first_new = first_new_position(model_dir)
+    if hp.position_init == "interpolate":
+        interpolate_positions(model, first_new)
+    freeze_for(model, hp.trainable, base_position_rows(model, first_new))  # before DDP: frozen is never synced
     encoder = model.base_model if with_mlm else model
     module = ContrastiveModel(model, hp.pooling, with_mlm, LossHeads(hp, encoder.config.hidden_size))
     module.train()  # from_pretrained returns eval mode: no dropout, which SimCSE-style views rely on

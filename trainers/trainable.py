@@ -4,8 +4,9 @@
 - ``positions``: the converted Longformer's new position rows alone, every other weight of the
   encoder and its MLM head frozen: LongEmbed's tuning of an absolute-position encoder (Zhu et al.
   2024, Sec. 4.2 and Fig. 4: "freeze the original model parameters while updating only the newly
-  added position embeddings"). The base's own rows stay as they were, so an input of as many tokens
-  as the base read (512 for the MiniLM) is embedded exactly as before;
+  added position embeddings"). The base's own rows stay as they were (copied or interpolated,
+  ``position_init``), so an input of as many tokens as the base read (512 for the MiniLM) is
+  embedded exactly as before;
 - ``positions+top``: those rows and the top ``TOP_LAYERS`` transformer layers.
 
 The loss heads (SimSiam's predictor, the Bregman sub-networks) always train. Frozen parameters
@@ -24,13 +25,14 @@ from trainers.config import Trainable
 TOP_LAYERS = 2
 
 
-def freeze_for(model: nn.Module, trainable: Trainable, first_new: int | None) -> None:
+def freeze_for(model: nn.Module, trainable: Trainable, base_rows: torch.Tensor | None) -> None:
     """Turn off ``requires_grad`` on what ``trainable`` leaves frozen in ``model`` (an encoder, or a
-    masked-LM model whose ``base_model`` is one); ``first_new``: ``core.longformer.first_new_position`` of its
-    directory. Refuses a model without new position rows for anything but ``all``."""
+    masked-LM model whose ``base_model`` is one); ``base_rows``: ``core.longformer.base_position_rows``
+    of it, the position rows that stay as the base had them (the first rows where the conversion copied,
+    every s-th where it interpolated). Refuses a model without new position rows for anything but ``all``."""
     if trainable == "all":
         return
-    if first_new is None:
+    if base_rows is None:
         raise ValueError(
             f"trainable {trainable!r} trains the position rows a Longformer conversion added, and this model "
             "has none: convert it (backbone.longformer) or train all parameters (trainable: all)"
@@ -40,7 +42,6 @@ def freeze_for(model: nn.Module, trainable: Trainable, first_new: int | None) ->
         parameter.requires_grad_(False)
     positions = encoder.embeddings.position_embeddings.weight
     positions.requires_grad_(True)
-    base_rows = torch.arange(positions.shape[0]) < first_new
     positions.register_hook(lambda grad: grad.masked_fill(base_rows[:, None].to(grad.device), 0.0))
     if trainable == "positions+top":
         for layer in encoder.encoder.layer[-TOP_LAYERS:]:

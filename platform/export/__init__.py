@@ -73,7 +73,7 @@ def export_trial(row: Row, search: SearchRecord, target: Path, checkpoint: Path)
         gap = sentence_transformers_gap(record["pooling"], config.get("model_type", ""))
         if gap is None:
             write_sentence_transformers_files(partial, POOLINGS[record["pooling"]], config, search.max_length)
-        card = model_card(row, record, search, config.get("model_type", ""), target.resolve(), gap)
+        card = model_card(row, record, search, config, target.resolve(), gap)
         (partial / "README.md").write_text(card)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)

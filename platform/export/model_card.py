@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from core.position_interpolation import CONFIG_KEY
 from evaluators.noise import Gain
 from evaluators.scores import coverage, part
 from platform.export.record import SearchRecord
@@ -29,7 +30,7 @@ def _value(value: object) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
-def model_card(row: Row, record: dict, search: SearchRecord, model_type: str, path: Path, gap: str | None) -> str:
+def model_card(row: Row, record: dict, search: SearchRecord, config: dict, path: Path, gap: str | None) -> str:
     """README.md of an exported encoder: what it is, how it scored, how to run its search again, how to use it."""
     pooling = record["pooling"]
     weights = {task: w for tasks in search.objectives.values() for task, w in tasks.items()}
@@ -106,12 +107,13 @@ def model_card(row: Row, record: dict, search: SearchRecord, model_type: str, pa
         "",
         "## Use",
         "",
-        *_usage(pooling, model_type, path, search.max_length, gap),
+        *_usage(pooling, config, path, search.max_length, gap),
     ]
     return "\n".join(lines) + "\n"
 
 
-def _usage(pooling: str, model_type: str, path: Path, max_length: int, gap: str | None) -> list[str]:
+def _usage(pooling: str, config: dict, path: Path, max_length: int, gap: str | None) -> list[str]:
+    model_type = config.get("model_type", "")
     remote_code = needs_remote_code(model_type)
     remote = ", trust_remote_code=True" if remote_code else ""
     if gap is None:
@@ -140,6 +142,15 @@ def _usage(pooling: str, model_type: str, path: Path, max_length: int, gap: str 
         if model_type == "longformer"
         else []
     )
+    if config.get(CONFIG_KEY):  # interpolated positions, read as core.encoder.position_inputs reads them
+        global_attention += [
+            "import sys",
+            "sys.path.insert(0, path)  # position_interpolation.py, beside the model",
+            "from position_interpolation import position_ids",
+            "offset = model.config.pad_token_id + 1",
+            'batch["position_ids"] = position_ids(batch["attention_mask"], model.config.position_interpolation,',
+            "                                     offset, model.config.max_position_embeddings - offset)",
+        ]
     if pooling in POOLINGS:
         pooled, imports = POOLINGS[pooling].torch_expression, []
     else:  # doctune's own pooling function

@@ -5,6 +5,7 @@ imported. A Longformer's Transformer is doctune's ``modeling_doctune.GlobalAtten
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 from dataclasses import dataclass
@@ -44,6 +45,8 @@ ST_POOLING_FLAGS = (
 # core.encoder.encode has it (modeling_doctune.py, copied beside the model: trust_remote_code loads it)
 GLOBAL_ATTENTION_MODULE = Path(__file__).with_name("modeling_doctune.py")
 GLOBAL_ATTENTION_TYPE = "modeling_doctune.GlobalAttentionTransformer"
+# what it imports beside it: how a model with interpolated positions reads them
+POSITIONS_MODULE = Path(importlib.util.find_spec("core.position_interpolation").origin)
 
 
 def needs_remote_code(model_type: str) -> bool:
@@ -64,6 +67,7 @@ def write_sentence_transformers_files(directory: Path, pooling: PoolingExport, c
     transformer = "sentence_transformers.models.Transformer"
     if needs_remote_code(config.get("model_type", "")):
         shutil.copyfile(GLOBAL_ATTENTION_MODULE, directory / GLOBAL_ATTENTION_MODULE.name)
+        shutil.copyfile(POSITIONS_MODULE, directory / POSITIONS_MODULE.name)
         transformer = GLOBAL_ATTENTION_TYPE
     modules = [
         {"idx": 0, "name": "0", "path": "", "type": transformer},

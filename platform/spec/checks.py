@@ -236,6 +236,11 @@ def _check_population(search: SearchSection) -> None:
             "search.space.trainable: under PBT a trial continues from another's weights and optimizer state, which "
             "train other parameters where trainable differs; fix trainable under hyperparameters"
         )
+    if "position_init" in search.space:
+        raise SpecError(
+            "search.space.position_init: under PBT a trial continues from another's weights, whose positions "
+            "started as the other's position_init; fix position_init under hyperparameters"
+        )
     mlm = search.space.get("mlm_weight")
     if mlm is not None and min(mlm.values) <= 0:
         raise SpecError(
@@ -337,6 +342,11 @@ def _check_recipe_needs(spec: SearchSpec) -> None:
         raise SpecError(
             "trainable: positions and positions+top train the position rows a Longformer conversion adds, and this "
             "spec converts nothing; add backbone.longformer or train all parameters (trainable: all)"
+        )
+    if spec.backbone.longformer is None and "interpolate" in values_of(spec, "position_init"):
+        raise SpecError(
+            "position_init: interpolate re-fills the position rows a Longformer conversion adds, and this spec "
+            "converts nothing; add backbone.longformer or keep position_init: copy"
         )
     batch_sizes = values_of(spec, "batch_size") or (spec.train.batch_size,)
     per_worker = min(batch_sizes) // workers_checked(spec)

@@ -405,3 +405,12 @@ class SearchSpec:
         weights = list(searched.values) if searched else [fixed]
         weights += [row.get("mlm_weight", fixed) for row in (self.study.rows.values() if self.study else ())]
         return max(weights) > 0
+
+    def may_interpolate_positions(self) -> bool:
+        """Whether some trial (or study row) of this spec starts from interpolated positions
+        (``position_init: interpolate``): then the untrained interpolated conversion is scored too."""
+        fixed = self.fixed_hyperparameters().position_init
+        searched = self.search.space.get("position_init")
+        starts = list(searched.values) if searched else [fixed]
+        starts += [row.get("position_init", fixed) for row in (self.study.rows.values() if self.study else ())]
+        return "interpolate" in starts

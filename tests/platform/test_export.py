@@ -338,3 +338,36 @@ def test_a_partial_export_left_by_this_run_is_replaced_and_anything_else_refused
     assert "left by an interrupted export of this run" in capsys.readouterr().out
     assert not stray.exists() and not (tmp_path / "out" / "notes.txt").exists()
     assert not (tmp_path / "out" / EXPORT_MARKER).exists() and (tmp_path / "out" / "model.safetensors").exists()
+
+
+def test_sentence_transformers_reads_interpolated_positions_as_doctune_does(minilm_dir, tmp_path):
+    """A Longformer whose positions were interpolated (``position_init: interpolate``) reads them at
+    a stride that depends on each text's length; the exported module (``position_interpolation.py``
+    beside it) computes the same position ids, so a text of 700 tokens embeds as doctune embeds it;
+    without them (positions numbered 0, 1, 2, ...) it does not."""
+    from sentence_transformers import SentenceTransformer
+
+    from core.longformer import cached_interpolated, cached_longformer
+    from core.position_interpolation import CONFIG_KEY
+    from platform.export.st_files import write_sentence_transformers_files
+
+    directory = tmp_path / "interpolated"
+    shutil.copytree(cached_interpolated(cached_longformer(minilm_dir, 1024, 16, tmp_path / "cache")), directory)
+    config = json.loads((directory / "config.json").read_text())
+    write_sentence_transformers_files(directory, POOLINGS["mean"], config, 1024)
+    assert (directory / "position_interpolation.py").is_file()
+    texts = [" ".join(SENTENCES * 5), SENTENCES[0]]  # about 700 tokens, and 14
+    model, tokenizer = load_encoder(str(directory))
+    expected = embed_texts(model, tokenizer, texts, pooling="mean", max_length=1024)
+    got = SentenceTransformer(str(directory), device="cpu", trust_remote_code=True).encode(texts)
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+    from platform.export.model_card import _usage
+
+    snippet = _snippets("\n".join(_usage("mean", config, directory, 1024, None)))[1]  # the transformers one
+    scope: dict = {}
+    exec(snippet.replace(json.dumps(USAGE_TEXTS), json.dumps(texts)), scope)  # the model card's code, as a user runs it
+    np.testing.assert_allclose(scope["embeddings"].numpy(), expected, atol=1e-5)
+    del config[CONFIG_KEY]
+    (directory / "config.json").write_text(json.dumps(config))
+    without = SentenceTransformer(str(directory), device="cpu", trust_remote_code=True).encode(texts)
+    assert np.abs(without[0] - expected[0]).max() > 1e-3

@@ -68,6 +68,7 @@ BAD = [
     (_with("search.space.lr_max", {"uniform": [0.1, 0.2]}), "search.space.lr_max: unknown hyperparameter"),
     (_with("search.space.batch_size", {"choice": [4, 7]}), "multiple of train.workers"),
     (_with("search.space.trainable", {"choice": ["all", "positions"]}), "this spec converts nothing"),
+    (_with("search.space.position_init", {"choice": ["copy", "interpolate"]}), "position_init: interpolate re-fills"),
     (_with("search.objective.tasks", {}), "search.objective: give either tasks"),
     (_with("search.objective.objectives", {"a": {"r8-fewshot": 1.0}}), "give either tasks"),
     (_with("search.objective", {"objectives": {"a": {"r8-fewshot": 1.0}}}), "name two or more objectives"),
@@ -136,6 +137,18 @@ BAD = [
             },
         },
         "search.space.trainable: under PBT a trial continues from another's weights",
+    ),
+    (
+        {
+            **GOOD,
+            "backbone": {"longformer": {}},
+            "search": {
+                **GOOD["search"],
+                "space": {"lr": {"loguniform": [1e-5, 1e-4]}, "position_init": {"choice": ["copy", "interpolate"]}},
+                "scheduler": {"pbt": {}},
+            },
+        },
+        "search.space.position_init: under PBT a trial continues from another's weights",
     ),
     (
         _with(

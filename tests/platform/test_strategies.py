@@ -79,7 +79,7 @@ def _resolved(strategy: SearchStrategy, run_dir) -> ResolvedSearch:
     )
     search = SearchPlan("s", 8, SPACE, strategy, 2, "best", 0, 1, 1.0, 0.0)
     inputs = InputsPlan(
-        "base", None, CorpusSpec(), None, MlmHeadSettings(), False, ("docsplit",), 1, 1.0, 0.0, False, 0, 128, 0
+        "base", None, CorpusSpec(), None, MlmHeadSettings(), False, False, ("docsplit",), 1, 1.0, 0.0, False, 0, 128, 0
     )
     resources = ResourcePlan(4.0, 0.0, 1.01, 0.0, 1.0, 0.0, 2, 0.0)
     stats = CorpusStats(10, 30, 0, 0, 0, 0)
@@ -131,3 +131,25 @@ def test_the_spec_decides_the_mode_once(search, metrics, rounds, made):
         assert strategy.optuna.sampler.kind == "nsga2" and strategy.optuna.metrics == metrics
     if made is OptunaAsha:
         assert dataclasses.asdict(strategy.asha) == {"grace_period": 1, "reduction_factor": 2}
+
+
+def test_a_search_that_may_interpolate_positions_scores_that_start_untrained(minilm_dir, tmp_path):
+    """The baseline rows: the base as given, converted, and (where some trial starts interpolated)
+    converted with interpolated positions, each untrained: a gain from training is read against
+    the untrained model with the trial's own start."""
+    from transformers import AutoConfig
+
+    from core.longformer import cached_longformer
+    from core.position_interpolation import CONFIG_KEY
+    from platform.tuner import baseline_models
+
+    converted = str(cached_longformer(minilm_dir, 1024, 64, tmp_path / "cache"))
+    resolved = _resolved(_strategies()["optuna"], tmp_path)
+    resolved = dataclasses.replace(
+        resolved, source_model=minilm_dir, plan=dataclasses.replace(resolved.plan, base_model=converted)
+    )
+    assert list(baseline_models(resolved)) == ["baseline", "baseline-converted"]
+    interpolating = dataclasses.replace(resolved, inputs=dataclasses.replace(resolved.inputs, interpolates=True))
+    rows = baseline_models(interpolating)
+    assert list(rows) == ["baseline", "baseline-converted", "baseline-interpolated"]
+    assert getattr(AutoConfig.from_pretrained(rows["baseline-interpolated"][0]), CONFIG_KEY) == 2

@@ -32,6 +32,7 @@ def test_hyperparameters_hold_only_what_every_trial_reads_and_each_plug_in_owns_
         "contrastive_weight",
         "mlm_weight",
         "trainable",
+        "position_init",
     }
     owned = {
         f.name: owner

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from core.longformer import cached_longformer, first_new_position
+from core.longformer import base_position_rows, cached_longformer, first_new_position
 from trainers.loop import build_module
 from trainers.settings import TrialSettings
 from trainers.trainable import TOP_LAYERS, parameter_groups
@@ -22,9 +22,9 @@ def converted(minilm_dir, tmp_path_factory) -> str:
     return str(cached_longformer(minilm_dir, 1024, 64, tmp_path_factory.mktemp("cache")))
 
 
-def _one_step(model_dir: str, trainable: str) -> tuple[dict, dict, object]:
+def _one_step(model_dir: str, trainable: str, position_init: str = "copy") -> tuple[dict, dict, object]:
     """The encoder's weights before and after one AdamW step on two long pairs, and the module."""
-    hp = TrialSettings(trainable=trainable, mlm_weight=0.0, lr=1e-2)
+    hp = TrialSettings(trainable=trainable, position_init=position_init, mlm_weight=0.0, lr=1e-2)
     module, tokenizer = build_module(model_dir, hp)
     before = {name: p.detach().clone() for name, p in module.model.named_parameters()}
     optimizer = torch.optim.AdamW(parameter_groups(module, hp.trainable, hp.weight_decay), lr=hp.lr)
@@ -49,6 +49,16 @@ def test_positions_trains_the_new_position_rows_alone_and_short_inputs_embed_as_
         rows[0][first_new:], rows[1][first_new:]
     )
     assert all(p.requires_grad for p in module.heads.parameters())
+
+
+def test_with_interpolated_positions_the_base_rows_are_every_s_th_and_stay(converted):
+    before, after, module = _one_step(converted, "positions", "interpolate")
+    changed = {name for name in before if not torch.equal(before[name], after[name])}
+    assert changed == {"embeddings.position_embeddings.weight"}
+    base = base_position_rows(module.model, first_new_position(converted))
+    assert base.sum() == 1 + 512 and not base[2]  # the padding row, then every second row of 1,024
+    rows = before["embeddings.position_embeddings.weight"], after["embeddings.position_embeddings.weight"]
+    assert torch.equal(rows[0][base], rows[1][base]) and not torch.equal(rows[0][~base], rows[1][~base])
 
 
 def test_positions_and_top_trains_the_top_layers_too(converted):

@@ -25,6 +25,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from core.encoder import position_inputs
+
 MASK_PROBABILITY = 0.15  # BERT, Sec. 3.1
 REPLACE_WITH_MASK = 0.8
 REPLACE_WITH_RANDOM = 0.1  # of the picked tokens; the remaining 10% stay as they are
@@ -65,9 +67,10 @@ def masked_lm_loss(
     """Mean cross-entropy over the labelled (``labels != -100``) positions of ``input_ids`` (N, L);
     a zero that keeps every gradient defined when nothing is labelled."""
     head = prediction_head(model)
+    positions = position_inputs(model.config, attention_mask)  # interpolated positions read as in encode
     if head is None:
-        return model(input_ids=input_ids, attention_mask=attention_mask, labels=labels).loss
-    hidden = model.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        return model(input_ids=input_ids, attention_mask=attention_mask, labels=labels, **positions).loss
+    hidden = model.base_model(input_ids=input_ids, attention_mask=attention_mask, **positions).last_hidden_state
     picked = labels != -100
     logits = head(hidden[picked])
     if logits.shape[0] == 0:
