@@ -14,26 +14,8 @@ from core.run_files import RunFiles
 
 Pooling = Literal["cls", "mean", "max"]
 T = TypeVar("T")
-Views = Literal["split", "split+elongation", "elongation", "word"]
 Trainable = Literal["all", "positions", "positions+top"]  # trainers.trainable
 PositionInit = Literal["copy", "interpolate"]  # core.longformer.interpolate_positions
-
-
-@dataclass(frozen=True)
-class ViewMaking:
-    """How one augmentation type (``Hyperparameters.views``) makes a document's two views: the
-    recipe that makes them, and the recipe's own settings it fixes (DocSplit's ``elongate``)."""
-
-    recipe: str
-    settings: dict = field(default_factory=dict)
-
-
-VIEW_MAKING: dict[str, ViewMaking] = {
-    "split": ViewMaking("docsplit", {"elongate": False}),  # DocSplit / SimDE: the sentences split between the views
-    "split+elongation": ViewMaking("docsplit", {"elongate": True}),  # the split, view A elongated: doctune's own
-    "elongation": ViewMaking("laser"),  # LA(SER)^3: copy-and-concatenate
-    "word": ViewMaking("deca"),  # DECA: word-level operations
-}
 
 
 class Scorer(Protocol):
@@ -77,13 +59,14 @@ class Hyperparameters:
     the one flat namespace a spec and Optuna see."""
 
     recipe: str = field(default="docsplit", metadata=constraint("positive-pair recipe: simcse, docsplit, deca, laser"))
-    views: Views | None = field(
+    views: str | None = field(
         default=None,
         metadata=constraint(
-            "augmentation type: how a document's two views are made, each as its paper makes them: split "
-            "(DocSplit's sentence split), elongation (LA(SER)^3), word (DECA's word-level operations), "
-            "split+elongation (the split with view A elongated, doctune's own combination); set, it decides "
-            "recipe and elongate, which a spec then leaves out"
+            "augmentation type: how a document's two views are made, each as its paper makes them: dropout "
+            "(SimCSE: the same text twice, the encoder's dropout the only noise), split (DocSplit's sentence "
+            "split), elongation (LA(SER)^3), word (DECA's word-level operations), split+elongation (the split "
+            "with view A elongated, doctune's own combination); each recipe declares its own (its views); set, "
+            "it decides recipe and elongate, which a spec then leaves out"
         ),
     )
     lr: float = field(default=5e-5, metadata=constraint("AdamW learning rate", 0.0, 1.0, low_open=True))
@@ -124,7 +107,9 @@ class Hyperparameters:
 
     def __post_init__(self) -> None:
         if self.views is not None:  # the one place an augmentation type becomes a recipe
-            making = VIEW_MAKING[self.views]
+            from trainers.pairs import VIEWS  # the recipes declare them; trainers.pairs imports this module
+
+            making = VIEWS[self.views]
             object.__setattr__(self, "recipe", making.recipe)
             for name, value in making.settings.items():
                 if hasattr(self, name):  # TrialSettings has the recipe's own; Hyperparameters alone does not

@@ -35,10 +35,10 @@ def check_views_choice(merged: dict) -> None:
     clash = next((key for key, present in given.items() if present), None)
     if clash is not None:
         views = "search.space.views" if "views" in space else "hyperparameters.views"
-        raise SpecError(
-            f"{clash}: {views} decides the recipe and the elongation of view A (split: docsplit; split+elongation: "
-            f"docsplit, elongated; elongation: laser; word: deca); drop {clash}"
-        )
+        from trainers.pairs import VIEWS
+
+        made = "; ".join(f"{name}: {VIEWS[name].recipe}" for name in VIEWS)
+        raise SpecError(f"{clash}: {views} decides the recipe and the elongation of view A ({made}); drop {clash}")
 
 
 def _check_base(spec: SearchSpec) -> None:

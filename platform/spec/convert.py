@@ -152,9 +152,9 @@ def plugin_registries() -> dict:
     is checked, not with this module: the losses bring torch, which importing ``platform.spec``
     (for its names and paths) does not need."""
     from trainers.losses import CONTRASTIVE_LOSSES
-    from trainers.pairs import RECIPES
+    from trainers.pairs import RECIPES, VIEWS
 
-    return {"recipe": RECIPES, "loss": CONTRASTIVE_LOSSES}
+    return {"recipe": RECIPES, "loss": CONTRASTIVE_LOSSES, "views": VIEWS}
 
 
 def check_hyperparameter(name: str, value: Any, where: str) -> Any:

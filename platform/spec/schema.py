@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from core.fields import constraint
 from evaluators.plan import EvalBudget
-from trainers.config import VIEW_MAKING, BaseSettings, MlmHeadSettings
+from trainers.config import BaseSettings, MlmHeadSettings
 from trainers.settings import TrialSettings
 
 
@@ -393,7 +393,9 @@ class SearchSpec:
     def recipes(self) -> tuple[str, ...]:
         """Every recipe this search's trials may train (searched, or through a searched ``views``)."""
         if views := self.search.space.get("views"):
-            return tuple(dict.fromkeys(VIEW_MAKING[v].recipe for v in views.values))
+            from trainers.pairs import VIEWS
+
+            return tuple(dict.fromkeys(VIEWS[v].recipe for v in views.values))
         searched = self.search.space.get("recipe")
         return tuple(searched.values) if searched else (self.fixed_hyperparameters().recipe,)
 

@@ -60,6 +60,18 @@ def test_a_plug_in_receives_its_own_settings_with_the_trials_values():
     assert Hyperparameters(views="split+elongation").recipe == "docsplit"
 
 
+def test_each_augmentation_type_is_declared_on_the_recipe_that_makes_it():
+    from trainers.pairs import RECIPES, VIEWS
+
+    assert VIEWS.names() == ["dropout", "elongation", "split", "split+elongation", "word"]
+    assert {name: VIEWS[name].recipe for name in VIEWS} == {
+        name: recipe for recipe in RECIPES for name in RECIPES[recipe].views
+    }
+    assert TrialSettings(views="dropout").recipe == "simcse"  # SimCSE's views: the same text, dropout the noise
+    with pytest.raises(KeyError, match="unknown augmentation type 'sentence'; known: dropout, elongation"):
+        TrialSettings(views="sentence")
+
+
 def test_trial_settings_travel_to_ray_workers_by_reference():
     hp = TrialSettings(recipe="laser", anchor="random")
     assert pickle.loads(cloudpickle.dumps(hp)) == hp

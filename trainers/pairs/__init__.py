@@ -16,19 +16,24 @@ from trainers.pairs.base import (
     PairBuilder,
     PairContext,
     Recipe,
+    ViewMaking,
     build_pairs,
     contrastive_loss_name,
     recipes,
+    view_makings,
 )
 
 import_plugins(__name__, __path__)
+VIEWS = view_makings()  # augmentation type -> how its recipe makes it
 
 __all__ = [
     "RECIPES",
     "STATISTICS_DOCUMENTS",
+    "VIEWS",
     "PairBuilder",
     "PairContext",
     "Recipe",
+    "ViewMaking",
     "build_pairs",
     "contrastive_loss_name",
     "recipes",

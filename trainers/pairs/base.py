@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import ClassVar, Generic, Protocol, TypeVar
 
 from core.data.corpus import CorpusStats
 from core.registry import Registry
@@ -40,10 +40,13 @@ class Recipe:
     ``hyperparameters.loss`` is unset. ``settings`` is the frozen dataclass of the recipe's own
     settings: each field (with ``core.fields.constraint`` metadata: help line and range) joins the
     flat namespace of a spec's ``hyperparameters:`` and ``search.space:`` (``trainers.settings``),
-    and ``pairs`` receives their values as ``context.settings``."""
+    and ``pairs`` receives their values as ``context.settings``. ``views`` names the augmentation
+    types the recipe makes (the hyperparameter ``views``), each with the values of its own settings
+    that type fixes (DocSplit's ``elongate``)."""
 
     loss: str = "infonce"
     settings: type = NoSettings
+    views: ClassVar[dict[str, dict]] = {}  # augmentation type (``views``) -> the settings it fixes
 
     def pairs(self, context: PairContext) -> PairBuilder:
         raise NotImplementedError
@@ -55,6 +58,24 @@ class Recipe:
 
 
 RECIPES: Registry[type[Recipe]] = Registry("recipe")
+
+
+@dataclass(frozen=True)
+class ViewMaking:
+    """How one augmentation type (``Hyperparameters.views``) makes a document's two views: the
+    recipe that makes them, and the recipe's own settings it fixes."""
+
+    recipe: str
+    settings: dict
+
+
+def view_makings() -> Registry[ViewMaking]:
+    """Every augmentation type, as the recipes declare them (their ``views``)."""
+    found: Registry[ViewMaking] = Registry("augmentation type")
+    for name in RECIPES:
+        for views, settings in RECIPES[name].views.items():
+            found.register(views)(ViewMaking(name, settings))
+    return found
 
 
 def recipes() -> list[str]:

@@ -19,7 +19,7 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Literal
+from typing import ClassVar, Literal
 
 from core.fields import constraint
 from trainers.augment.word_level import (
@@ -119,6 +119,8 @@ def back_translation_pairs(context: PairContext[DecaSettings]):
 @RECIPES.register("deca")
 class DECA(Recipe):
     """Trains with the paper's Eq. 4 unless ``loss`` says otherwise."""
+
+    views: ClassVar[dict[str, dict]] = {"word": {}}  # word-level operations
 
     loss = "deca_ntxent"
     settings = DecaSettings

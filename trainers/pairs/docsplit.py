@@ -27,6 +27,7 @@ import math
 import random
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import ClassVar
 
 from core.data.corpus import CorpusStats
 from core.fields import constraint
@@ -94,6 +95,8 @@ class DocSplitSettings(ElongationSettings):
 @RECIPES.register("docsplit")
 class DocSplit(Recipe):
     settings = DocSplitSettings
+    # DocSplit / SimDE: the sentences split between the views; the split with view A elongated is doctune's own
+    views: ClassVar[dict[str, dict]] = {"split": {"elongate": False}, "split+elongation": {"elongate": True}}
 
     def corpus_problem(self, stats: CorpusStats) -> str | None:
         if stats.single_sentence_documents == stats.documents:

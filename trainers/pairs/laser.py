@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
 from core.fields import constraint
 from trainers.pairs.base import RECIPES, PairBuilder, PairContext, Recipe
@@ -77,6 +77,7 @@ class LaserSettings(ElongationSettings):
 @RECIPES.register("laser")
 class LaSER(Recipe):
     settings = LaserSettings
+    views: ClassVar[dict[str, dict]] = {"elongation": {}}  # copy-and-concatenate
 
     def pairs(self, context: PairContext[LaserSettings]) -> PairBuilder:
         own = context.settings

@@ -7,12 +7,16 @@ The self-contrastive Bregman method builds on these pairs too (Rezaei et al. 202
 from __future__ import annotations
 
 import random
+from typing import ClassVar
 
 from trainers.pairs.base import RECIPES, PairBuilder, PairContext, Recipe
 
 
 @RECIPES.register("simcse")
 class SimCSE(Recipe):
+    # the same text twice: the encoder's dropout makes the two views differ
+    views: ClassVar[dict[str, dict]] = {"dropout": {}}
+
     def pairs(self, context: PairContext) -> PairBuilder:
         return _same_text
 
