@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/local_trial_step.py --model DIR [--pairs 8] [--length 128] [--threads 1]
         [--chunks 8 0] [--comm none] [--mlm-weight 0.1] [--rounds 3] [--warmup 2] [--steps 6] [--workers 2]
-        [--precision fp32 bf16] [--check-bf16]
+        [--precision fp32 bf16] [--check-bf16] [--trainable all positions positions+top]
 
 ``--model``: the trials' converted base (for ``docsplit_long --profile local`` the vanilla
 BERT-Mini converted to a Longformer with a 64-token window, ``<cache>/longformer/<digest>-L4096-W64``,
@@ -24,7 +24,9 @@ gradients of the same loss at the cost of a second forward. ``--precision bf16``
 under ``core.encoder.bf16_autocast`` as ``train.bf16`` does (on a CPU with bf16 instructions; on
 another the script refuses it). ``--check-bf16`` compares, on the same weights and batches, the
 loss and the gradients of a bf16 step with the fp32 step's: the relative difference of the losses,
-the cosine between the flattened gradients and their norms' ratio, per batch.
+the cosine between the flattened gradients and their norms' ratio, per batch. ``--trainable``
+trains what the hyperparameter ``trainable`` trains (``trainers.trainable``: the position rows a
+conversion added alone skip every weight gradient, not the backward through the layers).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ def measure(config: dict) -> dict:
     from trainers.grad_cache import all_reduce_gradients, cached_step
     from trainers.loop import _mlm_inputs, build_module
     from trainers.settings import TrialSettings
+    from trainers.trainable import parameter_groups
     from trainers.training_loss import training_loss
 
     torch.set_num_threads(config["threads"])
@@ -64,13 +67,18 @@ def measure(config: dict) -> dict:
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(config["port"]))
         dist.init_process_group("gloo", rank=config["process"], world_size=config["workers"])
     hp = TrialSettings(
-        recipe="docsplit", temperature=0.05, mlm_weight=config["mlm_weight"], symmetric=True, pooling="mean"
+        recipe="docsplit",
+        temperature=0.05,
+        mlm_weight=config["mlm_weight"],
+        symmetric=True,
+        pooling="mean",
+        trainable=config.get("trainable", "all"),
     )
     module, tokenizer = build_module(config["model"], hp)
     # the gradients averaged across the processes as a trial does: DDP's bucketed all-reduce during
     # backward (the plain step), or one flat all-reduce after it (what the cached step does)
     forward = torch.nn.parallel.DistributedDataParallel(module) if config["comm"] == "ddp" else module
-    optimizer = torch.optim.AdamW(module.parameters(), lr=5e-5, weight_decay=hp.weight_decay)
+    optimizer = torch.optim.AdamW(parameter_groups(module, hp.trainable, hp.weight_decay), lr=5e-5)
     mask_rng = torch.Generator().manual_seed(config["process"])
     batches = build_batches(config["pairs"], config["warmup"] + config["steps"])
     device = torch.device("cpu")
@@ -184,6 +192,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--precision", nargs="+", choices=("fp32", "bf16"), default=["fp32"])
+    parser.add_argument("--trainable", nargs="+", choices=("all", "positions", "positions+top"), default=["all"])
     parser.add_argument(
         "--check-bf16", action="store_true", help="compare a bf16 step's loss and gradients with fp32's"
     )
@@ -221,19 +230,21 @@ def main() -> None:
             )
         return
     variants = [
-        (chunk, comm, precision)
+        (chunk, comm, precision, trainable)
         for chunk in args.chunks
         for comm in args.comm
         for precision in args.precision
+        for trainable in args.trainable
         if not (chunk and comm == "ddp")
     ]
-    times: dict[tuple[int, str, str], list[float]] = {variant: [] for variant in variants}
+    times: dict[tuple[int, str, str, str], list[float]] = {variant: [] for variant in variants}
     loads = []
     for round_ in range(args.rounds):
         for variant in variants if round_ % 2 == 0 else list(reversed(variants)):
-            chunk, comm, precision = variant
+            chunk, comm, precision, trainable = variant
             loads.append(float(Path("/proc/loadavg").read_text().split()[0]))
-            times[variant] += run_together({**base, "chunk": chunk, "comm": comm, "precision": precision}, args.workers)
+            run = {**base, "chunk": chunk, "comm": comm, "precision": precision, "trainable": trainable}
+            times[variant] += run_together(run, args.workers)
     print(
         f"machine: {os.cpu_count()} CPUs ({cpu_name()}), {gpus()}; torch {torch.__version__}; "
         f"{time.strftime('%Y-%m-%d %H:%M')}; "
@@ -242,15 +253,19 @@ def main() -> None:
         f"load average at each start {min(loads):.2f}-{max(loads):.2f}\n"
     )
     reference = statistics.median(times[variants[0]])
-    print("| step | gradients averaged by | precision | s/step (median) | p10-p90 | speed-up against the first row |")
-    print("|---|---|---|---:|---|---:|")
+    print(
+        "| step | gradients averaged by | precision | trains | s/step (median) | p10-p90 | "
+        "speed-up against the first row |"
+    )
+    print("|---|---|---|---|---:|---|---:|")
     averaged = {"none": "nothing (no communication)", "ddp": "DDP, during backward", "flat": "one flat all-reduce"}
-    for (chunk, comm, precision), values in times.items():
+    for (chunk, comm, precision, trainable), values in times.items():
         values = sorted(values)
         low, high = values[len(values) // 10], values[(9 * len(values)) // 10]
         name = f"GradCache, chunks of {chunk}" if chunk else "plain (one forward, one backward)"
         print(
-            f"| {name} | {averaged[comm]} | {precision} | {statistics.median(values):.3f} | {low:.3f}-{high:.3f} | "
+            f"| {name} | {averaged[comm]} | {precision} | {trainable} | {statistics.median(values):.3f} | "
+            f"{low:.3f}-{high:.3f} | "
             f"{reference / statistics.median(values):.2f}x |"
         )
 
