@@ -1,18 +1,21 @@
-"""The long-document study's column for docs/study.md, read from a study directory or its record.
+"""The long-document studies' tables, read from a study directory or its record.
 
-    python bench/long_study_column.py [STUDY_DIR] [--part val|test]
+    python bench/long_study_column.py [STUDY_DIR] [--part val|test] [--against ROW ...]
     python bench/long_study_column.py STUDY_DIR --record bench/study/long_study
 
-STUDY_DIR is a run of ``python -m platform.study long_study`` (default ``runs/long_study``) or its
-record in ``bench/study/long_study``. ``--record`` writes the record: the study's small files
-(``study_spec.json``, ``base.json``, ``timings.json``, ``runs/ROW/seedN/result.json``; what the study
+STUDY_DIR is a run of ``python -m platform.study long_study`` (default ``runs/long_study``) or of
+``position_study``, or its record in ``bench/study/``. ``--record`` writes the record: the study's
+small files (``study_spec.json``, ``base.json``, ``base_interpolated.json``, ``timings.json``,
+``runs/ROW/seedN/result.json``; what the study
 reads to redo nothing) with every test part's scores left out, since no benchmark file may hold a
 score on a locked test part (tests/bench/test_locked_parts.py): the record has validation, and
 ``--part test`` reads a study directory. A study started again from its record trains no finished
 row again, and its table has no test scores for those rows. Prints, for
 each row finished so far (the untouched base first), every table column on ``--part`` as mean ±
 sample std over seeds, then the synthetic long tasks pooled (needle and passkey acc@1 over the
-table's length buckets) against the base and against SimCSE with a screen: the difference of the
+table's length buckets) against the ``--against`` rows (the base and SimCSE by default; a row that
+starts from interpolated positions against the untrained base so started too) with a screen: the
+difference of the
 row means against twice its standard error, taken conservatively as the seeds' spread of both rows
 plus both rows' item standard errors (the rows score the same items, so the paired error is
 smaller). Rows are told apart on validation; test only reports.
@@ -27,11 +30,15 @@ import statistics
 from pathlib import Path
 
 SYNTHETIC = ("needle-retrieval", "passkey-retrieval")
+BASE = "base (converted, untouched)"
+INTERPOLATED_BASE = "base (converted, positions interpolated, untouched)"
 
 
 def _rows(study: Path) -> dict[str, list[dict]]:
-    """Row -> its seeds' scores (task -> part -> metrics), the base first."""
-    rows = {"base (converted, untouched)": [json.loads((study / "base.json").read_text())]}
+    """Row -> its seeds' scores (task -> part -> metrics), the bases first."""
+    rows = {BASE: [json.loads((study / "base.json").read_text())]}
+    if (study / "base_interpolated.json").exists():
+        rows[INTERPOLATED_BASE] = [json.loads((study / "base_interpolated.json").read_text())]
     spec = json.loads((study / "study_spec.json").read_text())["resolved_spec"]
     for name in spec["study"]["rows"]:
         seeds = sorted((study / "runs" / name).glob("seed*/result.json"))
@@ -39,6 +46,13 @@ def _rows(study: Path) -> dict[str, list[dict]]:
         if results:
             rows[name] = [r["scores"] for r in results if "scores" in r]
     return rows
+
+
+def _interpolated_rows(study: Path) -> set[str]:
+    """The rows that start from interpolated positions (``position_init: interpolate``)."""
+    spec = json.loads((study / "study_spec.json").read_text())["resolved_spec"]
+    fixed = spec["hyperparameters"].get("position_init", "copy")
+    return {name for name, row in spec["study"]["rows"].items() if row.get("position_init", fixed) == "interpolate"}
 
 
 def _columns(study: Path) -> list[tuple[str, str]]:
@@ -79,7 +93,8 @@ def write_record(study: Path, destination: Path) -> int:
     """Write ``study``'s record to ``destination`` (its small files, test parts left out); the count."""
     seeds = [path.relative_to(study) for path in study.glob("runs/*/seed*/result.json")]
     written = 0
-    for relative in [Path("study_spec.json"), Path("base.json"), Path("timings.json"), *seeds]:
+    small = [Path("study_spec.json"), Path("base.json"), Path("base_interpolated.json"), Path("timings.json")]
+    for relative in [*small, *seeds]:
         if (study / relative).exists():
             document = _without_test_parts(json.loads((study / relative).read_text()))
             (destination / relative).parent.mkdir(parents=True, exist_ok=True)
@@ -99,6 +114,7 @@ def main() -> None:
     parser.add_argument("study", nargs="?", type=Path, default=Path("runs/long_study"))
     parser.add_argument("--part", choices=("val", "test"), default="val")
     parser.add_argument("--record", type=Path, metavar="DIR", help="write the study's record to DIR, and stop")
+    parser.add_argument("--against", nargs="+", default=[BASE, "simcse"], help="rows every row is compared with")
     args = parser.parse_args()
     if args.record:
         print(f"{write_record(args.study, args.record)} file(s) recorded in {args.record}")
@@ -113,10 +129,11 @@ def main() -> None:
     for name, seeds in rows.items():
         cells = [_cell([_value(s, t, args.part, m)[0] for s in seeds]) for t, m in columns]
         print(f"| {name} | {len(seeds)} | " + " | ".join(cells) + f" | {pooled[name][0]:.3f} |")
-    print(f"\nsynthetic pooled on {args.part}, against the base and against SimCSE (screen: |difference| > 2 SE)")
-    base = next(iter(rows))
+    print(f"\nsynthetic pooled on {args.part}, against {', '.join(args.against)} (screen: |difference| > 2 SE)")
+    interpolated = _interpolated_rows(args.study)
     for name in list(rows)[1:]:
-        for reference in (base, "simcse"):
+        own_start = [INTERPOLATED_BASE] if name in interpolated else []
+        for reference in dict.fromkeys([*own_start, *args.against]):
             if reference == name or reference not in rows:
                 continue
             mean, seed_se, item_se = pooled[name]
