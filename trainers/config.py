@@ -56,7 +56,8 @@ class Hyperparameters:
     (``core.longformer.interpolate_positions``). Each recipe's
     and loss's own settings live in its module (its ``settings`` class; the Bregman term's in
     ``trainers.losses.bregman``); ``trainers.settings.TrialSettings`` assembles them with these into
-    the one flat namespace a spec and Optuna see."""
+    the one flat namespace a spec and Optuna see, and turns ``views`` into the recipe and the
+    settings it fixes."""
 
     recipe: str = field(default="docsplit", metadata=constraint("positive-pair recipe: simcse, docsplit, deca, laser"))
     views: str | None = field(
@@ -104,16 +105,6 @@ class Hyperparameters:
         ),
     )
     warmup_ratio: float = field(default=0.1, metadata=constraint("share of steps with linear warm-up", 0.0, 1.0))
-
-    def __post_init__(self) -> None:
-        if self.views is not None:  # the one place an augmentation type becomes a recipe
-            from trainers.pairs import VIEWS  # the recipes declare them; trainers.pairs imports this module
-
-            making = VIEWS[self.views]
-            object.__setattr__(self, "recipe", making.recipe)
-            for name, value in making.settings.items():
-                if hasattr(self, name):  # TrialSettings has the recipe's own; Hyperparameters alone does not
-                    object.__setattr__(self, name, value)
 
 
 @dataclass(frozen=True)

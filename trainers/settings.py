@@ -21,7 +21,7 @@ from dataclasses import Field
 
 from trainers.config import Hyperparameters
 from trainers.losses import CONTRASTIVE_LOSSES, BregmanSettings
-from trainers.pairs import RECIPES
+from trainers.pairs import RECIPES, VIEWS
 
 
 def settings_owners() -> dict[str, type]:
@@ -67,6 +67,16 @@ def _same(known: Setting, field: Field, hint: object) -> bool:
     return (known.field.default, known.field.metadata, known.hint) == (field.default, field.metadata, hint)
 
 
+def _decide_views(settings) -> None:
+    """The one place an augmentation type (``views``) becomes its recipe and the settings it fixes,
+    as the recipe declares them (``Recipe.views``)."""
+    if settings.views is not None:
+        making = VIEWS[settings.views]
+        object.__setattr__(settings, "recipe", making.recipe)
+        for name, value in making.settings.items():
+            object.__setattr__(settings, name, value)
+
+
 SETTINGS: dict[str, Setting] = _settings()
 """Every name of the flat namespace -> its ``Setting``: ``Hyperparameters``' first, then each owner's."""
 
@@ -79,6 +89,7 @@ TrialSettings = dataclasses.make_dataclass(
     ],
     bases=(Hyperparameters,),
     frozen=True,
+    namespace={"__post_init__": lambda self: _decide_views(self)},
 )
 TrialSettings.__module__ = __name__  # found here by reference when a trial's settings are pickled
 TrialSettings.__doc__ = (

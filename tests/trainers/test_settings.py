@@ -57,7 +57,6 @@ def test_a_plug_in_receives_its_own_settings_with_the_trials_values():
         elongation_min=1, elongation_max=9, split_probability=0.3, elongate=True
     )
     assert (hp.recipe, hp.elongate) == ("docsplit", True)  # what views decides, the recipe's setting included
-    assert Hyperparameters(views="split+elongation").recipe == "docsplit"
 
 
 def test_each_augmentation_type_is_declared_on_the_recipe_that_makes_it():
