@@ -141,7 +141,8 @@ def _check_study_dir(run_dir: Path, marker: str) -> None:
         check_run_dir(run_dir, resume=False)
     elif not (run_dir / MARKER).exists():
         raise UsageError(f"{run_dir} exists and holds no study ({MARKER}); choose another --run-dir")
-    elif (run_dir / MARKER).read_text() != marker:
+    # compared as data: a record kept in git may have gained a final newline
+    elif json.loads((run_dir / MARKER).read_text()) != json.loads(marker):
         raise UsageError(f"{run_dir} holds a study of another spec, profile or --task list; choose another --run-dir")
 
 
