@@ -105,8 +105,9 @@ def _trial_id_of_dir(name: str) -> str:
     return match["id"] if match else name
 
 
-def rows_from_results(results, resolved) -> list[Row]:
-    """One row per trial: its best evaluation round, or its error."""
+def rows_from_results(results, resolved, last_round: bool = False) -> list[Row]:
+    """One row per trial: its best evaluation round (``last_round``: its last, as a fixed run that
+    chooses nothing reads it), or its error."""
     rows = []
     fixed, files = asdict(resolved.fixed), resolved.plan.run_files
     for result in results:
@@ -123,7 +124,8 @@ def rows_from_results(results, resolved) -> list[Row]:
         evaluation = resolved.evaluation
         # several objectives: the last round, the one NSGA-II was told; one: the best round. Both
         # read the validation objective: a trial's test scores never choose its checkpoint
-        chosen = frame["eval_round"].idxmax() if evaluation.multi_objective else frame["objective"].idxmax()
+        last = evaluation.multi_objective or last_round
+        chosen = frame["eval_round"].idxmax() if last else frame["objective"].idxmax()
         best = frame.loc[chosen].to_dict()
         rounds = int(frame["eval_round"].max())
         recorded = best.get("checkpoint")
@@ -153,6 +155,19 @@ def rows_from_results(results, resolved) -> list[Row]:
     if resolved.evaluation.multi_objective:
         mark_pareto_front(rows)
     return rows
+
+
+def round_scores(result, evaluation) -> dict[int, dict]:
+    """A trial's validation scores at every round it reported, by step (a round reported twice, by a
+    trial that resumed, once)."""
+    frame = result.metrics_dataframe
+    if frame is None or "objective" not in frame.columns:
+        return {}
+    return {
+        int(report["step"]): unflatten(report, evaluation.tasks)
+        for report in frame.to_dict("records")
+        if math.isfinite(float(report.get("objective", math.nan)))
+    }
 
 
 def _finite_or_none(value) -> float | None:

@@ -141,9 +141,17 @@ def _check_study_dir(run_dir: Path, marker: str) -> None:
         check_run_dir(run_dir, resume=False)
     elif not (run_dir / MARKER).exists():
         raise UsageError(f"{run_dir} exists and holds no study ({MARKER}); choose another --run-dir")
-    # compared as data: a record kept in git may have gained a final newline
-    elif json.loads((run_dir / MARKER).read_text()) != json.loads(marker):
+    elif not _same_study(json.loads((run_dir / MARKER).read_text()), json.loads(marker)):
         raise UsageError(f"{run_dir} holds a study of another spec, profile or --task list; choose another --run-dir")
+
+
+def _same_study(recorded, now) -> bool:
+    """Whether a study directory's record describes the study ``now`` resolves to: compared as data
+    (a record kept in git may have gained a final newline), a setting doctune gained since the record
+    was written left out (a study goes on under a newer doctune)."""
+    if isinstance(recorded, dict) and isinstance(now, dict):
+        return recorded.keys() <= now.keys() and all(_same_study(v, now[k]) for k, v in recorded.items())
+    return recorded == now
 
 
 def table_columns(spec: SearchSpec, extra_tasks: list[str]) -> list[tuple[str, str]]:
@@ -162,17 +170,24 @@ def _with_tasks(spec: SearchSpec, tasks: list[str]) -> SearchSpec:
 
 
 def fixed_runs(spec: SearchSpec, row: dict, seeds: list[int]) -> SearchSpec:
-    """``row``'s configuration, one trial per seed in ``seeds``: nothing searched."""
+    """``row``'s configuration, one trial per seed in ``seeds``: nothing searched, nothing stopped
+    early; ``study.rounds`` evenly spaced scoring rounds, the last at ``train.steps``."""
     values = dict(row)
     recipe = values.pop("recipe", spec.recipe)
+    rounds = spec.study.rounds if spec.study is not None else 1
     return dataclasses.replace(
         spec,
         recipe=recipe,
         hyperparameters={**spec.hyperparameters, **values},
         # as many trials as seeds, so the resource plan runs them at once where the cluster allows
-        search=dataclasses.replace(spec.search, space={}, samples=len(seeds), warm_start=()),
-        # only the last checkpoint is scored: nothing is chosen or stopped early
-        train=dataclasses.replace(spec.train, seed=seeds[0], eval_every=spec.train.steps),
+        search=dataclasses.replace(
+            spec.search,
+            space={},
+            samples=len(seeds),
+            warm_start=(),
+            scheduler=dataclasses.replace(spec.search.scheduler, asha=None, pbt=None),
+        ),
+        train=dataclasses.replace(spec.train, seed=seeds[0], eval_every=spec.train.steps // rounds),
     )
 
 
@@ -247,7 +262,8 @@ class Study:
         return result
 
     def result(self, resolved: ResolvedSearch, rows: list) -> dict:
-        """The best of a run's ``rows``: its hyperparameters and table scores, or the run's failure."""
+        """The best of a run's ``rows`` (each one round of a trial): its hyperparameters and table
+        scores, or the run's failure."""
         scored = [r for r in rows if r.objective is not None]
         if not scored:
             return {"failed": "; ".join(r.status for r in rows) or "no trial ran"}
@@ -299,10 +315,15 @@ class Study:
             # named by all of the row's seeds: a call interrupted before every seed's result was
             # written restores that run (its finished trials are not trained again) and records the rest
             results = tuner.train_seeds(resolved, {}, todo, "seeds-" + "-".join(map(str, seeds)))
-            for result, row in zip(results, leaderboard.rows_from_results(results, resolved)):
+            # each seed's last round: a fixed run chooses nothing on its scores
+            for result, row in zip(results, leaderboard.rows_from_results(results, resolved, last_round=True)):
                 if (seed := int(result.config["seed"])) in todo:
+                    record = self.result(resolved, [row])
+                    if self.spec.study.rounds > 1 and "failed" not in record:
+                        rounds = leaderboard.round_scores(result, resolved.evaluation)
+                        record["rounds"] = {str(step): scores for step, scores in sorted(rounds.items())}
                     done[seed].parent.mkdir(parents=True, exist_ok=True)
-                    write_atomic(done[seed], json.dumps(self.result(resolved, [row]), indent=2))
+                    write_atomic(done[seed], json.dumps(record, indent=2))
         return {seed: json.loads(path.read_text()) for seed, path in done.items()}
 
     def tuned(self, name: str) -> RowResult:
@@ -328,6 +349,8 @@ class Study:
             else:
                 result.seeds[seed] = run["scores"]
                 result.hyperparameters = run["hyperparameters"]
+                if "rounds" in run:
+                    result.rounds[seed] = {int(step): scores for step, scores in run["rounds"].items()}
         return result
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from evaluators.scores import main_scores, part
@@ -18,16 +18,48 @@ from platform.spec import SearchSpec
 
 @dataclass
 class RowResult:
-    """One row's scores: per seed, task -> metric -> value."""
+    """One row's scores: per seed, task -> metric -> value; with ``study.rounds``, per seed the
+    validation scores of every round, by step."""
 
     name: str
     hyperparameters: dict
     seeds: dict[int, dict[str, dict[str, float]]]
     failed: dict[int, str]
+    rounds: dict[int, dict[int, dict]] = field(default_factory=dict)
+
+    def objective_by_step(self, weights: dict[str, float]) -> dict[int, list[float]]:
+        """Step -> the validation objective (``weights``' tasks' main scores) of each seed's round there."""
+        by_step: dict[int, list[float]] = {}
+        for rounds in self.rounds.values():
+            for step, scores in rounds.items():
+                mains = main_scores(scores, "val")
+                if all(t in mains for t in weights):
+                    objective = sum(w * mains[t] for t, w in weights.items()) / sum(weights.values())
+                    by_step.setdefault(step, []).append(objective)
+        return dict(sorted(by_step.items()))
 
     def values(self, task: str, metric: str, shown: str = "test") -> list[float]:
         """The metric's scores on the ``shown`` part, one per seed that has it."""
         return [s[task][shown][metric] for s in self.seeds.values() if metric in part(s, task, shown)]
+
+
+def _learning_curves(rows: list[RowResult], spec: SearchSpec) -> list[str]:
+    """With ``study.rounds``: each row's validation objective at each round's step, mean ± sample std
+    over seeds (the rounds score the objective's tasks only)."""
+    weights = spec.search.objective.tasks
+    curves = {row.name: curve for row in rows if (curve := row.objective_by_step(weights))}
+    if not curves:
+        return []
+    steps = sorted({step for curve in curves.values() for step in curve})
+    return [
+        "",
+        f"Validation objective ({', '.join(f'{t} {w:g}' for t, w in weights.items())}) at each round, mean ± sample "
+        "std over seeds: the rows' learning curves.",
+        "",
+        "| row | " + " | ".join(f"step {s}" for s in steps) + " |",
+        "|---|" + "---|" * len(steps),
+        *(f"| {name} | " + " | ".join(_cell(curve.get(s, [])) for s in steps) + " |" for name, curve in curves.items()),
+    ]
 
 
 def rank_rows(rows, evaluation) -> list[str]:
@@ -89,6 +121,7 @@ def write_table(
     for row in rows:
         seeds = str(len(row.seeds)) + (f" ({len(row.failed)} failed)" if row.failed else "")
         lines.append("| " + " | ".join([row.name, seeds, *(_cell(row.values(t, m, shown)) for t, m in columns)]) + " |")
+    lines += _learning_curves(rows, spec)
     write_atomic(run_dir / "study.md", "\n".join(lines) + "\n")
     with (run_dir / "study.csv").open("w", newline="") as handle:
         writer = csv.writer(handle)

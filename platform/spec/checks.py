@@ -149,7 +149,7 @@ def check_semantics(spec: SearchSpec) -> None:
     _check_grid(spec.search)
     _check_population(spec.search)
     if spec.study is not None:
-        _check_study(spec.study)
+        _check_study(spec.study, spec.train.steps)
     _check_tracking(spec)
 
 
@@ -250,7 +250,7 @@ def _check_population(search: SearchSection) -> None:
         )
 
 
-def _check_study(study: StudySection) -> None:
+def _check_study(study: StudySection, steps: int) -> None:
     from evaluators.tasks import UnknownTask, check_task_name
 
     if not study.rows:
@@ -276,6 +276,11 @@ def _check_study(study: StudySection) -> None:
         raise SpecError(f"study.seeds: give one or more distinct seeds, got {study.seeds}")
     if study.tune_best > len(study.rows):
         raise SpecError(f"study.tune_best ({study.tune_best}) exceeds the number of rows ({len(study.rows)})")
+    if steps % study.rounds:
+        raise SpecError(
+            f"study.rounds ({study.rounds}) must divide train.steps ({steps}) so the rounds are evenly spaced; "
+            "change either (a profile may set its own steps)"
+        )
 
 
 def _check_warm_start(search: SearchSection) -> None:

@@ -279,6 +279,14 @@ class StudySection:
     tune_best: int = field(
         default=2, metadata=constraint("how many of the best rows (by the objective) the search then tunes", 0)
     )
+    rounds: int = field(
+        default=1,
+        metadata=constraint(
+            "scoring rounds along each row's training, evenly spaced (must divide train.steps): each round's "
+            "validation scores on the objective's tasks are kept, a learning curve; the table shows the last",
+            1,
+        ),
+    )
 
 
 @dataclass(frozen=True)

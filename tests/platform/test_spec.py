@@ -179,6 +179,19 @@ BAD = [
         _with("search", {**GOOD["search"], "confirm_seeds": 2, "scheduler": {"pbt": {}}}),
         "search.confirm_seeds: a PBT trial's settings change as it trains",
     ),
+    (
+        {
+            **GOOD,
+            "train": {"steps": 30, "eval_every": 10},
+            "study": {
+                "rows": {"a": {"recipe": "simcse"}},
+                "table": {"r8-fewshot": ["main"]},
+                "tune_best": 0,
+                "rounds": 4,
+            },
+        },
+        "study.rounds (4) must divide train.steps (30)",
+    ),
     # a plug-in's own rule for its setting (DECA's augmentation: core.fields.constraint's check)
     (
         _with("hyperparameters", {"augmentation": "synonyms"}),

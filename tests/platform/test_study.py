@@ -26,11 +26,13 @@ def finished(tmp_path_factory):
     # is a real sample standard deviation, and one row tuned by a one-trial search
     shipped = load_spec("seed_study", "smoke")[0].study.rows
     rows = {name: shipped[name] for name in ("simcse", "docsplit")}
-    # one scoring round per run, on few items: the rounds and the items' sizes are the searches' own tests
+    # two scoring rounds per fixed run (a learning curve), one per search, on few items: the rounds and
+    # the items' sizes are the searches' own tests
     changes = {
         "study.rows": rows,
         "study.seeds": [0, 1],
         "study.tune_best": 1,
+        "study.rounds": 2,
         "search.samples": 1,
         "train.eval_every": 4,
         "train.cpus_per_worker": 0.5,  # a row's two seeds fit the machine at once, so they run at once
@@ -94,13 +96,33 @@ def test_the_rows_differ_from_the_base_and_from_each_other(finished):
     assert len(set(tables)) == len(tables)  # trained rows are not copies of the base or of one another
 
 
+def test_each_fixed_run_keeps_every_rounds_validation_scores_and_the_table_shows_the_last(finished):
+    spec_path, run_dir, _ = finished
+    spec, _ = load_spec(spec_path, "smoke")
+    for name in spec.study.rows:
+        for path in sorted(run_dir.glob(f"runs/{name}/seed*/result.json")):
+            result = json.loads(path.read_text())
+            assert list(result["rounds"]) == ["2", "4"], path  # study.rounds: 2 of the smoke profile's 4 steps
+            last = result["rounds"]["4"]
+            for task in spec.search.objective.tasks:  # the table's scores are the last round's, not the best's
+                assert result["scores"][task]["val"]["main"] == pytest.approx(last[task]["val"]["main"])
+            assert all("test" not in scores for scores in result["rounds"]["2"].values())
+    table = (run_dir / "study.md").read_text()
+    curves = table[table.index("learning curves") :]
+    assert "| step 2 | step 4 |" in curves and all(f"| {name} |" in curves for name in spec.study.rows)
+
+
 def test_a_second_call_redoes_nothing(finished, capsys):
     spec, run_dir, _ = finished
     results = sorted(run_dir.glob("runs/*/seed*/result.json"))
     before = {path: path.stat().st_mtime_ns for path in results}
     timed = json.loads((run_dir / "timings.json").read_text())
+    # the record as a copy kept in git comes back (a final newline added), and as an earlier doctune
+    # wrote it, without a setting added since
     marker = run_dir / "study_spec.json"
-    marker.write_text(marker.read_text() + "\n")  # as a record kept in git may come back
+    recorded = json.loads(marker.read_text())
+    del recorded["resolved_spec"]["study"]["rounds"]
+    marker.write_text(json.dumps(recorded, indent=2) + "\n")
     assert study.main([spec, "--profile", "smoke", "--run-dir", str(run_dir)]) == 0
     assert {path: path.stat().st_mtime_ns for path in results} == before
     assert "trial(s)" not in capsys.readouterr().out  # no search was started

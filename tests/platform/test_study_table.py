@@ -25,6 +25,29 @@ def test_a_validation_only_table_shows_validation_and_says_no_test_part_was_read
     assert json.loads((tmp_path / "study.json").read_text())[0]["columns"]["r8-fewshot macro_f1"]["mean"] == 0.6
 
 
+def test_rows_with_rounds_show_their_validation_objective_at_each_step(tmp_path):
+    spec, _ = load_spec("position_study", "smoke")  # objective: needle 0.5, passkey 0.5, passages 1.0
+
+    def objective_scores(needle: float, passkey: float, passages: float) -> dict:
+        mains = {"needle-retrieval": needle, "passkey-retrieval": passkey, "news-passage-retrieval": passages}
+        return {task: {"val": {"main": value}} for task, value in mains.items()}
+
+    rounds = {
+        0: {16: objective_scores(0.2, 0.4, 0.5), 32: objective_scores(0.4, 0.4, 0.6)},
+        1: {16: objective_scores(0.2, 0.2, 0.5), 32: objective_scores(0.6, 0.4, 0.6)},
+    }
+    rows = [
+        RowResult("curve", {}, {0: _scores(0.5, None), 1: _scores(0.6, None)}, {}, rounds),
+        RowResult("flat", {}, {0: _scores(0.5, None)}, {}),  # one round per run: no curve
+    ]
+    write_table(rows, [("r8-fewshot", "macro_f1")], tmp_path, spec, shown="val")
+    table = (tmp_path / "study.md").read_text()
+    curves = table[table.index("learning curves") :]
+    # step 16: (0.5*0.2 + 0.5*0.4 + 0.5) / 2 = 0.4 and 0.35; step 32: 0.5 and 0.55
+    assert "| step 16 | step 32 |" in curves and "| curve | 0.3750 ± 0.0354 | 0.5250 ± 0.0354 |" in curves
+    assert "| flat |" not in curves
+
+
 def test_by_default_the_table_shows_test_scores(tmp_path):
     spec, _ = load_spec("position_study", "smoke")
     rows = [RowResult("a", {}, {0: _scores(0.5, 0.9)}, {})]
