@@ -2,6 +2,7 @@
 
     python bench/long_study_column.py [STUDY_DIR] [--part val|test] [--against ROW ...]
     python bench/long_study_column.py STUDY_DIR --record bench/study/long_study
+    python bench/long_study_column.py STUDY_DIR --rounds
 
 STUDY_DIR is a run of ``python -m platform.study long_study`` (default ``runs/long_study``) or of
 ``position_study``, or its record in ``bench/study/``. ``--record`` writes the record: the study's
@@ -19,6 +20,11 @@ difference of the
 row means against twice its standard error, taken conservatively as the seeds' spread of both rows
 plus both rows' item standard errors (the rows score the same items, so the paired error is
 smaller). Rows are told apart on validation; test only reports.
+
+``--rounds`` reads a study run with ``study.rounds`` (its rounds score the objective's tasks on
+validation): each row's learning curve, the objective's long-document tasks pooled with their
+objective weights (main scores) at every round's step, against the row's own untrained start, with
+the same screen.
 """
 
 from __future__ import annotations
@@ -80,6 +86,47 @@ def _pooled(seeds: list[dict], columns, part: str) -> tuple[float, float, float]
     return statistics.fmean(means), seed_se, statistics.fmean(item_se)
 
 
+def _long_weights(study: Path) -> dict[str, float]:
+    """The objective's long-document tasks (``TaskMetadata.long_documents``) with their weights."""
+    from evaluators.tasks import task_class
+
+    weights = json.loads((study / "study_spec.json").read_text())["resolved_spec"]["search"]["objective"]["tasks"]
+    return {task: w for task, w in weights.items() if task_class(task).metadata.long_documents}
+
+
+def _pooled_long(scores: dict, weights: dict[str, float]) -> tuple[float, float]:
+    """One run's long tasks pooled with their weights on validation: value and item standard error."""
+    total = sum(weights.values())
+    pairs = [_value(scores, task, "val", "main") for task in weights]
+    value = sum(w * v for w, (v, _) in zip(weights.values(), pairs)) / total
+    return value, math.sqrt(sum((w * se) ** 2 for w, (_, se) in zip(weights.values(), pairs))) / total
+
+
+def _curves(study: Path) -> None:
+    """Each row's pooled long tasks at every round, against its own untrained start (--rounds)."""
+    weights = _long_weights(study)
+    rows, interpolated = _rows(study), _interpolated_rows(study)
+    print(f"long tasks pooled ({', '.join(f'{t} {w:g}' for t, w in weights.items())}) on validation, by step,")
+    print("against the row's own untrained start (screen: |difference| > 2 SE, the seeds' and the items' errors)")
+    for name in json.loads((study / "study_spec.json").read_text())["resolved_spec"]["study"]["rows"]:
+        results = [json.loads(p.read_text()) for p in sorted((study / "runs" / name).glob("seed*/result.json"))]
+        curves = [{int(step): scores for step, scores in r["rounds"].items()} for r in results if "rounds" in r]
+        if not curves:
+            continue
+        start = INTERPOLATED_BASE if name in interpolated else BASE
+        start_value, start_se = _pooled_long(rows[start][0], weights)
+        print(f"\n{name} (against {start}: {start_value:.3f})")
+        for step in sorted({step for curve in curves for step in curve}):
+            pooled = [_pooled_long(curve[step], weights) for curve in curves if step in curve]
+            values = [v for v, _ in pooled]
+            seed_se = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0.0
+            item_se = statistics.fmean(se for _, se in pooled)
+            se = math.sqrt(seed_se**2 + item_se**2 + start_se**2)
+            gain = statistics.fmean(values) - start_value
+            verdict = "beyond the screen" if abs(gain) > 2 * se else "within noise"
+            print(f"  step {step}: {_cell(values)} ({len(values)} seeds), {gain:+.3f} (2 SE {2 * se:.3f}): {verdict}")
+
+
 def _without_test_parts(value):
     """``value`` (a JSON document of scores) with every test part (a ``test`` entry) left out."""
     if isinstance(value, dict):
@@ -115,9 +162,13 @@ def main() -> None:
     parser.add_argument("--part", choices=("val", "test"), default="val")
     parser.add_argument("--record", type=Path, metavar="DIR", help="write the study's record to DIR, and stop")
     parser.add_argument("--against", nargs="+", default=[BASE, "simcse"], help="rows every row is compared with")
+    parser.add_argument("--rounds", action="store_true", help="the rows' learning curves (a study with study.rounds)")
     args = parser.parse_args()
     if args.record:
         print(f"{write_record(args.study, args.record)} file(s) recorded in {args.record}")
+        return
+    if args.rounds:
+        _curves(args.study)
         return
     rows, columns = _rows(args.study), _columns(args.study)
     if any(args.part not in scores[task] for seeds in rows.values() for scores in seeds for task, _ in columns):
