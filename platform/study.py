@@ -171,7 +171,8 @@ def _with_tasks(spec: SearchSpec, tasks: list[str]) -> SearchSpec:
 
 def fixed_runs(spec: SearchSpec, row: dict, seeds: list[int]) -> SearchSpec:
     """``row``'s configuration, one trial per seed in ``seeds``: nothing searched, nothing stopped
-    early; ``study.rounds`` evenly spaced scoring rounds, the last at ``train.steps``."""
+    early; ``study.rounds`` evenly spaced scoring rounds, the last at ``train.steps``, each round's
+    weights kept (the table scores the last round, which need not be the best a trial keeps)."""
     values = dict(row)
     recipe = values.pop("recipe", spec.recipe)
     rounds = spec.study.rounds if spec.study is not None else 1
@@ -187,7 +188,12 @@ def fixed_runs(spec: SearchSpec, row: dict, seeds: list[int]) -> SearchSpec:
             warm_start=(),
             scheduler=dataclasses.replace(spec.search.scheduler, asha=None, pbt=None),
         ),
-        train=dataclasses.replace(spec.train, seed=seeds[0], eval_every=spec.train.steps // rounds),
+        train=dataclasses.replace(
+            spec.train,
+            seed=seeds[0],
+            eval_every=spec.train.steps // rounds,
+            keep_checkpoints="all" if rounds > 1 else spec.train.keep_checkpoints,
+        ),
     )
 
 

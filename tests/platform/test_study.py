@@ -107,6 +107,9 @@ def test_each_fixed_run_keeps_every_rounds_validation_scores_and_the_table_shows
             for task in spec.search.objective.tasks:  # the table's scores are the last round's, not the best's
                 assert result["scores"][task]["val"]["main"] == pytest.approx(last[task]["val"]["main"])
             assert all("test" not in scores for scores in result["rounds"]["2"].values())
+        # every round's weights stay (the last may not be a trial's best round, which alone would)
+        weights = sorted(p.parent.name for p in run_dir.glob(f"runs/{name}/trials/*/checkpoints/*/model.safetensors"))
+        assert weights == ["step_000002", "step_000002", "step_000004", "step_000004"]
     table = (run_dir / "study.md").read_text()
     curves = table[table.index("learning curves") :]
     assert "| step 2 | step 4 |" in curves and all(f"| {name} |" in curves for name in spec.study.rows)
