@@ -46,8 +46,8 @@ class RowResult:
 def _learning_curves(rows: list[RowResult], spec: SearchSpec) -> list[str]:
     """With ``study.rounds``: each row's validation objective at each round's step, mean ± sample std
     over seeds (the rounds score the objective's tasks only)."""
-    weights = spec.search.objective.tasks
-    curves = {row.name: curve for row in rows if (curve := row.objective_by_step(weights))}
+    weights = spec.search.objective.tasks  # empty for several objectives (objectives:): no one curve
+    curves = {row.name: curve for row in rows if weights and (curve := row.objective_by_step(weights))}
     if not curves:
         return []
     steps = sorted({step for curve in curves.values() for step in curve})
