@@ -94,10 +94,10 @@ def _long_weights(study: Path) -> dict[str, float]:
     return {task: w for task, w in weights.items() if task_class(task).metadata.long_documents}
 
 
-def _pooled_long(scores: dict, weights: dict[str, float]) -> tuple[float, float]:
-    """One run's long tasks pooled with their weights on validation: value and item standard error."""
+def _pooled_long(scores: dict, weights: dict[str, float], part: str = "val") -> tuple[float, float]:
+    """One run's long tasks pooled with their weights on ``part``: value and item standard error."""
     total = sum(weights.values())
-    pairs = [_value(scores, task, "val", "main") for task in weights]
+    pairs = [_value(scores, task, part, "main") for task in weights]
     value = sum(w * v for w, (v, _) in zip(weights.values(), pairs)) / total
     return value, math.sqrt(sum((w * se) ** 2 for w, (_, se) in zip(weights.values(), pairs))) / total
 
@@ -180,6 +180,11 @@ def main() -> None:
     for name, seeds in rows.items():
         cells = [_cell([_value(s, t, args.part, m)[0] for s in seeds]) for t, m in columns]
         print(f"| {name} | {len(seeds)} | " + " | ".join(cells) + f" | {pooled[name][0]:.3f} |")
+    weights = _long_weights(args.study)
+    named = ", ".join(f"{t} {w:g}" for t, w in weights.items())
+    print(f"\nthe objective's long tasks pooled ({named}) on {args.part}:")
+    for name, seeds in rows.items():
+        print(f"  {name}: {_cell([_pooled_long(s, weights, args.part)[0] for s in seeds])}")
     print(f"\nsynthetic pooled on {args.part}, against {', '.join(args.against)} (screen: |difference| > 2 SE)")
     interpolated = _interpolated_rows(args.study)
     for name in list(rows)[1:]:
