@@ -8,14 +8,15 @@ SPEC is a search spec with a ``study:`` section (``search_spaces/seed_study.yaml
 get a tuned version, and the table's columns (task -> metrics). ``--task`` adds tasks to the table
 (e.g. ``beir:DIR`` collections that only exist on the machine at hand).
 
-Every row is one Tune run with nothing searched and one trial per seed (same steps, batch and base
-for all; the seeds at once where the cluster has room), all in one Ray session with one evaluator
-pool; each trial's last checkpoint is scored on every table task. Rows are ranked by the spec's
+Every row is trained with nothing searched, one trial per seed (same steps, batch and base for all;
+the seeds at once where the cluster has room, each batch of seeds one Tune run; every row trains a
+batch before any row trains the next), all in one Ray session with one evaluator pool; each trial's
+last checkpoint is scored on every table task. Rows are ranked by the spec's
 objective (mean over seeds); the best ``tune_best`` rows are then searched over ``search.space``
 with their own values as the starting point, and the winner's configuration is retrained with the
 remaining seeds. The base model itself (untouched) is the first row. The study directory holds each
 row's run and one result per seed (``runs/ROW/seedN/result.json``): an interrupted study started
-again continues the row it stood in and redoes nothing finished. It ends with ``study.md`` (the
+again continues the batch it stood in and redoes nothing finished. It ends with ``study.md`` (the
 table, mean ± std over seeds), ``study.csv``, ``study.json``, ``study.png`` and ``timings.json``
 (the wall time per row, summed over the calls that worked on it). Exit codes as the
 search's: 0 done, 2 bad input, 1 other failure.
@@ -302,14 +303,19 @@ class Study:
             write_atomic(scored, json.dumps(scores, indent=2))
         return RowResult(name, {}, {self.spec.study.seeds[0]: json.loads(scored.read_text())}, {})
 
-    def seeded(self, name: str, values: dict) -> RowResult:
-        """``values`` trained once per seed."""
-        return self.row(name, self.trained_seeds(name, values, self.spec.study.seeds, self.run_dir / "runs" / name))
+    def seed_batches(self) -> list[list[int]]:
+        """The study's seeds in batches of as many as the cluster trains at once. Every row trains a
+        batch before any row trains the next, and each batch's results are written as it ends: a
+        study stopped part-way has its rows at equal seed counts and loses at most one batch."""
+        seeds, rows = self.spec.study.seeds, self.spec.study.rows
+        at_once = self.resolve(fixed_runs(self.spec, next(iter(rows.values())), seeds), self.run_dir)
+        size = max(1, at_once.resources.max_concurrent)
+        return [seeds[i : i + size] for i in range(0, len(seeds), size)]
 
     def trained_seeds(self, name: str, values: dict, seeds: list[int], directory: Path) -> dict[int, dict]:
         """``values`` trained once per seed, the seeds as the trials of one Tune run in ``directory``
         (at once where the cluster allows; a seed finished by an earlier call is read back); each
-        seed's hyperparameters and table scores, or its failure."""
+        seed's hyperparameters and table scores, or its failure, by seed."""
         from platform import leaderboard
 
         done = {seed: directory / f"seed{seed}" / RESULT_FILE for seed in seeds}
@@ -411,10 +417,12 @@ def _run(spec: SearchSpec, spec_path: Path, profile: str, columns, run_dir: Path
             try:
                 with clock.phase("base row"):
                     rows = study.base_rows(pool_plan)
-                fixed = []
-                for name, values in spec.study.rows.items():
-                    with clock.phase(name):
-                        fixed.append(study.seeded(name, values))
+                runs: dict[str, dict[int, dict]] = {name: {} for name in spec.study.rows}
+                for batch in study.seed_batches():
+                    for name, values in spec.study.rows.items():
+                        with clock.phase(name):
+                            runs[name] |= study.trained_seeds(name, values, batch, run_dir / "runs" / name)
+                fixed = [study.row(name, seeds) for name, seeds in runs.items()]
                 tuned = []
                 for name in rank_rows(fixed, pool_plan.evaluation)[: spec.study.tune_best]:
                     with clock.phase(f"{name} (tuned)"):
