@@ -67,4 +67,5 @@ def test_no_shipped_spec_starts_from_a_table_pick_without_its_table():
                     for k, v in pick.items()
                 ), f"{spec.name} starts from {path.stem}'s validation pick"
     local = load_spec("docsplit_long", "local")[0]
-    assert [start["views"] for start in local.search.warm_start] == ["split"]  # DocSplit's own setting alone
+    # the long study's validation-best setting, then DocSplit's own: no efficiency table's pick
+    assert [start["views"] for start in local.search.warm_start] == ["dropout", "split"]

@@ -136,9 +136,9 @@ def test_a_search_started_with_no_gpu_node_plans_for_the_autoscalers_gpus_and_ge
     assert ranks and all(r["node_id"] != head_id and r["gpu_ids"] for r in ranks), ranks
     assert all(r["device"] == "cpu" for r in ranks)  # declared GPUs, trained on CPU as the switch says
     # the default search's smoke run whole: the base as given and converted to a Longformer, and
-    # DocSplit's own setting (views: split), the first trial, trained and scored
+    # the long study's validation-best setting (views: dropout), the first trial, trained and scored
     rows = json.loads((run_dir / "leaderboard.json").read_text())["rows"]
     assert {r["trial"] for r in rows if r["trial"].startswith("baseline")} == {"baseline", "baseline-converted"}
     (trial,) = [r for r in rows if not r["trial"].startswith("baseline")]
-    assert trial["status"] == "completed" and trial["hyperparameters"]["views"] == "split"
+    assert trial["status"] == "completed" and trial["hyperparameters"]["views"] == "dropout"
     assert all(math.isfinite(r["objective"]) for r in rows)

@@ -171,7 +171,7 @@ def test_resources_this_machine_lacks_are_refused_before_ray_starts(tmp_path):
 
 
 @pytest.mark.ray  # preparing the corpus starts Ray
-def test_docsplit_longs_dry_run_shows_the_six_dimensions_and_docsplits_setting_first(tmp_path):
+def test_docsplit_longs_dry_run_shows_the_six_dimensions(tmp_path):
     done, _ = _search("docsplit_long", "--profile", "local", "--run-dir", str(tmp_path / "run"), "--dry-run")
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads(done.stdout[done.stdout.index("{") :])
@@ -189,7 +189,7 @@ def test_docsplit_longs_dry_run_shows_the_six_dimensions_and_docsplits_setting_f
             "lr",
         ]
     )
-    assert summary["searched"]["views"] == {"choice": ["split", "split+elongation", "elongation", "word"]}
+    assert summary["searched"]["views"] == {"choice": ["dropout", "split", "split+elongation", "elongation", "word"]}
     # the spec's own base converted, trained at 512 tokens, long documents half the objective
     resolved = summary["resolved_spec"]
     assert resolved["base_model"] == "all-minilm-l6-v2" and resolved["base"] is None

@@ -99,13 +99,21 @@ SIX_DIMENSIONS = ("views", "split_probability", "elongation_max", "temperature",
 
 
 @pytest.mark.parametrize("profile", ["full", "local", "smoke"])
-def test_docsplit_long_searches_the_six_dimensions_from_docsplits_own_setting(profile):
+def test_docsplit_long_searches_the_six_dimensions_from_the_long_studys_best_then_docsplits_setting(profile):
     spec, _ = load_spec("docsplit_long", profile)
     space = spec.search.space
     assert set(space) == {*SIX_DIMENSIONS, "lr"}
     for name, dist in space.items():  # every dimension can take two values or more, in every profile
         assert len(dist.values) >= 2 and (dist.kind != "choice" or len(set(dist.values)) >= 2), name
+    # the long study's validation-best setting (docs/study.md): SimCSE's dropout views, nothing added
     assert spec.search.warm_start[0] == {
+        "views": "dropout",
+        "temperature": 0.05,
+        "mlm_weight": 0.0,
+        "bregman_k": 0,
+        "lr": 5e-5,
+    }
+    assert spec.search.warm_start[1] == {
         "views": "split",
         "split_probability": 0.5,
         "temperature": 0.05,
@@ -116,15 +124,17 @@ def test_docsplit_long_searches_the_six_dimensions_from_docsplits_own_setting(pr
     assert 0 in space["bregman_k"].values and any(k > 0 for k in space["bregman_k"].values)
     assert any(w > 0 for w in space["mlm_weight"].values)
     trials = _sample(space, 80)
-    assert {t["views"] for t in trials} == {"split", "split+elongation", "elongation", "word"}
+    assert {t["views"] for t in trials} == {"dropout", "split", "split+elongation", "elongation", "word"}
     for t in trials:  # each type's own dimension only where it applies
         assert ("split_probability" in t) == (t["views"] in SPLIT_TYPES)
         assert ("elongation_max" in t) == (t["views"] in ELONGATION_TYPES)
         assert {"temperature", "mlm_weight", "bregman_k", "lr"} <= set(t)
-    assert spec.recipes() == ("docsplit", "laser", "deca")
+    assert spec.recipes() == ("simcse", "docsplit", "laser", "deca")
     fixed = dataclasses.asdict(spec.fixed_hyperparameters())
-    made = {v: TrialSettings(**{**fixed, "views": v}) for v in ("split", "split+elongation", "elongation", "word")}
+    kinds = ("dropout", "split", "split+elongation", "elongation", "word")
+    made = {v: TrialSettings(**{**fixed, "views": v}) for v in kinds}
     assert {v: (hp.recipe, hp.elongate) for v, hp in made.items()} == {
+        "dropout": ("simcse", False),
         "split": ("docsplit", False),
         "split+elongation": ("docsplit", True),
         "elongation": ("laser", False),
