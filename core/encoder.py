@@ -246,13 +246,17 @@ def cpu_computes_bf16() -> bool:
     return bool(supported and supported())
 
 
+def computes_bf16(device: torch.device) -> bool:
+    """Whether bf16 autocast on ``device`` computes in bf16: on a GPU, and on a CPU with bf16
+    instructions (``cpu_computes_bf16``)."""
+    return device.type == "cuda" or cpu_computes_bf16()
+
+
 def bf16_autocast(device: torch.device, enabled: bool = True):
-    """The training forward's precision (``train.bf16``): bf16 autocast when ``enabled``, on a GPU
-    and on a CPU that computes bf16 (``cpu_computes_bf16``); elsewhere a context that changes nothing.
+    """A forward's precision (``train.bf16``, ``evaluation.bf16``): bf16 autocast when ``enabled``
+    and ``device`` computes bf16 (``computes_bf16``); elsewhere a context that changes nothing.
     The losses compute in fp32 whatever the forward's precision (``trainers.losses.precision``)."""
-    if device.type == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16, enabled=enabled)
-    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=enabled and cpu_computes_bf16())
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=enabled and computes_bf16(device))
 
 
 def tokenize(tokenizer, texts: list[str], max_length: int) -> dict[str, torch.Tensor]:
@@ -306,12 +310,15 @@ def embed_texts(
     batch_size: int = 32,
     device: str = "cpu",
     long_inputs: str = "truncate",
+    bf16: bool = False,
 ) -> np.ndarray:
     """L2-normalised float32 embeddings, shape (len(texts), d).
 
     A text longer than ``max_length`` tokens is truncated, or with ``long_inputs="chunk"`` cut
     into consecutive windows whose pooled vectors are averaged, weighted by their token counts.
-    Windows are sorted by length so batches pad little; the output keeps the input order.
+    Windows are sorted by length so batches pad little; the output keeps the input order. With
+    ``bf16`` the encoder runs under bf16 autocast where ``device`` computes bf16 (``bf16_autocast``);
+    pooling and normalising stay in fp32.
     """
     model.eval()
     windows, owners = token_windows(tokenizer, texts, max_length, long_inputs)
@@ -321,8 +328,9 @@ def embed_texts(
         idx = order[start : start + batch_size]
         batch = tokenizer.pad({"input_ids": [windows[i] for i in idx]}, return_tensors="pt")
         mask = batch["attention_mask"].to(device)
-        hidden = encode(model, batch["input_ids"].to(device), mask)
-        for i, vector in zip(idx, pool(hidden, mask, pooling).float().cpu()):
+        with bf16_autocast(torch.device(device), bf16):
+            hidden = encode(model, batch["input_ids"].to(device), mask)
+        for i, vector in zip(idx, pool(hidden.float(), mask, pooling).cpu()):
             pooled[i] = vector
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)

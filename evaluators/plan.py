@@ -79,6 +79,7 @@ class EvalPlan:
     # the parts scored: a search scores both; a benchmark scores validation only, so that no
     # benchmark file ever holds a score on a locked test part (tests/bench/test_locked_parts.py)
     parts: tuple[Literal["val", "test"], ...] = ("val", "test")
+    bf16: bool = False  # embed under bf16 autocast where the device computes bf16 (evaluation.bf16)
 
     @property
     def tasks(self) -> tuple[str, ...]:

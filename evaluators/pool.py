@@ -175,10 +175,14 @@ class Evaluator:
     def _embedders(self, model_dir: str, cache, pooling: str, task_names: list[str] | None, reading: Reading):
         """``(task name, embedder)`` for each task: embeddings come from ``cache``, the encoder is
         loaded on the first miss only."""
-        from core.encoder import embed_texts, load_encoder
+        import torch
+
+        from core.encoder import computes_bf16, embed_texts, load_encoder
         from evaluators.cache import embedding_digest
 
         digest = embedding_digest(model_dir)
+        # bf16 embeddings are kept apart from fp32 ones: a run compares rows embedded alike
+        bf16 = self.plan.bf16 and computes_bf16(torch.device(self.device))
         loaded: list = []  # (model, tokenizer), loaded on the first cache miss only
 
         def embed_missing(texts: list[str], long_inputs: str, max_length: int):
@@ -186,12 +190,13 @@ class Evaluator:
                 model, tokenizer = load_encoder(model_dir)
                 loaded.extend((model.to(self.device), tokenizer))
             settings = {"max_length": max_length, "batch_size": self.plan.batch_size, "device": self.device}
-            return embed_texts(*loaded, texts, pooling=pooling, long_inputs=long_inputs, **settings)
+            return embed_texts(*loaded, texts, pooling=pooling, long_inputs=long_inputs, bf16=bf16, **settings)
 
         for name in task_names or list(self.plan.tasks):
             policy = reading.long_inputs or self.tasks[name].metadata.long_inputs
             max_length = self.scoring_length(model_dir, name, reading)
             key = f"{digest}-{pooling}-{max_length}" + ("-chunk" if policy == "chunk" else "")
+            key += "-bf16" if bf16 else ""
             seen: dict[str, None] | None = {} if (name, max_length) not in self._over_length else None
 
             def embed(texts: list[str], key=key, policy=policy, max_length=max_length, seen=seen):

@@ -404,6 +404,7 @@ def resolve(
         report_tasks=_report_tasks(spec),
         shared_embeddings=str(cache_dir() / "embeddings"),
         references=evaluation.references,
+        bf16=evaluation.bf16,
     )
     plan = TrainPlan(
         run_uri=str(run_dir.resolve()),

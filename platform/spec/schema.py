@@ -255,6 +255,13 @@ class EvaluationSection:
     threads: int = field(default=2, metadata=constraint("torch threads per evaluator", 1))
     max_length: int = field(default=512, metadata=constraint("tokens per text when embedding", 8))
     batch_size: int = field(default=32, metadata=constraint("texts per embedding batch", 1))
+    bf16: bool = field(
+        default=False,
+        metadata=constraint(
+            "embed under bf16 autocast where the device computes bf16 (a GPU; a CPU with AVX512-BF16), fp32 "
+            "elsewhere; every row of a run is embedded alike"
+        ),
+    )
     limits: EvalBudget = field(default_factory=EvalBudget, metadata=constraint("how much task data to use"))
     report_tasks: list[str] = field(default_factory=list, metadata=constraint("scored for the report, never steer"))
     references: bool = field(

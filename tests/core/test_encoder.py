@@ -126,3 +126,14 @@ def test_train_bf16_runs_linear_layers_in_bf16_on_a_cpu_that_computes_it_and_in_
         off = layer(torch.ones(2, 8))
     assert on.dtype == (torch.bfloat16 if cpu_computes_bf16() else torch.float32) and off.dtype == torch.float32
     assert torch.allclose(on.float(), off, rtol=0.02, atol=0.02)
+
+
+def test_embeddings_under_bf16_agree_with_fp32_where_the_cpu_computes_bf16_and_equal_them_elsewhere(minilm):
+    texts = [SHORT, LONG, "A shorter note on the same council.", LONG[:300]]
+    fp32 = embed_texts(*minilm, texts, pooling="mean", max_length=128, long_inputs="chunk")
+    bf16 = embed_texts(*minilm, texts, pooling="mean", max_length=128, long_inputs="chunk", bf16=True)
+    assert bf16.dtype == np.float32 and np.allclose(np.linalg.norm(bf16, axis=1), 1.0, atol=1e-5)
+    if cpu_computes_bf16():  # computed in bf16: near the fp32 vectors, not equal to them
+        assert not np.array_equal(bf16, fp32) and (bf16 * fp32).sum(1).min() > 0.99
+    else:  # autocast computes nothing in bf16 here
+        assert np.array_equal(bf16, fp32)

@@ -105,6 +105,21 @@ def test_two_longformers_with_the_same_weights_and_other_windows_get_their_own_e
     assert evaluator.cache.hits == 0 and all(0 <= s["main"] <= 1 for s in scores)
 
 
+def test_bf16_embeddings_are_kept_apart_from_fp32_ones_where_the_cpu_computes_bf16(minilm_dir, tmp_path):
+    """``evaluation.bf16``: a run embedding in bf16 never reads another's fp32 vectors (a run compares
+    rows embedded alike); on a CPU without bf16 instructions both are fp32, one entry."""
+    from core.encoder import cpu_computes_bf16
+    from evaluators.pool import Evaluator
+
+    run = str(tmp_path / "run")
+    fp32 = Evaluator(_news_titles_plan(), run).score(minilm_dir, "mean")["news-title-retrieval"]["test"]
+    in_bf16 = Evaluator(_news_titles_plan(bf16=True), run)
+    bf16 = in_bf16.score(minilm_dir, "mean")["news-title-retrieval"]["test"]
+    entries = len(list((tmp_path / "run" / "embeddings").glob("*.npz")))
+    assert (entries, in_bf16.cache.hits == 0) == ((2, True) if cpu_computes_bf16() else (1, False))
+    assert abs(bf16["main"] - fp32["main"]) <= 0.1  # 4 queries: one rank swap moves nDCG@10 that far
+
+
 def test_a_base_outside_the_run_is_embedded_once_for_every_run_and_a_checkpoint_in_its_own_run(minilm_dir, tmp_path):
     """``EvalPlan.shared_embeddings``: the base a search starts from (outside its run directory)
     is embedded once for all runs; a checkpoint inside a run keeps its embeddings in that run."""
