@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/local_trial_step.py --model DIR [--pairs 8] [--length 128] [--threads 1]
         [--chunks 8 0] [--comm none] [--mlm-weight 0.1] [--rounds 3] [--warmup 2] [--steps 6] [--workers 2]
-        [--precision fp32 bf16] [--check-bf16] [--trainable all positions positions+top]
+        [--precision fp32 bf16] [--check-bf16] [--trainable all positions positions+top] [--layouts 2x1 1x2]
 
 ``--model``: the trials' converted base (for ``docsplit_long --profile local`` the vanilla
 BERT-Mini converted to a Longformer with a 64-token window, ``<cache>/longformer/<digest>-L4096-W64``,
@@ -27,6 +27,9 @@ loss and the gradients of a bf16 step with the fp32 step's: the relative differe
 the cosine between the flattened gradients and their norms' ratio, per batch. ``--trainable``
 trains what the hyperparameter ``trainable`` trains (``trainers.trainable``: the position rows a
 conversion added alone skip every weight gradient, not the backward through the layers).
+``--layouts`` compares ways of spending the CPUs on the same step, each ``WORKERSxTHREADS``: ``2x1``
+is the local trial's two one-thread workers, ``1x2`` one worker of two threads taking the whole
+batch (``--pairs`` x ``--workers`` pairs, no communication); by default ``--workers`` x ``--threads``.
 """
 
 from __future__ import annotations
@@ -194,6 +197,9 @@ def main() -> None:
     parser.add_argument("--precision", nargs="+", choices=("fp32", "bf16"), default=["fp32"])
     parser.add_argument("--trainable", nargs="+", choices=("all", "positions", "positions+top"), default=["all"])
     parser.add_argument(
+        "--layouts", nargs="+", help="WORKERSxTHREADS each, the same total batch (default: --workers x --threads)"
+    )
+    parser.add_argument(
         "--check-bf16", action="store_true", help="compare a bf16 step's loss and gradients with fp32's"
     )
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -229,42 +235,53 @@ def main() -> None:
                 f"{row['gradient_cosine']:.5f} | {row['gradient_norm_ratio']:.4f} |"
             )
         return
+    layouts = args.layouts or [f"{args.workers}x{args.threads}"]
+    for layout in layouts:
+        workers, _, threads = layout.partition("x")
+        if not (workers.isdigit() and threads.isdigit() and int(workers) > 0 and int(threads) > 0):
+            parser.exit(2, f"--layouts: {layout!r} is not WORKERSxTHREADS (e.g. 2x1)\n")
+        if (args.pairs * args.workers) % int(workers):
+            parser.exit(2, f"--layouts {layout}: {args.pairs * args.workers} pairs split unevenly over {workers}\n")
     variants = [
-        (chunk, comm, precision, trainable)
+        (chunk, comm, precision, trainable, layout)
         for chunk in args.chunks
         for comm in args.comm
         for precision in args.precision
         for trainable in args.trainable
+        for layout in layouts
         if not (chunk and comm == "ddp")
     ]
-    times: dict[tuple[int, str, str, str], list[float]] = {variant: [] for variant in variants}
+    total_pairs = args.pairs * args.workers
+    times: dict[tuple[int, str, str, str, str], list[float]] = {variant: [] for variant in variants}
     loads = []
     for round_ in range(args.rounds):
         for variant in variants if round_ % 2 == 0 else list(reversed(variants)):
-            chunk, comm, precision, trainable = variant
+            chunk, comm, precision, trainable, layout = variant
+            workers, threads = map(int, layout.split("x"))
             loads.append(float(Path("/proc/loadavg").read_text().split()[0]))
-            run = {**base, "chunk": chunk, "comm": comm, "precision": precision, "trainable": trainable}
-            times[variant] += run_together(run, args.workers)
+            run = {**base, "chunk": chunk, "comm": comm if workers > 1 else "none", "precision": precision}
+            run |= {"trainable": trainable, "threads": threads, "pairs": total_pairs // workers}
+            times[variant] += run_together(run, workers)
     print(
         f"machine: {os.cpu_count()} CPUs ({cpu_name()}), {gpus()}; torch {torch.__version__}; "
         f"{time.strftime('%Y-%m-%d %H:%M')}; "
-        f"{args.workers} processes at once, {args.threads} thread(s) each, {args.pairs} pairs of {args.length} tokens, "
+        f"{total_pairs} pairs of {args.length} tokens a step over {', '.join(layouts)} (workers x threads), "
         f"MLM weight {args.mlm_weight}; {args.rounds} rounds x {args.steps} timed steps per process; "
         f"load average at each start {min(loads):.2f}-{max(loads):.2f}\n"
     )
     reference = statistics.median(times[variants[0]])
     print(
-        "| step | gradients averaged by | precision | trains | s/step (median) | p10-p90 | "
+        "| step | gradients averaged by | precision | trains | workers x threads | s/step (median) | p10-p90 | "
         "speed-up against the first row |"
     )
-    print("|---|---|---|---|---:|---|---:|")
+    print("|---|---|---|---|---|---:|---|---:|")
     averaged = {"none": "nothing (no communication)", "ddp": "DDP, during backward", "flat": "one flat all-reduce"}
-    for (chunk, comm, precision, trainable), values in times.items():
+    for (chunk, comm, precision, trainable, layout), values in times.items():
         values = sorted(values)
         low, high = values[len(values) // 10], values[(9 * len(values)) // 10]
         name = f"GradCache, chunks of {chunk}" if chunk else "plain (one forward, one backward)"
         print(
-            f"| {name} | {averaged[comm]} | {precision} | {trainable} | {statistics.median(values):.3f} | "
+            f"| {name} | {averaged[comm]} | {precision} | {trainable} | {layout} | {statistics.median(values):.3f} | "
             f"{low:.3f}-{high:.3f} | "
             f"{reference / statistics.median(values):.2f}x |"
         )
