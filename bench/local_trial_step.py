@@ -3,6 +3,7 @@
     .venv/bin/python bench/local_trial_step.py --model DIR [--pairs 8] [--length 128] [--threads 1]
         [--chunks 8 0] [--comm none] [--mlm-weight 0.1] [--rounds 3] [--warmup 2] [--steps 6] [--workers 2]
         [--precision fp32 bf16] [--check-bf16] [--trainable all positions positions+top] [--layouts 2x1 1x2]
+        [--compile off on]
 
 ``--model``: the trials' converted base (for ``docsplit_long --profile local`` the vanilla
 BERT-Mini converted to a Longformer with a 64-token window, ``<cache>/longformer/<digest>-L4096-W64``,
@@ -30,6 +31,8 @@ conversion added alone skip every weight gradient, not the backward through the 
 ``--layouts`` compares ways of spending the CPUs on the same step, each ``WORKERSxTHREADS``: ``2x1``
 is the local trial's two one-thread workers, ``1x2`` one worker of two threads taking the whole
 batch (``--pairs`` x ``--workers`` pairs, no communication); by default ``--workers`` x ``--threads``.
+``--compile on`` runs the step's forward through ``torch.compile`` (inductor; it needs a C++
+compiler on CPUs): its first step, compilation included, is reported apart as what it costs once.
 """
 
 from __future__ import annotations
@@ -81,6 +84,8 @@ def measure(config: dict) -> dict:
     # the gradients averaged across the processes as a trial does: DDP's bucketed all-reduce during
     # backward (the plain step), or one flat all-reduce after it (what the cached step does)
     forward = torch.nn.parallel.DistributedDataParallel(module) if config["comm"] == "ddp" else module
+    if config.get("compile") == "on":
+        forward = torch.compile(forward)
     optimizer = torch.optim.AdamW(parameter_groups(module, hp.trainable, hp.weight_decay), lr=5e-5)
     mask_rng = torch.Generator().manual_seed(config["process"])
     batches = build_batches(config["pairs"], config["warmup"] + config["steps"])
@@ -107,12 +112,11 @@ def measure(config: dict) -> dict:
     if config.get("check"):
         return {"check": [_bf16_against_fp32(module, hp, tokenizer, views, config["length"]) for views in batches]}
     times = []
-    for i, views in enumerate(batches):
+    for views in batches:
         began = time.perf_counter()
         step(views)
-        if i >= config["warmup"]:
-            times.append(time.perf_counter() - began)
-    return {"step_s": times}
+        times.append(time.perf_counter() - began)
+    return {"step_s": times[config["warmup"] :], "first_step_s": times[:1]}
 
 
 def _bf16_against_fp32(module, hp, tokenizer, views: tuple[list[str], list[str]], length: int) -> dict:
@@ -144,9 +148,8 @@ def _bf16_against_fp32(module, hp, tokenizer, views: tuple[list[str], list[str]]
     }
 
 
-def run_together(config: dict, workers: int, result: str = "step_s") -> list:
-    """``workers`` child processes of one configuration at once; each one's ``result`` (every timed
-    step by default), in order."""
+def run_together(config: dict, workers: int) -> list[dict]:
+    """``workers`` child processes of one configuration at once; what each one measured, in order."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -166,13 +169,13 @@ def run_together(config: dict, workers: int, result: str = "step_s") -> list:
         )
         for rank in range(workers)
     ]
-    times = []
+    measured = []
     for child in children:
         out, err = child.communicate()
         if child.returncode != 0:
             raise SystemExit(err[-3000:])
-        times += json.loads(out.strip().splitlines()[-1])[result]
-    return times
+        measured.append(json.loads(out.strip().splitlines()[-1]))
+    return measured
 
 
 def main() -> None:
@@ -196,6 +199,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--precision", nargs="+", choices=("fp32", "bf16"), default=["fp32"])
     parser.add_argument("--trainable", nargs="+", choices=("all", "positions", "positions+top"), default=["all"])
+    parser.add_argument("--compile", nargs="+", choices=("off", "on"), default=["off"], help="torch.compile, or not")
     parser.add_argument(
         "--layouts", nargs="+", help="WORKERSxTHREADS each, the same total batch (default: --workers x --threads)"
     )
@@ -226,7 +230,8 @@ def main() -> None:
         "steps": args.steps,
     }
     if args.check_bf16:
-        checked = run_together({**base, "chunk": 0, "comm": "none", "precision": "bf16", "check": True}, 1, "check")
+        (measured,) = run_together({**base, "chunk": 0, "comm": "none", "precision": "bf16", "check": True}, 1)
+        checked = measured["check"]
         print("| batch | fp32 loss | bf16 loss, relative difference | gradients' cosine | gradient norm, bf16 / fp32 |")
         print("|---:|---:|---:|---:|---:|")
         for i, row in enumerate(checked):
@@ -243,25 +248,29 @@ def main() -> None:
         if (args.pairs * args.workers) % int(workers):
             parser.exit(2, f"--layouts {layout}: {args.pairs * args.workers} pairs split unevenly over {workers}\n")
     variants = [
-        (chunk, comm, precision, trainable, layout)
+        (chunk, comm, precision, trainable, layout, compiled)
         for chunk in args.chunks
         for comm in args.comm
         for precision in args.precision
         for trainable in args.trainable
         for layout in layouts
+        for compiled in args.compile
         if not (chunk and comm == "ddp")
     ]
     total_pairs = args.pairs * args.workers
-    times: dict[tuple[int, str, str, str, str], list[float]] = {variant: [] for variant in variants}
+    times: dict[tuple, list[float]] = {variant: [] for variant in variants}
+    first_steps: dict[tuple, list[float]] = {variant: [] for variant in variants}
     loads = []
     for round_ in range(args.rounds):
         for variant in variants if round_ % 2 == 0 else list(reversed(variants)):
-            chunk, comm, precision, trainable, layout = variant
+            chunk, comm, precision, trainable, layout, compiled = variant
             workers, threads = map(int, layout.split("x"))
             loads.append(float(Path("/proc/loadavg").read_text().split()[0]))
             run = {**base, "chunk": chunk, "comm": comm if workers > 1 else "none", "precision": precision}
-            run |= {"trainable": trainable, "threads": threads, "pairs": total_pairs // workers}
-            times[variant] += run_together(run, workers)
+            run |= {"trainable": trainable, "threads": threads, "pairs": total_pairs // workers, "compile": compiled}
+            for measured in run_together(run, workers):
+                times[variant] += measured["step_s"]
+                first_steps[variant] += measured["first_step_s"]
     print(
         f"machine: {os.cpu_count()} CPUs ({cpu_name()}), {gpus()}; torch {torch.__version__}; "
         f"{time.strftime('%Y-%m-%d %H:%M')}; "
@@ -271,19 +280,20 @@ def main() -> None:
     )
     reference = statistics.median(times[variants[0]])
     print(
-        "| step | gradients averaged by | precision | trains | workers x threads | s/step (median) | p10-p90 | "
-        "speed-up against the first row |"
+        "| step | gradients averaged by | precision | trains | workers x threads | compiled | s/step (median) | "
+        "p10-p90 | speed-up against the first row | first step (s, median) |"
     )
-    print("|---|---|---|---|---|---:|---|---:|")
+    print("|---|---|---|---|---|---|---:|---|---:|---:|")
     averaged = {"none": "nothing (no communication)", "ddp": "DDP, during backward", "flat": "one flat all-reduce"}
-    for (chunk, comm, precision, trainable, layout), values in times.items():
+    for variant, values in times.items():
+        chunk, comm, precision, trainable, layout, compiled = variant
         values = sorted(values)
         low, high = values[len(values) // 10], values[(9 * len(values)) // 10]
         name = f"GradCache, chunks of {chunk}" if chunk else "plain (one forward, one backward)"
         print(
-            f"| {name} | {averaged[comm]} | {precision} | {trainable} | {layout} | {statistics.median(values):.3f} | "
-            f"{low:.3f}-{high:.3f} | "
-            f"{reference / statistics.median(values):.2f}x |"
+            f"| {name} | {averaged[comm]} | {precision} | {trainable} | {layout} | {compiled} | "
+            f"{statistics.median(values):.3f} | {low:.3f}-{high:.3f} | {reference / statistics.median(values):.2f}x | "
+            f"{statistics.median(first_steps[variant]):.1f} |"
         )
 
 
