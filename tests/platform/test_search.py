@@ -213,14 +213,18 @@ def test_docsplit_longs_dry_run_shows_the_six_dimensions(tmp_path):
     assert re.search(r"^doctune: long-document task needle-retrieval@grid: .*; 176 documents", done.stdout, re.M)
     assert space["split_probability"]["when"] == [["views", ["split", "split+elongation"]]]
     assert space["elongation_max"]["when"] == [["views", ["split+elongation", "elongation"]]]
-    assert summary["resolved_spec"]["search"]["warm_start"][0] == {
-        "views": "split",
-        "split_probability": 0.5,
-        "temperature": 0.05,
-        "mlm_weight": 0.1,
-        "bregman_k": 0,
-        "lr": 5e-5,
-    }
+    # the long study's validation-best setting first, then DocSplit's own
+    assert summary["resolved_spec"]["search"]["warm_start"] == [
+        {"views": "dropout", "temperature": 0.05, "mlm_weight": 0.0, "bregman_k": 0, "lr": 5e-5},
+        {
+            "views": "split",
+            "split_probability": 0.5,
+            "temperature": 0.05,
+            "mlm_weight": 0.1,
+            "bregman_k": 0,
+            "lr": 5e-5,
+        },
+    ]
     assert not (tmp_path / "run").exists()
 
 
