@@ -341,6 +341,29 @@ def paired_gain(
     return Gain(difference, low, high, se, dof, level, seed_noise=seeds is not None)
 
 
+def seed_mean_gain(gains: Sequence[Gain], level: float = LEVEL) -> Gain:
+    """One configuration's gain as the mean of its k training runs' paired gains (``paired_gain``,
+    each without a seed term), every run scored on the same items against the same row.
+
+    Its variance adds two terms (``t_interval``): the seeds', the runs' sample variance of the
+    gains over k with k - 1 degrees of freedom (the items are shared, so the runs differ only by
+    their training); and the items', the mean of the runs' item variances, with the smallest of
+    their degrees of freedom: an upper bound on the mean's own item variance, since runs that share
+    their items share at most all of their item noise. No interval where any run's part was too
+    few items to decide."""
+    if len(gains) < 2:
+        raise ValueError(f"a seeds' mean needs at least 2 runs, got {len(gains)}")
+    differences = [g.difference for g in gains]
+    difference = float(np.mean(differences))
+    undecided = [g for g in gains if g.low is None or g.standard_error is None]
+    if undecided:
+        return Gain(difference, None, None, level=level, seed_noise=True, undecided=undecided[0].undecided)
+    items = (float(np.mean([g.standard_error**2 for g in gains])), min(g.degrees_of_freedom for g in gains))
+    seeds = (float(np.var(differences, ddof=1)) / len(gains), len(gains) - 1)
+    low, high, se, dof = t_interval(difference, [items, seeds], level)
+    return Gain(difference, low, high, se, dof, level, seed_noise=True)
+
+
 def task_gain(a: Outcomes, b: Outcomes, task: str, seeds: dict[str, SeedSpread] | None = None) -> dict:
     """Row a's gain over row b on one task's part, paired by item (``paired_gain``), with the same
     gain per stratum of a's (a retrieval task's length buckets, each with its ``n``): a ``Gain``

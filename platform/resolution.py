@@ -378,6 +378,25 @@ def _report_tasks(spec: SearchSpec) -> tuple[str, ...]:
     return tuple(dict.fromkeys(tasks))
 
 
+def evaluation_plan(spec: SearchSpec) -> EvalPlan:
+    """What ``spec``'s evaluators score, on which items, and how: the same plan gives the same
+    items (and the same embedding cache keys) in any process."""
+    evaluation = spec.evaluation
+    return EvalPlan(
+        objectives=spec.search.objective.named(),
+        actor_names=tuple(f"{ACTOR_PREFIX}-{i}" for i in range(evaluation.evaluators)),
+        namespace=f"doctune-{spec.name}",
+        budget=evaluation.limits,
+        max_length=evaluation.max_length,
+        batch_size=evaluation.batch_size,
+        threads=evaluation.threads,
+        report_tasks=_report_tasks(spec),
+        shared_embeddings=str(cache_dir() / "embeddings"),
+        references=evaluation.references,
+        bf16=evaluation.bf16,
+    )
+
+
 def resolve(
     spec: SearchSpec,
     spec_path: Path,
@@ -393,19 +412,7 @@ def resolve(
 ) -> ResolvedSearch:
     train, evaluation = spec.train, spec.evaluation
     resources = plan_search_resources(spec, cluster)
-    eval_plan = EvalPlan(
-        objectives=spec.search.objective.named(),
-        actor_names=tuple(f"{ACTOR_PREFIX}-{i}" for i in range(evaluation.evaluators)),
-        namespace=f"doctune-{spec.name}",
-        budget=evaluation.limits,
-        max_length=evaluation.max_length,
-        batch_size=evaluation.batch_size,
-        threads=evaluation.threads,
-        report_tasks=_report_tasks(spec),
-        shared_embeddings=str(cache_dir() / "embeddings"),
-        references=evaluation.references,
-        bf16=evaluation.bf16,
-    )
+    eval_plan = evaluation_plan(spec)
     plan = TrainPlan(
         run_uri=str(run_dir.resolve()),
         base_model=model_dir,

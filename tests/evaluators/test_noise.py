@@ -17,6 +17,7 @@ from evaluators.noise import (
     joint_resamples,
     paired_gain,
     paired_proportions_variance,
+    seed_mean_gain,
     spread_test,
     too_few_to_decide,
 )
@@ -310,3 +311,31 @@ def test_a_probe_draws_term_leaves_out_the_item_noise_its_items_term_already_hol
         kept.append(draw_variance(a, b, item_variance(a, b, rng)))
         raw.append(np.var(a.draws - b.draws, ddof=1) / 5)
     assert np.mean(kept) < np.mean(raw) / 2
+
+
+def test_a_seeds_mean_gain_adds_the_seeds_spread_to_the_runs_item_noise():
+    rng = np.random.default_rng(3)
+    base = rng.normal(0.5, 0.2, 200)
+    # three training runs of one configuration, scored on the same items: gains 0.04, 0.06, 0.08
+    runs = [
+        paired_gain({"t": _outcomes(base + g + rng.normal(0, 0.05, 200))}, {"t": _outcomes(base)}, {"t": 1.0})
+        for g in (0.04, 0.06, 0.08)
+    ]
+    mean = seed_mean_gain(runs)
+    differences = [r.difference for r in runs]
+    assert mean.difference == pytest.approx(np.mean(differences))
+    assert mean.seed_noise and "seed noise not included" not in mean.describe()
+    items = np.mean([r.standard_error**2 for r in runs])
+    assert mean.standard_error**2 == pytest.approx(items + np.var(differences, ddof=1) / 3)
+    # the seeds' term has 2 degrees of freedom: a wider t than any single run's
+    assert mean.degrees_of_freedom < min(r.degrees_of_freedom for r in runs)
+    assert mean.high - mean.low > max(r.high - r.low for r in runs)
+    assert mean.beyond_noise  # every run gains, and the seeds agree closely enough
+    # runs that disagree in sign leave the mean within noise
+    spread = [Gain(d, d - 0.01, d + 0.01, 0.005, 100.0) for d in (-0.05, 0.02, 0.09)]
+    assert not seed_mean_gain(spread).beyond_noise
+    # one run too few items to decide: no interval, and why
+    undecided = Gain(0.1, None, None, undecided="11 binary items, 30 needed")
+    assert seed_mean_gain([runs[0], undecided]).undecided == "11 binary items, 30 needed"
+    with pytest.raises(ValueError, match="at least 2 runs"):
+        seed_mean_gain(runs[:1])

@@ -1,0 +1,120 @@
+"""A study's learning curves as paired gains: each row's gain over its untrained start at every
+scored step, for each seed and as the seeds' mean, with 95% intervals: on the objective's
+long-document tasks pooled with their weights, on the whole objective, and on each other task.
+
+    .venv/bin/python bench/frontier_gains.py [STUDY_DIR] [--spec bench/training_frontier.yaml]
+        [--profile local] [--out bench/results/frontier_gains.json]
+
+STUDY_DIR is a run of ``python -m platform.study SPEC --profile PROFILE --validation-only`` with
+``study.rounds`` (default ``runs/training_frontier``), its checkpoints kept. Every kept checkpoint
+and the row's untrained start (the converted base, or the base with interpolated positions) are
+scored again, in this process, on the objective's tasks' validation items, through
+the same evaluation plan as the study (``platform.resolution.evaluation_plan``), so the study's
+embedding cache answers what it already embedded. The gain of one run is ``paired_gain`` (items
+paired, no seed term); the row's, ``seed_mean_gain`` over its seeds (the seeds' spread included).
+This is the paired counterpart of ``bench/long_study_column.py --rounds``, whose unpaired screen adds
+both rows' item errors and is conservative. Validation only: no test part is read.
+
+Writes ``--out`` after each checkpoint; started again it goes on where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+
+TRIAL_DIR = re.compile(r"^run_trial_(\w+?_\d+)_\d+_seed=(\d+)_")
+
+
+def checkpoints(row_dir: Path) -> dict[int, dict[int, Path]]:
+    """A row's kept checkpoints: seed -> step -> directory (Tune's trial directories name the seed)."""
+    found: dict[int, dict[int, Path]] = {}
+    for trial in sorted(row_dir.glob("tune/seeds-*/run_trial_*")):
+        match = TRIAL_DIR.match(trial.name)
+        if not match:
+            continue
+        trial_id, seed = match.group(1), int(match.group(2))
+        for step_dir in sorted((row_dir / "trials" / trial_id / "checkpoints").glob("step_*")):
+            found.setdefault(seed, {})[int(step_dir.name.split("_")[1])] = step_dir
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("study", type=Path, nargs="?", default=ROOT / "runs" / "training_frontier")
+    parser.add_argument("--spec", default=str(ROOT / "bench" / "training_frontier.yaml"))
+    parser.add_argument("--profile", default="local")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "frontier_gains.json")
+    args = parser.parse_args()
+    import torch
+
+    from core.longformer import cached_interpolated
+    from evaluators.noise import Gain, paired_gain, seed_mean_gain
+    from evaluators.pool import Evaluator
+    from evaluators.tasks import task_class
+    from platform.inputs import InputsPlan, prepare_inputs
+    from platform.resolution import evaluation_plan
+    from platform.spec import load_spec
+
+    spec, _ = load_spec(args.spec, args.profile)
+    objective = dict(spec.search.objective.tasks)
+    long_tasks = {t: w for t, w in objective.items() if task_class(t).metadata.long_documents}
+    named = ", ".join(f"{t} {w:g}" for t, w in long_tasks.items())
+    groups = {f"long tasks pooled ({named})": long_tasks, "objective": objective}
+    groups |= {task: {task: 1.0} for task in objective if task not in long_tasks}
+    base = prepare_inputs(InputsPlan.of(spec), plan_only=True)[0]
+    fixed_start = spec.fixed_hyperparameters().position_init
+    plan = evaluation_plan(spec)
+    pooling = spec.fixed_hyperparameters().pooling
+    evaluator = Evaluator(plan, str(args.study))
+    results = json.loads(args.out.read_text()) if args.out.exists() else {}
+    results["machine"] = f"{os.cpu_count()} CPUs, torch {torch.__version__}"
+    results["groups"] = groups
+    rows = results.setdefault("rows", {})
+    starts: dict[str, dict] = {}
+
+    def start_outcomes(position_init: str) -> dict:
+        if position_init not in starts:
+            model = base if position_init == "copy" else str(cached_interpolated(base))
+            starts[position_init] = evaluator.outcomes(model, pooling, list(objective), "val")
+        return starts[position_init]
+
+    for name, values in spec.study.rows.items():
+        start = values.get("position_init", fixed_start)
+        for seed, steps in sorted(checkpoints(args.study / "runs" / name).items()):
+            for step, directory in sorted(steps.items()):
+                done = rows.setdefault(name, {}).setdefault(str(step), {})
+                if str(seed) in done:
+                    continue
+                began = time.perf_counter()
+                trained = evaluator.outcomes(str(directory), pooling, list(objective), "val")
+                done[str(seed)] = {
+                    group: paired_gain(trained, start_outcomes(start), weights).record()
+                    for group, weights in groups.items()
+                }
+                args.out.parent.mkdir(parents=True, exist_ok=True)
+                args.out.write_text(json.dumps(results, indent=1))
+                print(f"{name}, seed {seed}, step {step}: {time.perf_counter() - began:.0f} s", flush=True)
+
+    print("\nvalidation, gain over the row's untrained start, 95% intervals")
+    for group in groups:
+        print(f"\n{group}")
+        for name, by_step in rows.items():
+            for step, by_seed in sorted(by_step.items(), key=lambda kv: int(kv[0])):
+                gains = [Gain.from_record(record[group]) for _, record in sorted(by_seed.items())]
+                runs = "; ".join(f"seed {s} {g.cell()}" for s, g in zip(sorted(by_seed), gains))
+                mean = f"\n    mean of {len(gains)}: {seed_mean_gain(gains).describe()}" if len(gains) > 1 else ""
+                print(f"  {name}, step {step}: {runs}{mean}")
+
+
+if __name__ == "__main__":
+    main()
