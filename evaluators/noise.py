@@ -111,6 +111,8 @@ class Gain:
     # trained row's score is one training run's, so without it the interval is too narrow
     seed_noise: bool = False
     undecided: str | None = None
+    # how many training runs' gains ``difference`` is the mean of (``seed_mean_gain``)
+    runs: int = 1
 
     @property
     def beyond_noise(self) -> bool:
@@ -118,6 +120,7 @@ class Gain:
 
     def describe(self) -> str:
         seeds = "" if self.seed_noise else "; seed noise not included"
+        seeds += f"; the mean of {self.runs} training runs" if self.runs > 1 else ""
         if self.low is None or self.high is None:
             return f"{self.difference:+.4f} (too few items to decide: {self.undecided}{seeds})"
         verdict = "beyond noise" if self.beyond_noise else "within noise"
@@ -357,11 +360,13 @@ def seed_mean_gain(gains: Sequence[Gain], level: float = LEVEL) -> Gain:
     difference = float(np.mean(differences))
     undecided = [g for g in gains if g.low is None or g.standard_error is None]
     if undecided:
-        return Gain(difference, None, None, level=level, seed_noise=True, undecided=undecided[0].undecided)
+        return Gain(
+            difference, None, None, level=level, seed_noise=True, undecided=undecided[0].undecided, runs=len(gains)
+        )
     items = (float(np.mean([g.standard_error**2 for g in gains])), min(g.degrees_of_freedom for g in gains))
     seeds = (float(np.var(differences, ddof=1)) / len(gains), len(gains) - 1)
     low, high, se, dof = t_interval(difference, [items, seeds], level)
-    return Gain(difference, low, high, se, dof, level, seed_noise=True)
+    return Gain(difference, low, high, se, dof, level, seed_noise=True, runs=len(gains))
 
 
 def task_gain(a: Outcomes, b: Outcomes, task: str, seeds: dict[str, SeedSpread] | None = None) -> dict:

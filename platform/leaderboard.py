@@ -325,6 +325,7 @@ def confirmation_record(winner: Row, winner_seed: int, runs: dict[int, Row], pla
                 "objective": row.objective,
                 "test_objective": row.test_objective,
                 "scores": row.scores,
+                "checkpoint": row.checkpoint,  # the gains over the baselines are these runs' mean
             }
             for seed, row in sorted(runs.items())
         },

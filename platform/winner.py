@@ -45,24 +45,43 @@ def compare_with_baselines(best, baselines, outcomes: ItemOutcomes) -> None:
     """Set ``best.gains``: the winner's test objective against each baseline row's, paired over the
     same test items (``evaluators.noise.paired_gain``), so the leaderboard says whether the gain is
     beyond noise; and ``best.long_task_gains``, the same on the objective's long-document tasks
-    pooled with their objective weights. Each carries the training seeds' spread where
-    ``search.confirm_seeds`` measured it."""
-    from evaluators.noise import paired_gain
+    pooled with their objective weights. Where ``search.confirm_seeds`` kept two or more runs, each
+    gain is those runs' mean (``evaluators.noise.seed_mean_gain``): the configuration's, with the
+    seeds' spread measured, and free of the winner's own run, chosen for its score (``configuration_gain``)."""
     from evaluators.pool import CheckpointMissing
 
     long_weights = long_task_weights(outcomes.weights)
-    seeds = ranking.seed_spread(best, outcomes.weights)
-    long_seeds = ranking.seed_spread(best, long_weights) if long_weights else None
+    runs = confirmation_rows(best)
     print(f"doctune: comparing {best.trial} with the baseline rows on the test items (paired)", flush=True)
     try:
         for baseline in baselines:
-            mine, theirs = outcomes(best, "test"), outcomes(baseline, "test")
-            best.gains[baseline.trial] = paired_gain(mine, theirs, outcomes.weights, seeds).record()
+            best.gains[baseline.trial] = configuration_gain(best, runs, baseline, outcomes, outcomes.weights)
             if long_weights and long_weights != outcomes.weights:
-                gain = paired_gain(mine, theirs, long_weights, long_seeds)
-                best.long_task_gains[baseline.trial] = gain.record()
+                best.long_task_gains[baseline.trial] = configuration_gain(best, runs, baseline, outcomes, long_weights)
     except (CheckpointMissing, RuntimeError) as err:  # the leaderboard, best/ and the report still follow
         best.status += f"; not compared with the baselines: {err}"
+
+
+def confirmation_rows(best) -> list:
+    """The winner's configuration retrained by ``search.confirm_seeds``, each run that kept its
+    checkpoint as a row like the winner's (its own scores and checkpoint)."""
+    return [
+        dataclasses.replace(best, trial=run["trial"], checkpoint=run["checkpoint"], scores=run["scores"])
+        for run in (best.confirmation or {}).get("seeds", {}).values()
+        if run.get("checkpoint")
+    ]
+
+
+def configuration_gain(best, runs: list, baseline, outcomes: ItemOutcomes, weights: dict[str, float]) -> dict:
+    """The gain record of ``best``'s configuration over ``baseline`` on ``weights``' tasks' test
+    items: the mean of the confirmation ``runs``' paired gains where there are two or more, else the
+    winner's own run's, with the confirmation's seed spread where it was measured."""
+    from evaluators.noise import paired_gain, seed_mean_gain
+
+    theirs = outcomes(baseline, "test")
+    if len(runs) >= 2:
+        return seed_mean_gain([paired_gain(outcomes(run, "test"), theirs, weights) for run in runs]).record()
+    return paired_gain(outcomes(best, "test"), theirs, weights, ranking.seed_spread(best, weights)).record()
 
 
 def compare_per_task(best, baselines, resolved) -> None:

@@ -163,7 +163,8 @@ class SearchSection:
         metadata=constraint(
             "after the search, train the winner's configuration with this many new seeds (that many whole trials "
             "more) and report their test objective's mean +- std (the winner's own run apart: chosen as the best, it "
-            "is biased upwards); 2 or more put the seeds' noise into every gain's interval",
+            "is biased upwards); 2 or more put the seeds' noise into every gain's interval, and the gains over the "
+            "baseline rows become the new runs' mean",
             0,
         ),
     )

@@ -325,6 +325,8 @@ def test_a_seeds_mean_gain_adds_the_seeds_spread_to_the_runs_item_noise():
     differences = [r.difference for r in runs]
     assert mean.difference == pytest.approx(np.mean(differences))
     assert mean.seed_noise and "seed noise not included" not in mean.describe()
+    assert mean.runs == 3 and "the mean of 3 training runs" in mean.describe()
+    assert Gain.from_record(mean.record()) == mean
     items = np.mean([r.standard_error**2 for r in runs])
     assert mean.standard_error**2 == pytest.approx(items + np.var(differences, ddof=1) / 3)
     # the seeds' term has 2 degrees of freedom: a wider t than any single run's

@@ -155,6 +155,45 @@ def test_the_confirmation_reports_the_new_seeds_alone_and_the_winners_own_run_ap
     assert none["test_objective"]["n"] == 0 and "every run failed (2)" in describe_confirmation(none)
 
 
+def test_with_two_confirmation_runs_the_gains_are_their_mean_with_the_seeds_term():
+    """``search.confirm_seeds`` >= 2: the gain over a baseline is the confirmation runs' mean paired
+    gain (the configuration's), not the winner's own run's, which was chosen for its score."""
+    from evaluators.noise import Gain, Outcomes, mean_of_rows
+    from platform.leaderboard import Row, confirmation_record
+    from platform.winner import compare_with_baselines
+
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0.2, 0.8, 300)
+    items = {"base": base, "lucky": base + 0.2} | {
+        f"ckpt-{seed}": base + gain + rng.normal(0, 0.05, 300) for seed, gain in ((1, 0.03), (2, 0.05))
+    }
+
+    def outcomes(row, split):
+        assert split == "test"
+        values = items[row.checkpoint]
+        return {task: Outcomes({"main": float(values.mean())}, values, mean_of_rows) for task in outcomes.weights}
+
+    outcomes.weights = {"news-title-retrieval": 1.0, "needle-retrieval": 1.0}
+    baseline = Row("baseline", "baseline", 0.5, None, "base", {"pooling": "mean"})
+    winner_row = Row("lucky", "completed", 0.95, 4, "lucky", {"pooling": "mean"}, test_objective=0.7)
+    runs = {
+        seed: Row(f"confirm-{seed}", "completed", 0.7, 4, f"ckpt-{seed}", {"pooling": "mean"}, test_objective=0.5)
+        for seed in (1, 2)
+    }
+    winner_row.confirmation = confirmation_record(winner_row, 0, runs, planned=2)
+    compare_with_baselines(winner_row, [baseline], outcomes)
+    gain = Gain.from_record(winner_row.gains["baseline"])
+    assert gain.runs == 2 and gain.seed_noise
+    assert gain.difference == pytest.approx(np.mean([items[f"ckpt-{s}"].mean() - base.mean() for s in (1, 2)]))
+    assert "the mean of 2 training runs" in gain.describe()
+    assert Gain.from_record(winner_row.long_task_gains["baseline"]).runs == 2  # the long tasks pooled too
+    # one confirmation run: the winner's own run's gain, seed noise not measured
+    winner_row.confirmation = confirmation_record(winner_row, 0, {1: runs[1]}, planned=1)
+    compare_with_baselines(winner_row, [baseline], outcomes)
+    alone = Gain.from_record(winner_row.gains["baseline"])
+    assert alone.runs == 1 and alone.difference == pytest.approx(0.2) and not alone.seed_noise
+
+
 def test_the_seeds_spread_of_any_score_comes_from_the_confirmation_runs_own_scores():
     """Each confirmation run keeps its scores, so a task's, a length bucket's or a weighted mean of
     tasks' seed spread can be measured (the winner's own run left out), with its number of runs; a
