@@ -248,7 +248,7 @@ def test_a_variant_of_a_shipped_spec_keeps_its_changes_under_every_profile(tmp_p
     smoke_only = write_variant("docsplit_long", tmp_path / "smoke", steps, profiles=("smoke",))
     assert load_spec(str(smoke_only), "smoke")[0].train.steps == 6
     assert load_spec(str(smoke_only), "local")[0].train.steps == 16  # the spec's own local section, untouched
-    assert read_raw(find_spec_file("docsplit_long"))["train"]["steps"] == 2000  # the shipped file, untouched
+    assert read_raw(find_spec_file("docsplit_long"))["train"]["steps"] == 500  # the shipped file, untouched
 
 
 def test_a_profile_names_each_value_of_the_spec_it_replaces_and_the_specs_own_section_keeps_them():
