@@ -9,8 +9,14 @@
 # wheel comes from the configured index or find-links instead, and the script says so. The locks are
 # for CPython 3.11; doctune itself is installed editable, with no dependency of its own.
 #
-# Environment: PYTHON (the interpreter for the venv, default python3); DOCTUNE_TORCH_CPU_INDEX
-# (the CPU wheel index); DOCTUNE_SETUP_PLAN=1 prints the install commands instead of running them.
+# locks/cuda.txt's torch is built for CUDA 13.0, which needs an NVIDIA driver of 580 or later: where
+# `nvidia-smi` reports an older driver (or none), the script stops and says so rather than install a
+# torch that cannot see the GPU.
+#
+# Environment: PYTHON (the interpreter for the venv, default python3); DOCTUNE_LOCK=cpu or cuda (that
+# lock, whatever this machine has: cpu on a GPU machine whose driver is too old, cuda on a login node
+# or an image build without a GPU for GPU nodes); DOCTUNE_TORCH_CPU_INDEX (the CPU wheel index);
+# DOCTUNE_SETUP_PLAN=1 prints the install commands instead of running them.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$root/.venv"
@@ -18,6 +24,8 @@ stamp="$venv/.doctune-installed"
 python="${PYTHON:-python3}"
 cpu_index="${DOCTUNE_TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}"
 plan_only="${DOCTUNE_SETUP_PLAN:-0}"
+lock="${DOCTUNE_LOCK:-}"
+cuda_driver_min=580 # CUDA 13.0's minimum Linux driver (locks/cuda.txt: torch 2.13.0 with cuda-toolkit 13.0)
 
 run() {
   if [ "$plan_only" = 1 ]; then printf '%s\n' "$*"; else "$@"; fi
@@ -42,6 +50,23 @@ lock_install() {  # lock_install LOCK [PIP ARGS...]: exactly the lock's packages
   run "$venv/bin/python" -m pip install --quiet --require-hashes --no-deps -r "$root/locks/$lock.txt" "$@"
 }
 
+# The NVIDIA driver's version (e.g. 580.95.05), empty where nvidia-smi answers none.
+driver_version() {
+  local answer
+  answer="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null)" || true
+  answer="${answer%%$'\n'*}" # the first GPU's
+  printf '%s\n' "${answer// /}"
+}
+
+case "$lock" in
+  cpu | cuda) why="DOCTUNE_LOCK=$lock" ;;
+  "") ;;
+  *)
+    echo "setup.sh: error: DOCTUNE_LOCK=$lock; set it to cpu or cuda (or unset it to choose by the machine)" >&2
+    exit 2
+    ;;
+esac
+
 if [ "$plan_only" = 1 ] || [ ! -f "$stamp" ] || [ "$root/pyproject.toml" -nt "$stamp" ] ||
   [ -n "$(find "$root/locks" -newer "$stamp" -name '*.txt' 2>/dev/null)" ]; then
   version="$("$python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
@@ -50,15 +75,27 @@ if [ "$plan_only" = 1 ] || [ ! -f "$stamp" ] || [ "$root/pyproject.toml" -nt "$s
       "set PYTHON to a Python 3.11 interpreter (PYTHON=python3.11 $0)" >&2
     exit 2
   fi
+  if [ -z "$lock" ] && command -v nvidia-smi >/dev/null 2>&1; then
+    driver="$(driver_version)"
+    major="${driver%%.*}"
+    case "$major" in "" | *[!0-9]*) major=0 ;; esac
+    if [ "$major" -lt "$cuda_driver_min" ]; then
+      echo "setup.sh: error: nvidia-smi reports NVIDIA driver '${driver:-none}'; locks/cuda.txt's torch (CUDA 13.0)" \
+        "needs $cuda_driver_min or later: update the driver, or set DOCTUNE_LOCK=cpu for torch's CPU build" >&2
+      exit 2
+    fi
+    lock=cuda why="NVIDIA driver $driver found"
+  fi
+  [ -n "$lock" ] || lock=cpu why="no NVIDIA GPU"
   [ -x "$venv/bin/python" ] || run "$python" -m venv "$venv"
-  if command -v nvidia-smi >/dev/null 2>&1; then
-    echo "setup.sh: NVIDIA GPU found; installing locks/cuda.txt (torch with its CUDA libraries)" >&2
+  if [ "$lock" = cuda ]; then
+    echo "setup.sh: $why; installing locks/cuda.txt (torch with its CUDA libraries)" >&2
     lock_install cuda
   elif index_reachable "$cpu_index"; then
-    echo "setup.sh: no NVIDIA GPU; installing locks/cpu.txt, torch's CPU build from $cpu_index" >&2
+    echo "setup.sh: $why; installing locks/cpu.txt, torch's CPU build from $cpu_index" >&2
     lock_install cpu --extra-index-url "$cpu_index"
   else
-    echo "setup.sh: no NVIDIA GPU, and $cpu_index cannot be reached; installing locks/cpu.txt with torch's" \
+    echo "setup.sh: $why, and $cpu_index cannot be reached; installing locks/cpu.txt with torch's" \
       "CPU build from the configured index" >&2
     lock_install cpu
   fi

@@ -38,33 +38,40 @@ def _closed_port() -> int:
         return probe.getsockname()[1]
 
 
-def _path_without_nvidia_smi(tmp_path: Path, with_gpu: bool) -> str:
-    """PATH holding only what setup.sh calls; `nvidia-smi` present exactly when `with_gpu`."""
+def _path_without_nvidia_smi(tmp_path: Path, with_gpu: bool, driver: str = "580.95.05") -> str:
+    """PATH holding only what setup.sh calls; `nvidia-smi` present exactly when `with_gpu`, a stand-in
+    answering ``driver`` as the driver's version (no GPU here to ask)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     for tool in ("dirname", "touch", "printf"):
         found = shutil.which(tool)
-        if found:
+        if found and not (bin_dir / tool).exists():
             (bin_dir / tool).symlink_to(found)
+    smi = bin_dir / "nvidia-smi"
+    smi.unlink(missing_ok=True)
     if with_gpu:
-        smi = bin_dir / "nvidia-smi"
-        smi.write_text("#!/bin/sh\nexit 0\n")
+        smi.write_text(f"#!/bin/sh\necho '{driver}'\n")
         smi.chmod(0o755)
     return str(bin_dir)
 
 
-def _plan(tmp_path: Path, cpu_index: str, with_gpu: bool = False) -> tuple[list[str], str, float]:
+def _run(tmp_path: Path, cpu_index: str, with_gpu: bool = False, **env: str) -> subprocess.CompletedProcess:
     env = {
-        "PATH": _path_without_nvidia_smi(tmp_path, with_gpu),
+        "PATH": _path_without_nvidia_smi(tmp_path, with_gpu, env.pop("driver", "580.95.05")),
         "PYTHON": sys.executable,
         "DOCTUNE_TORCH_CPU_INDEX": cpu_index,
         "DOCTUNE_SETUP_PLAN": "1",
         "HOME": os.environ.get("HOME", str(tmp_path)),
+        **env,
     }
-    began = time.monotonic()
-    done = subprocess.run(
+    return subprocess.run(
         ["/bin/bash", str(ROOT / "scripts" / "setup.sh")], env=env, capture_output=True, text=True, timeout=60
     )
+
+
+def _plan(tmp_path: Path, cpu_index: str, with_gpu: bool = False, **env: str) -> tuple[list[str], str, float]:
+    began = time.monotonic()
+    done = _run(tmp_path, cpu_index, with_gpu, **env)
     elapsed = time.monotonic() - began
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines(), done.stderr, elapsed
@@ -99,7 +106,27 @@ def test_an_unreachable_cpu_index_falls_back_in_seconds_and_says_so(tmp_path: Pa
 def test_a_gpu_machine_installs_the_cuda_lock(tmp_path: Path, wheel_index: str) -> None:
     commands, stderr, _ = _plan(tmp_path, wheel_index, with_gpu=True)
     assert _installs(commands) == [_lock_install("cuda"), PROJECT]
-    assert "NVIDIA GPU found" in stderr and "CPU build" not in stderr
+    assert "NVIDIA driver 580.95.05 found" in stderr and "CPU build" not in stderr
+
+
+def test_a_driver_older_than_cuda_13_needs_stops_before_installing_anything(tmp_path: Path, wheel_index: str) -> None:
+    for driver in ("550.54.15", ""):  # too old; nvidia-smi on PATH but answering no driver
+        done = _run(tmp_path, wheel_index, with_gpu=True, driver=driver)
+        assert done.returncode == 2 and done.stdout == "", driver  # no install command planned
+        assert f"NVIDIA driver '{driver or 'none'}'" in done.stderr and "needs 580 or later" in done.stderr
+        assert "DOCTUNE_LOCK=cpu" in done.stderr
+
+
+def test_doctune_lock_chooses_the_lock_whatever_the_machine_has(tmp_path: Path, wheel_index: str) -> None:
+    # a GPU machine whose driver is too old, asking for the CPU build
+    commands, stderr, _ = _plan(tmp_path, wheel_index, with_gpu=True, driver="550.54.15", DOCTUNE_LOCK="cpu")
+    assert _installs(commands) == [_lock_install("cpu", "--extra-index-url", wheel_index), PROJECT]
+    assert "DOCTUNE_LOCK=cpu" in stderr
+    # a login node or an image build without a GPU, for GPU nodes
+    commands, stderr, _ = _plan(tmp_path, wheel_index, DOCTUNE_LOCK="cuda")
+    assert _installs(commands) == [_lock_install("cuda"), PROJECT]
+    done = _run(tmp_path, wheel_index, DOCTUNE_LOCK="rocm")
+    assert done.returncode == 2 and "DOCTUNE_LOCK=rocm; set it to cpu or cuda" in done.stderr
 
 
 def test_a_python_the_locks_are_not_for_is_refused_with_what_to_set(tmp_path: Path) -> None:
