@@ -1,6 +1,6 @@
 """The locked environments (locks/, written by scripts/lock.sh): every requirement of pyproject.toml,
-extras included, met by the lock that carries it; every pin hashed; the CUDA lock resolved again
-from PyPI (not installed) to the same versions."""
+extras included, met by the lock that carries it; every pin hashed; the CUDA and the cluster nodes'
+locks resolved again from PyPI (not installed) to the same versions, and to the CPU lock's beside torch's build."""
 
 from __future__ import annotations
 
@@ -85,23 +85,26 @@ def test_every_extra_is_in_a_lock_and_the_locks_hold_the_builds_they_are_named_f
     build = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
     assert build == ["setuptools>=77"] and 'build_backend="setuptools>=77"' in (ROOT / "scripts/lock.sh").read_text()
     assert all("setuptools" in pins for pins in (cpu, cuda, node))
-    shared = set(cpu) & set(cuda) - {"torch"}
-    assert all(cpu[name][0] == cuda[name][0] for name in shared)  # the same versions beside torch's builds
+    for other in (cuda, node):  # the same versions beside torch's builds: a node runs what was tested
+        shared = set(cpu) & set(other) - {"torch"}
+        assert {n: cpu[n][0] for n in shared} == {n: other[n][0] for n in shared}
 
 
-def test_the_cuda_lock_resolves_again_from_pypi_to_the_same_versions(tmp_path):
-    """What a GPU machine installs is resolved here, not installed: scripts/lock.sh run for the CUDA
-    lock alone, in a copy of the project holding the lock, gives the lock's versions."""
+@pytest.mark.parametrize("lock", ["cuda", "node"])
+def test_a_gpu_lock_resolves_again_from_pypi_to_the_same_versions(tmp_path, lock):
+    """What a GPU machine (``cuda``) and every cluster node (``node``) install is resolved here, not
+    installed (no CUDA wheel downloaded): scripts/lock.sh run for that lock alone, in a copy of the
+    project holding it, gives the lock's versions."""
     uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
     assert uv is not None, "uv is missing: it is in the test extra (pip install -e .[test])"
-    for name in ("pyproject.toml", "scripts/lock.sh", "locks/cuda.txt"):
+    for name in ("pyproject.toml", "scripts/lock.sh", f"locks/{lock}.txt"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tmp_path / name)
     done = subprocess.run(
         ["bash", str(tmp_path / "scripts" / "lock.sh")],
-        env={**os.environ, "UV": uv, "DOCTUNE_LOCKS": "cuda"},
+        env={**os.environ, "UV": uv, "DOCTUNE_LOCKS": lock},
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    again, committed = _pins(tmp_path / "locks" / "cuda.txt"), _pins(ROOT / "locks" / "cuda.txt")
+    again, committed = _pins(tmp_path / "locks" / f"{lock}.txt"), _pins(ROOT / "locks" / f"{lock}.txt")
     assert {n: v for n, (v, _) in again.items()} == {n: v for n, (v, _) in committed.items()}
