@@ -51,8 +51,17 @@ def test_the_cluster_has_gpu_workers_and_keeps_the_dashboard_on_localhost():
     head_start = " ".join(config["head_start_ray_commands"])
     assert "--dashboard-host=127.0.0.1" in head_start
     # every node runs doctune's image, which holds the node lock; GPU workers get their GPUs in it
-    assert config["docker"]["image"].rsplit(":", 1)[-1] != "latest" and config["setup_commands"] == []
+    assert config["docker"]["image"].rsplit(":", 1)[-1] != "latest"
     assert config["docker"]["worker_run_options"] == ["--gpus all"]
+
+
+@pytest.mark.parametrize("path", CLUSTER_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_node_installs_anything_once_rays_defaults_are_filled_in(path):
+    """Every package is in the image or the environment the nodes share (locks/node.txt): the
+    prepared file, with Ray's defaults (an unlocked ``pip install boto3`` on an AWS head), installs none."""
+    prepared = _validated(yaml.safe_load(path.read_text()))
+    installs = [c for c in _commands(prepared) if re.search(r"\b(pip|uv|conda|apt-get) install\b", c)]
+    assert all("apt-get install -y nfs-common" in c for c in installs), installs  # the host's NFS client only
 
 
 def test_every_node_type_can_write_the_bucket():
@@ -104,8 +113,9 @@ def _unset_variables(command: str) -> set[str]:
 
 @pytest.mark.parametrize("path", CLUSTER_FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_command_reads_a_variable_the_launcher_never_sets(path):
-    # the launcher runs node commands over SSH with none of your shell's environment
-    commands = _commands(yaml.safe_load(path.read_text()))
+    # the launcher runs node commands over SSH with none of your shell's environment; what it runs is
+    # the prepared file, Ray's defaults filled in
+    commands = _commands(_validated(yaml.safe_load(path.read_text())))
     assert commands and {c: v for c in commands if (v := _unset_variables(c))} == {}
 
 
@@ -118,7 +128,7 @@ def test_the_variable_scan_finds_what_no_node_has():
 def test_every_value_to_edit_is_marked_in_the_file_and_named_in_the_readme():
     text, guide = (ROOT / "cluster.yaml").read_text(), (ROOT / "docs" / "cluster.md").read_text()
     edits = re.findall(r"EDIT (\w+)", text)
-    assert set(edits) == {"image", "ami", "head_profile", "worker_profile", "efs", "registry"}, edits
+    assert set(edits) == {"image", "zones", "ami", "head_profile", "worker_profile", "efs", "registry"}, edits
     section = guide[guide.index("# On a GPU cluster") :]
     assert all(f"`{name}`" in section for name in edits), [n for n in edits if f"`{n}`" not in section]
 
