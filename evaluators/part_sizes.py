@@ -1,5 +1,5 @@
 """Parts too small to rank: a task whose validation or test part holds fewer items than it takes to
-tell two typical trials apart gets a warning before the search starts.
+tell two typical trials apart is named, in one warning for them all, before the search starts.
 
 What "typical" means comes from a measurement, not a guess: ``bench/ranking_noise.py`` on finished
 default searches (bench/RESULTS.md, "Scoring parts sized to decide") gives, per task type, the noise
@@ -45,20 +45,24 @@ REFERENCES = {
 }
 
 
-def small_parts(part_items: dict[str, tuple[str, dict[str, int]]]) -> list[str]:
-    """One warning per task whose validation or test part is below its type's ``min_items``:
-    ``part_items`` maps a task to its type and items per part (``Evaluator.part_items``)."""
-    warnings = []
+def small_parts(part_items: dict[str, tuple[str, dict[str, int]]]) -> str | None:
+    """One warning, a table with a row per task whose validation or test part is below its type's
+    ``min_items`` (None where no part is): ``part_items`` maps a task to its type and items per part
+    (``Evaluator.part_items``)."""
+    rows = [["task", "items per part", "needed per part (measured on)"]]
     for task, (kind, items) in part_items.items():
         reference = REFERENCES.get(kind)
         if reference is None or min(items.values()) >= reference.min_items:
             continue
         unit = "queries" if kind == "retrieval" else "documents"
         sizes = ", ".join(f"{split} {n}" for split, n in items.items())
-        warnings.append(
-            f"task {task}: its parts are too small to rank trials ({sizes} {unit}; telling two typical trials "
-            f"apart needs about {reference.min_items} per part, measured on {reference.task}): on this task "
-            f"alone their differences will be mostly noise. Give it more {unit} (or dev judgments for "
-            "validation), raise evaluation.limits, or run --profile full"
-        )
-    return warnings
+        rows.append([task, f"{sizes} {unit}", f"about {reference.min_items} ({reference.task})"])
+    if len(rows) == 1:
+        return None
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    table = "\n".join("  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)
+    return (
+        "these tasks' parts are too small to rank trials: on each alone, two typical trials' difference is "
+        "mostly noise. Give a task more items (or dev judgments for validation), raise evaluation.limits, "
+        f"or run --profile full\n{table}"
+    )

@@ -214,7 +214,7 @@ def _prepare_and_search(resolved, resume: bool, clock: PhaseClock) -> tuple[int,
     pool = tuner.evaluator_pool(resolved)
     with clock.phase("evaluators start"):
         pool.start()
-    for warning in small_parts(pool.part_items()):
+    if warning := small_parts(pool.part_items()):
         print(f"doctune: warning: {warning}", file=sys.stderr, flush=True)
     with pool:
         return _search_and_report(resolved, resume, clock)

@@ -243,8 +243,10 @@ def test_parts_too_small_to_rank_are_warned_of_and_large_enough_ones_are_not(tmp
         task.load()
         counts[name] = (task.metadata.type, {split: task.item_count(split) for split in ("val", "test")})
     assert counts[f"beir:{tmp_path / 'c'}"][1] == {"val": 15, "test": 15}
-    warnings = small_parts(counts)
-    assert [w.split(":")[0] for w in warnings] == ["task beir", "task r8-fewshot"]
-    assert warnings[0].startswith(f"task beir:{tmp_path / 'c'}: its parts are too small")
-    assert "val 15, test 15 queries" in warnings[0] and f"about {REFERENCES['retrieval'].min_items} per" in warnings[0]
-    assert "--profile full" in warnings[0]
+    warning = small_parts(counts)  # one warning, a table with a row per task too small
+    header, *rows = warning.splitlines()[1:]
+    assert header.split() == ["task", "items", "per", "part", "needed", "per", "part", "(measured", "on)"]
+    assert [row.split()[0] for row in rows] == [f"beir:{tmp_path / 'c'}", "r8-fewshot"]
+    assert "val 15, test 15 queries" in rows[0] and f"about {REFERENCES['retrieval'].min_items} (" in rows[0]
+    assert "too small to rank trials" in warning and "--profile full" in warning
+    assert small_parts({"news-title-retrieval": counts["news-title-retrieval"]}) is None
