@@ -38,7 +38,7 @@ def _closed_port() -> int:
         return probe.getsockname()[1]
 
 
-def _path_without_nvidia_smi(tmp_path: Path, with_gpu: bool, driver: str = "580.95.05") -> str:
+def _bare_path(tmp_path: Path, with_gpu: bool, driver: str = "580.95.05") -> str:
     """PATH holding only what setup.sh calls; `nvidia-smi` present exactly when `with_gpu`, a stand-in
     answering ``driver`` as the driver's version (no GPU here to ask)."""
     bin_dir = tmp_path / "bin"
@@ -55,9 +55,11 @@ def _path_without_nvidia_smi(tmp_path: Path, with_gpu: bool, driver: str = "580.
     return str(bin_dir)
 
 
-def _run(tmp_path: Path, cpu_index: str, with_gpu: bool = False, **env: str) -> subprocess.CompletedProcess:
+def _run(
+    tmp_path: Path, cpu_index: str, with_gpu: bool = False, *, driver: str = "580.95.05", **env: str
+) -> subprocess.CompletedProcess:
     env = {
-        "PATH": _path_without_nvidia_smi(tmp_path, with_gpu, env.pop("driver", "580.95.05")),
+        "PATH": _bare_path(tmp_path, with_gpu, driver),
         "PYTHON": sys.executable,
         "DOCTUNE_TORCH_CPU_INDEX": cpu_index,
         "DOCTUNE_SETUP_PLAN": "1",
@@ -69,9 +71,11 @@ def _run(tmp_path: Path, cpu_index: str, with_gpu: bool = False, **env: str) -> 
     )
 
 
-def _plan(tmp_path: Path, cpu_index: str, with_gpu: bool = False, **env: str) -> tuple[list[str], str, float]:
+def _plan(
+    tmp_path: Path, cpu_index: str, with_gpu: bool = False, *, driver: str = "580.95.05", **env: str
+) -> tuple[list[str], str, float]:
     began = time.monotonic()
-    done = _run(tmp_path, cpu_index, with_gpu, **env)
+    done = _run(tmp_path, cpu_index, with_gpu, driver=driver, **env)
     elapsed = time.monotonic() - began
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines(), done.stderr, elapsed
@@ -133,7 +137,7 @@ def test_a_python_the_locks_are_not_for_is_refused_with_what_to_set(tmp_path: Pa
     other = tmp_path / "python3.12"
     other.write_text(f'#!/bin/sh\nif [ "$1" = -c ]; then echo 3.12; else exec {sys.executable} "$@"; fi\n')
     other.chmod(0o755)
-    env = {"PATH": _path_without_nvidia_smi(tmp_path, False), "PYTHON": str(other), "DOCTUNE_SETUP_PLAN": "1"}
+    env = {"PATH": _bare_path(tmp_path, False), "PYTHON": str(other), "DOCTUNE_SETUP_PLAN": "1"}
     done = subprocess.run(["/bin/bash", str(ROOT / "scripts" / "setup.sh")], env=env, capture_output=True, text=True)
     assert done.returncode == 2 and done.stdout == ""
     assert "Python 3.12; the locks in locks/ are for Python 3.11" in done.stderr and "PYTHON=" in done.stderr
