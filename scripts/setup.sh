@@ -17,6 +17,10 @@
 # lock, whatever this machine has: cpu on a GPU machine whose driver is too old, cuda on a login node
 # or an image build without a GPU for GPU nodes); DOCTUNE_TORCH_CPU_INDEX (the CPU wheel index);
 # DOCTUNE_SETUP_PLAN=1 prints the install commands instead of running them.
+#
+# .venv holds one lock's packages, named in its stamp (.venv/.doctune-installed). Later runs keep that
+# lock (a choice made with DOCTUNE_LOCK stays made); a DOCTUNE_LOCK naming the other lock makes .venv
+# anew with it, so no CUDA library is left beside a CPU torch, nor the reverse.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$root/.venv"
@@ -67,14 +71,20 @@ case "$lock" in
     ;;
 esac
 
-if [ "$plan_only" = 1 ] || [ ! -f "$stamp" ] || [ "$root/pyproject.toml" -nt "$stamp" ] ||
-  [ -n "$(find "$root/locks" -newer "$stamp" -name '*.txt' 2>/dev/null)" ]; then
+installed=""
+[ ! -f "$stamp" ] || installed="$(cat "$stamp")"
+if [ ! -f "$stamp" ] || [ "$root/pyproject.toml" -nt "$stamp" ] ||
+  [ -n "$(find "$root/locks" -newer "$stamp" -name '*.txt' 2>/dev/null)" ] ||
+  { [ -n "$lock" ] && [ "$lock" != "$installed" ]; }; then
   version="$("$python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
   if [ "$version" != 3.11 ]; then
     echo "setup.sh: error: $python is Python $version; the locks in locks/ are for Python 3.11:" \
       "set PYTHON to a Python 3.11 interpreter (PYTHON=python3.11 $0)" >&2
     exit 2
   fi
+  case "$installed" in
+    cpu | cuda) [ -n "$lock" ] || lock="$installed" why="the lock .venv was made with" ;;
+  esac
   if [ -z "$lock" ] && command -v nvidia-smi >/dev/null 2>&1; then
     driver="$(driver_version)"
     major="${driver%%.*}"
@@ -87,7 +97,13 @@ if [ "$plan_only" = 1 ] || [ ! -f "$stamp" ] || [ "$root/pyproject.toml" -nt "$s
     lock=cuda why="NVIDIA driver $driver found"
   fi
   [ -n "$lock" ] || lock=cpu why="no NVIDIA GPU"
-  [ -x "$venv/bin/python" ] || run "$python" -m venv "$venv"
+  if [ -n "$installed" ] && [ "$lock" != "$installed" ]; then
+    echo "setup.sh: .venv holds locks/$installed.txt; making it anew for locks/$lock.txt" >&2
+    run rm -rf "$venv"
+    run "$python" -m venv "$venv"
+  elif [ ! -x "$venv/bin/python" ]; then
+    run "$python" -m venv "$venv"
+  fi
   if [ "$lock" = cuda ]; then
     echo "setup.sh: $why; installing locks/cuda.txt (torch with its CUDA libraries)" >&2
     lock_install cuda
@@ -101,5 +117,5 @@ if [ "$plan_only" = 1 ] || [ ! -f "$stamp" ] || [ "$root/pyproject.toml" -nt "$s
   fi
   # the project itself, editable; its build backend (setuptools) is in the lock
   run "$venv/bin/python" -m pip install --quiet --no-deps --no-build-isolation -e "$root"
-  [ "$plan_only" = 1 ] || touch "$stamp"
+  [ "$plan_only" = 1 ] || printf '%s\n' "$lock" >"$stamp"
 fi
