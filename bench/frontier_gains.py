@@ -3,7 +3,7 @@ scored step, for each seed and as the seeds' mean, with 95% intervals: on the ob
 long-document tasks pooled with their weights, on the whole objective, and on each other task.
 
     .venv/bin/python bench/frontier_gains.py [STUDY_DIR] [--spec bench/training_frontier.yaml]
-        [--profile local] [--out bench/results/frontier_gains.json]
+        [--profile local] [--out bench/results/frontier_gains.json] [--merge ALPHA ...]
 
 STUDY_DIR is a run of ``python -m platform.study SPEC --profile PROFILE --validation-only`` with
 ``study.rounds`` (default ``runs/training_frontier``), its checkpoints kept. Every kept checkpoint
@@ -15,6 +15,12 @@ paired, no seed term); the row's, ``seed_mean_gain`` over its seeds (the seeds' 
 This is the paired counterpart of ``bench/long_study_column.py --rounds``, whose unpaired screen adds
 both rows' item errors and is conservative. Validation only: no test part is read.
 
+``--merge ALPHA`` also scores each checkpoint's weights interpolated with its start's, start +
+ALPHA x (trained - start): WiSE-FT's weight-space ensemble (Wortsman et al. 2022, "Robust fine-tuning
+of zero-shot models", Sec. 2, Eq. 1), one way to keep what the start could do while keeping part of
+what training added. Each is a row of its own, "ROW, merged ALPHA"; the merged weights are written
+beside the checkpoint (``merged_ALPHA/``) and scored like it.
+
 Writes ``--out`` after each checkpoint; started again it goes on where it stopped.
 """
 
@@ -24,6 +30,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -48,12 +55,38 @@ def checkpoints(row_dir: Path) -> dict[int, dict[int, Path]]:
     return found
 
 
+def merged(start: Path, checkpoint: Path, alpha: float) -> Path:
+    """``checkpoint`` with its weights moved back toward ``start``'s: start + alpha x (trained - start),
+    written once to ``checkpoint/../merged_ALPHA/STEP`` (every other file the checkpoint's own)."""
+    from safetensors.torch import load_file, save_file
+
+    into = checkpoint.parent / f"merged_{alpha:g}" / checkpoint.name
+    if (into / "model.safetensors").exists():
+        return into
+    trained, initial = load_file(str(checkpoint / "model.safetensors")), load_file(str(start / "model.safetensors"))
+    if trained.keys() != initial.keys():
+        raise SystemExit(f"{checkpoint} and {start} hold different weights; --merge needs the same architecture")
+    shutil.copytree(checkpoint, into, ignore=shutil.ignore_patterns("model.safetensors"), dirs_exist_ok=True)
+    weights = {key: initial[key] + alpha * (value - initial[key]) for key, value in trained.items()}
+    save_file(weights, str(into / "model.safetensors.partial"))
+    (into / "model.safetensors.partial").rename(into / "model.safetensors")  # complete or absent
+    return into
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("study", type=Path, nargs="?", default=ROOT / "runs" / "training_frontier")
     parser.add_argument("--spec", default=str(ROOT / "bench" / "training_frontier.yaml"))
     parser.add_argument("--profile", default="local")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "frontier_gains.json")
+    parser.add_argument(
+        "--merge",
+        type=float,
+        nargs="*",
+        default=[],
+        metavar="ALPHA",
+        help="also score each checkpoint interpolated with its start at these weights of the trained",
+    )
     args = parser.parse_args()
     import torch
 
@@ -82,28 +115,35 @@ def main() -> None:
     rows = results.setdefault("rows", {})
     starts: dict[str, dict] = {}
 
+    def start_model(position_init: str) -> str:
+        return base if position_init == "copy" else str(cached_interpolated(base))
+
     def start_outcomes(position_init: str) -> dict:
         if position_init not in starts:
-            model = base if position_init == "copy" else str(cached_interpolated(base))
-            starts[position_init] = evaluator.outcomes(model, pooling, list(objective), "val")
+            starts[position_init] = evaluator.outcomes(start_model(position_init), pooling, list(objective), "val")
         return starts[position_init]
 
     for name, values in spec.study.rows.items():
         start = values.get("position_init", fixed_start)
         for seed, steps in sorted(checkpoints(args.study / "runs" / name).items()):
             for step, directory in sorted(steps.items()):
-                done = rows.setdefault(name, {}).setdefault(str(step), {})
-                if str(seed) in done:
-                    continue
-                began = time.perf_counter()
-                trained = evaluator.outcomes(str(directory), pooling, list(objective), "val")
-                done[str(seed)] = {
-                    group: paired_gain(trained, start_outcomes(start), weights).record()
-                    for group, weights in groups.items()
+                versions = {name: directory}
+                versions |= {
+                    f"{name}, merged {a:g}": merged(Path(start_model(start)), directory, a) for a in args.merge
                 }
-                args.out.parent.mkdir(parents=True, exist_ok=True)
-                args.out.write_text(json.dumps(results, indent=1))
-                print(f"{name}, seed {seed}, step {step}: {time.perf_counter() - began:.0f} s", flush=True)
+                for row, model in versions.items():
+                    done = rows.setdefault(row, {}).setdefault(str(step), {})
+                    if str(seed) in done:
+                        continue
+                    began = time.perf_counter()
+                    trained = evaluator.outcomes(str(model), pooling, list(objective), "val")
+                    done[str(seed)] = {
+                        group: paired_gain(trained, start_outcomes(start), weights).record()
+                        for group, weights in groups.items()
+                    }
+                    args.out.parent.mkdir(parents=True, exist_ok=True)
+                    args.out.write_text(json.dumps(results, indent=1))
+                    print(f"{row}, seed {seed}, step {step}: {time.perf_counter() - began:.0f} s", flush=True)
 
     print("\nvalidation, gain over the row's untrained start, 95% intervals")
     for group in groups:

@@ -42,8 +42,9 @@ printf '%s\\n' {hosts}
 """
 
 SRUN = """#!{python}
-# stand-in: `srun --nodes=1 --ntasks=1 -w HOST COMMAND...` runs COMMAND on HOST (see the test's docstring)
-import os, socket, sys
+# stand-in: `srun [OPTIONS] -w HOST COMMAND...` runs COMMAND on HOST (see the test's docstring), each
+# step's options and command appended to steps.jsonl beside it
+import json, os, socket, sys
 
 HOSTS, BATCH_HOST = {hosts!r}, {batch_host!r}
 
@@ -53,14 +54,18 @@ def free_port():
         return probe.getsockname()[1]
 
 args = sys.argv[1:]
-host = None
+host, options = None, []
 while args[0].startswith("-"):
     option = args.pop(0)
     if option == "-w":
         host = args.pop(0)
     elif option.startswith("--nodelist="):
         host = option.split("=", 1)[1]
+    else:
+        options.append(option)
 assert host in HOSTS, f"stand-in srun: unknown host {{host}}"
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "steps.jsonl"), "a") as steps:
+    steps.write(json.dumps({{"host": host, "options": options, "command": args[:2]}}) + "\n")
 if args[:2] == ["hostname", "--all-ip-addresses"]:
     print(HOSTS[host], "fd00::1")
     sys.exit(0)
@@ -144,6 +149,13 @@ def test_the_batch_script_brings_up_a_ray_node_per_host_and_plans_the_search_on_
     assert len(nodes) == 2 and {n["torch"] for n in nodes.values()} == {torch.__version__}
     assert all(n["python"] == platform.python_version() and "gpu" in n for n in nodes.values())
     assert not run_dir.exists()  # a dry run writes nothing
+    # each Ray node's step asks for the node's CPUs and GPUs (a step inherits no --cpus-per-task from the
+    # job since Slurm 22.05) and overlaps the steps after it
+    steps = [json.loads(line) for line in (tmp_path / "bin" / "steps.jsonl").read_text().splitlines()]
+    ray_steps = [step for step in steps if step["command"] == ["ray", "start"]]
+    assert sorted(step["host"] for step in ray_steps) == sorted(HOSTS)
+    asked = {"--overlap", f"--cpus-per-task={NODE_CPUS}", f"--gpus-per-node=a100:{NODE_GPUS}"}
+    assert all(asked <= set(step["options"]) for step in ray_steps), ray_steps
     # two raylets, each in a mount namespace of its own (and neither in the test's), both in token mode
     assert len(seen) == 2, seen
     namespaces = {namespace for namespace, _ in seen.values()}
