@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.run_files import RunFiles
 from platform.spec.schema import CorpusSpec, LongformerSpec, SearchSpec
 from trainers.config import BaseSettings, MlmHeadSettings
 
@@ -56,7 +57,7 @@ class InputsPlan:
 
 
 def prepare_inputs(
-    inputs: InputsPlan, build_base_in: Path | None = None, plan_only: bool = False, through_storage: bool = False
+    inputs: InputsPlan, build_base_in: Path | None = None, plan_only: bool = False, storage: RunFiles | None = None
 ):
     """The base model directory (converted to a Longformer if the spec asks), the prepared corpus,
     and the base model directory before any conversion. Needs Ray when the corpus is not prepared
@@ -70,9 +71,10 @@ def prepare_inputs(
     replaced by the same encoder with a head trained for it here, in this process, on the corpus
     (``trainers.mlm_head``, cached); a head no better than the unigram baseline raises
     ``MlmHeadUnavailable`` (a ``ModelUnavailable``: bad input). With ``plan_only`` (``--dry-run``)
-    a head not in the cache yet is only named, as a base not trained yet is. ``through_storage``:
-    the trials receive the inputs through the run's storage (``trainers.inputs``), so the nodes
-    need not see this machine's cache once the corpus is prepared. A conversion whose positions
+    a head not in the cache yet is only named, as a base not trained yet is. ``storage``: the files
+    of a run kept at a storage URI, through which the trials receive the inputs (``trainers.inputs``)
+    and a corpus prepared now reaches this machine (``core.data.corpus``), so no node need see
+    this machine's cache. A conversion whose positions
     some trial would interpolate but cannot (a length not a multiple of the base's) is a
     ``SpecError``.
     """
@@ -84,7 +86,7 @@ def prepare_inputs(
     from trainers.mlm_head import ensure_mlm_head, mlm_head_entry
 
     model_dir = resolve_model(inputs.base_model) if inputs.base is None else None
-    corpus = prepare_corpus(inputs.corpus.source, inputs.corpus.max_documents, read_in_place=not through_storage)
+    corpus = prepare_corpus(inputs.corpus.source, inputs.corpus.max_documents, through=storage)
     check_corpus_suits_recipes(inputs, corpus.stats)
     if inputs.base is not None and build_base_in is None:
         model_dir = str(base_entry(inputs.base, corpus.directory))

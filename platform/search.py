@@ -150,9 +150,8 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> SearchOutc
         spec, profile, replaced, fit = settled or settle(request, cluster)
         run_dir = request.run_dir
         with clock.phase("inputs"):  # the corpus is prepared by a Ray Data job the first time
-            through_storage = request.storage is not None
             model_dir, corpus, source_model = prepare_inputs(
-                InputsPlan.of(spec), plan_only=dry_run, through_storage=through_storage
+                InputsPlan.of(spec), plan_only=dry_run, storage=request.storage
             )
         resolved = resolve(
             spec, request.spec_path, profile, run_dir, model_dir, corpus, cluster, source_model, replaced, fit, growth
@@ -196,9 +195,7 @@ def _prepare_and_search(resolved, resume: bool, clock: PhaseClock) -> tuple[int,
     inputs, run_dir, profile = resolved.inputs, resolved.run_dir, resolved.profile
     if inputs.base is not None:  # trained (or taken from the cache) now that Ray runs and the run is recorded
         with clock.phase("base stage"):
-            model_dir, _, source_model = prepare_inputs(
-                inputs, build_base_in=run_dir, through_storage=resolved.storage is not None
-            )
+            model_dir, _, source_model = prepare_inputs(inputs, build_base_in=run_dir, storage=resolved.plan.run_files)
         resolved = resolved.with_base(model_dir, source_model)
     if resolved.storage is not None:  # its nodes may not see this machine's cache: the inputs go through the storage
         with clock.phase("inputs shared"):

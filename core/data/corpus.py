@@ -7,9 +7,11 @@ Parquet shards (columns ``sentences``, ``sentence_count``, ``truncated``,
 ``replaced_invalid_utf8``) into
 ``<cache>/corpora/<key>/``, keyed by the source's identity, then a ``manifest.json`` with each
 shard's row groups and the corpus's ``CorpusStats``; the directory is renamed into place whole, so
-a killed preparation never leaves something that passes for a prepared corpus. Put the cache
-(``DOCTUNE_CACHE``) on storage every node sees and every Train worker reads the same shards
-(docs/scaling.md); on a cluster of several nodes ``check_every_node_sees`` refuses one that is not.
+a killed preparation never leaves something that passes for a prepared corpus. Where a run is kept
+at a storage URI, the writers (on any node) write the shards into the run's files instead, and this
+machine fetches them into its cache (``prepare_corpus(..., through=files)``): no node need see the
+cache. Otherwise put the cache (``DOCTUNE_CACHE``) on storage every node sees (docs/scaling.md); on a
+cluster of several nodes ``check_every_node_sees`` refuses one that is not.
 
 What preparation does to odd input is counted in ``CorpusStats``, never done silently: empty
 documents are dropped (kept as rows without sentences, so that they are counted; readers skip
@@ -32,12 +34,14 @@ from core.data.atomic import atomic_file, exclusive_lock
 from core.data.sources import check_source, source_dataset, source_identity
 from core.data.wheels import DataUnavailable, cache_dir
 from core.nodes import live_nodes, on_every_node
+from core.run_files import RunFiles
 
 MAX_DOCUMENT_CHARS = 100_000  # about 20k words; longer documents are truncated (and counted)
 PREPARATION_VERSION = 2  # bump when the sentence splitting or the shard format changes
 ROWS_PER_GROUP = 256  # a Parquet row group: the unit workers' parts and read windows are made of
 ROWS_PER_FILE = 8192
 MANIFEST = "manifest.json"
+STAGING = ".preparing"  # in a run's files: shards written by the writers, until this machine has fetched them
 
 
 @dataclass(frozen=True)
@@ -95,25 +99,28 @@ class PreparedCorpus:
             yield from (d for d in self.read_group(group) if d)
 
 
-def prepare_corpus(source: str, max_documents: int | None = None, read_in_place: bool = True) -> PreparedCorpus:
+def prepare_corpus(source: str, max_documents: int | None = None, through: RunFiles | None = None) -> PreparedCorpus:
     """The prepared corpus for ``source``: from the cache, or prepared now by a Ray Data job on the
-    running Ray (a local one is started, and stopped after, if none runs). ``read_in_place``: the
-    Train workers read it at this path on their nodes, which must then see it (where the run's
-    storage carries it to them instead, only its preparation's writers need to)."""
+    running Ray (a local one is started, and stopped after, if none runs). Without ``through`` the
+    Train workers read it at this path on their nodes, which must then see the cache. ``through``:
+    the files of a run kept at a storage URI, which carry the corpus to the nodes (``trainers.inputs``)
+    and, while it is prepared, the writers' shards to this machine, so no node need see the cache."""
     check_source(source)
     target = cache_dir() / "corpora" / source_identity(source, max_documents, PREPARATION_VERSION)
+    staged = through is not None and not through.local
     if (target / MANIFEST).exists():
-        if read_in_place:
+        if not staged:
             check_every_node_sees(target.parent)
         return PreparedCorpus.load(target)
-    check_every_node_sees(target.parent)  # Ray Data's writers, on any node, write the shards here
+    if not staged:
+        check_every_node_sees(target.parent)  # Ray Data's writers, on any node, write the shards here
     with exclusive_lock(target):
         if (target / MANIFEST).exists():  # prepared by the process we waited for
             return PreparedCorpus.load(target)
         _remove_partials(target)
         partial = target.with_name(f"{target.name}.partial-{uuid.uuid4().hex[:8]}")
         try:
-            _prepare(source, max_documents, partial)
+            _prepare(source, max_documents, partial, through if staged else None)
             partial.rename(target)
         finally:
             shutil.rmtree(partial, ignore_errors=True)
@@ -146,20 +153,25 @@ def check_every_node_sees(directory: Path) -> None:
     blind = [address for node, address in nodes.items() if not answers.get(node)]
     if blind:
         raise DataUnavailable(
-            f"the corpus cache {directory} is not seen from node {', '.join(blind)} of this Ray cluster: set "
-            "DOCTUNE_CACHE to a directory on storage every node mounts at the same path (cluster.yaml uses "
-            "/mnt/doctune/cache; docs/scaling.md, 'Corpora at Wikipedia's size')"
+            f"the corpus cache {directory} is not seen from node {', '.join(blind)} of this Ray cluster: keep "
+            "the run in a bucket (--storage s3://...), through which the corpus reaches the nodes, or set "
+            "DOCTUNE_CACHE to a directory on storage every node mounts at the same path (docs/scaling.md, "
+            "'Corpora at Wikipedia's size')"
         )
 
 
-def _prepare(source: str, max_documents: int | None, directory: Path) -> None:
+def _prepare(source: str, max_documents: int | None, directory: Path, through: RunFiles | None) -> None:
     import ray
 
     started_here = not ray.is_initialized()
     if started_here:
         ray.init(logging_level="WARNING", log_to_driver=False)
     try:
-        _write_shards(source, max_documents, directory, int(ray.cluster_resources().get("CPU", 1)))
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        if through is None:
+            _write_shards(source, max_documents, directory, cpus)
+        else:
+            _write_shards_through(through, source, max_documents, directory, cpus)
         _write_manifest(source, directory)
     except Exception as err:
         raise _data_error(err) from None
@@ -168,7 +180,23 @@ def _prepare(source: str, max_documents: int | None, directory: Path) -> None:
             ray.shutdown()
 
 
-def _write_shards(source: str, max_documents: int | None, directory: Path, cpus: int) -> None:
+def _write_shards_through(files: RunFiles, source: str, max_documents: int | None, directory: Path, cpus: int) -> None:
+    """``_write_shards`` into the run's files (``STAGING``), then fetched from there into ``directory``
+    and removed: the writers' nodes need not see this machine's disk."""
+    staging = f"{STAGING}/{directory.name}"
+    try:
+        _write_shards(source, max_documents, files.path(staging), cpus, files.filesystem)
+        for name in files.listing(staging):
+            files.download(f"{staging}/{name}", directory / name)
+    finally:
+        files.delete_dir(staging)
+
+
+def _write_shards(
+    source: str, max_documents: int | None, directory: Path | str, cpus: int, filesystem: object | None = None
+) -> None:
+    """The sentence-split shards, written by Ray Data's writers into ``directory`` (on ``filesystem``, a
+    pyarrow file system; the writers' own disks where None)."""
     import ray.data
 
     context = ray.data.DataContext.get_current()
@@ -188,6 +216,7 @@ def _write_shards(source: str, max_documents: int | None, directory: Path, cpus:
     )
     sentences.write_parquet(
         str(directory),
+        filesystem=filesystem,
         filename_provider=_shard_names(),
         min_rows_per_file=ROWS_PER_FILE,
         row_group_size=ROWS_PER_GROUP,
@@ -235,10 +264,13 @@ def _shard_names():
 
 
 def _write_manifest(source: str, directory: Path) -> None:
-    """The row groups, statistics and digest, summed over one Ray task per shard."""
+    """The row groups, statistics and digest, summed over one Ray task per shard, on this node (the
+    directory is this machine's)."""
     import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    summarise = ray.remote(num_cpus=0)(_shard_summary)
+    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+    summarise = ray.remote(num_cpus=0, scheduling_strategy=here)(_shard_summary)
     summaries = ray.get([summarise.remote(str(path)) for path in sorted(directory.glob("part-*.parquet"))])
     totals = {name: sum(s["counts"][name] for s in summaries) for name in CorpusStats.__dataclass_fields__}
     if totals["documents"] == 0:

@@ -65,7 +65,7 @@ while args[0].startswith("-"):
         options.append(option)
 assert host in HOSTS, f"stand-in srun: unknown host {{host}}"
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "steps.jsonl"), "a") as steps:
-    steps.write(json.dumps({{"host": host, "options": options, "command": args[:2]}}) + "\n")
+    steps.write(json.dumps({{"host": host, "options": options, "command": args[:2]}}) + "\\n")
 if args[:2] == ["hostname", "--all-ip-addresses"]:
     print(HOSTS[host], "fd00::1")
     sys.exit(0)

@@ -1,8 +1,9 @@
-"""The corpus cache on a Ray cluster of several nodes (``core.data.corpus.check_every_node_sees``).
+"""The corpus cache on a Ray cluster of several nodes (``core.data.corpus.check_every_node_sees``), and a
+corpus prepared through a run's bucket, which needs no node to see the cache.
 
-Three real Ray nodes on this machine: a head, a second node, and a third started in a mount
-namespace of its own where a tmpfs hides the cache directory, as a node without the shared file
-system would be. Mounting needs root, as the full-disk fault test does.
+Real Ray nodes on this machine: a head, a second node, and a third started in a mount namespace of
+its own where a tmpfs hides the cache directory, as a node without the shared file system would be.
+Mounting needs root, as the full-disk fault test does.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 
 from tests.conftest import ROOT, run_smoke_search, spec_variant
 from tests.local_nodes import LocalNodes
+from tests.servers import s3_server
 
 pytestmark = pytest.mark.ray  # starts a three-node Ray and a search
 
@@ -48,6 +50,39 @@ try:
 except DataUnavailable as refusal:
     print(f"refused: {refusal}")
 """
+
+
+PREPARED_THROUGH = """
+import sys, time
+import ray
+from core.data import prepare_corpus
+from core.run_files import RunFiles
+
+address, source, uri = sys.argv[1:]
+deadline = time.monotonic() + 240
+while True:  # a loaded machine's head may answer late, or time out the first driver that joins
+    try:
+        ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+        break
+    except Exception:
+        assert time.monotonic() < deadline, "the Ray head did not come up"
+        time.sleep(1)
+while sum(node["Alive"] for node in ray.nodes()) < 2:
+    assert time.monotonic() < deadline, "2 Ray nodes did not come up"
+    time.sleep(0.5)
+corpus = prepare_corpus(source, through=RunFiles.at(uri))
+print(corpus.stats.documents, corpus.directory)
+"""
+
+
+def _jsonl_corpus(path: Path, documents: int) -> Path:
+    path.write_text(
+        "".join(
+            json.dumps({"text": f"Document {i} opens here. A second sentence follows."}) + "\n"
+            for i in range(documents)
+        )
+    )
+    return path
 
 
 @pytest.fixture
@@ -92,13 +127,42 @@ def test_a_cache_some_node_cannot_see_is_refused_naming_the_node(nodes, tmp_path
     assert not [p.name for p in (cache / "corpora").iterdir()], "the probe files are removed"
 
     # the search says so once, exits 2 and starts nothing
-    source = tmp_path / "corpus.jsonl"
-    source.write_text(
-        "".join(json.dumps({"text": f"Document {i} opens here. A second sentence follows."}) + "\n" for i in range(60))
-    )
+    source = _jsonl_corpus(tmp_path / "corpus.jsonl", 60)
     spec = spec_variant("smoke", tmp_path, **{"corpus": {"source": str(source)}})
     done = run_smoke_search(spec, tmp_path / "run", env={**nodes.env, "RAY_ADDRESS": nodes.address}, timeout=300)
     assert done.returncode == 2, done.stderr[-3000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("doctune: error:")]
     assert len(errors) == 1 and "is not seen from node" in errors[0], done.stderr[-3000:]
     assert not (tmp_path / "run").exists() and not list((cache / "corpora").iterdir())
+
+
+def test_a_corpus_prepared_through_a_runs_bucket_needs_no_node_to_see_the_cache(tmp_path):
+    """The writers run on the only node with CPUs, which cannot see the cache: their shards reach the
+    driver's cache through the bucket, and the bucket keeps nothing of them after."""
+    assert os.geteuid() == 0, "this test mounts a tmpfs in a mount namespace and needs root"
+    cache, served = tmp_path / "cache", tmp_path / "s3"
+    cache.mkdir()
+    served.mkdir()
+    with s3_server(served) as server:
+        server.create_bucket("runs")
+        uri = server.uri("runs", "prepared")
+        env = {name: value for name, value in os.environ.items() if name != "RAY_ADDRESS"}  # with S3's credentials
+        env |= {"DOCTUNE_CACHE": str(cache), "RAY_AUTH_MODE": "disabled", "PYTHONPATH": str(ROOT)}
+        cluster = LocalNodes(env)
+        cluster.start_head(cpus=0)  # the driver's node runs no writer
+        try:
+            cluster.add(hiding=[cache], cpus=2)
+            source = _jsonl_corpus(tmp_path / "corpus.jsonl", 60)
+            done = subprocess.run(
+                [sys.executable, "-c", PREPARED_THROUGH, cluster.address, str(source), uri],
+                cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+            )  # fmt: skip
+        finally:
+            cluster.stop()
+        assert done.returncode == 0, done.stderr[-3000:]
+        documents, directory = done.stdout.strip().splitlines()[-1].split(" ", 1)
+        assert int(documents) == 60 and Path(directory).parent == cache / "corpora"
+        assert (Path(directory) / "manifest.json").is_file() and list(Path(directory).glob("part-*.parquet"))
+        from core.run_files import RunFiles
+
+        assert RunFiles.at(uri).listing() == {}, "the writers' shards are removed from the bucket once fetched"
