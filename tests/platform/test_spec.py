@@ -235,7 +235,7 @@ def test_profiles_shrink_and_the_specs_own_overrides_win():
 
 def test_a_variant_of_a_shipped_spec_keeps_its_changes_under_every_profile(tmp_path):
     """``write_variant``: dotted changes reach the spec and its own profile sections, so neither the
-    built-in profiles (smoke: 4 steps) nor the spec's own (docsplit_long's local: 16) undo them."""
+    built-in profiles (smoke: 4 steps) nor the spec's own (docsplit_long's local: 64) undo them."""
     space = {"lr": {"loguniform": [1e-5, 1e-4]}}
     changes = {"train.steps": 6, "train.eval_every": 3, "search.space": space, "search.warm_start": []}
     path = write_variant("docsplit_long", tmp_path / "variant", changes)
@@ -247,7 +247,7 @@ def test_a_variant_of_a_shipped_spec_keeps_its_changes_under_every_profile(tmp_p
     steps = {"train.steps": 6, "train.eval_every": 3}
     smoke_only = write_variant("docsplit_long", tmp_path / "smoke", steps, profiles=("smoke",))
     assert load_spec(str(smoke_only), "smoke")[0].train.steps == 6
-    assert load_spec(str(smoke_only), "local")[0].train.steps == 16  # the spec's own local section, untouched
+    assert load_spec(str(smoke_only), "local")[0].train.steps == 64  # the spec's own local section, untouched
     assert read_raw(find_spec_file("docsplit_long"))["train"]["steps"] == 500  # the shipped file, untouched
 
 
