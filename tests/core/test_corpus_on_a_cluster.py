@@ -24,41 +24,13 @@ from tests.servers import s3_server
 pytestmark = pytest.mark.ray  # starts a three-node Ray and a search
 
 # A driver of its own process for each question: Ray keeps its settings (the auth mode among
-# them) for the life of a process, and the suite's process must keep its own.
-SEEN_BY_EVERY_NODE = """
-import sys, time
-from pathlib import Path
-import ray
-from core.data import DataUnavailable
-from core.data.corpus import check_every_node_sees
-
-address, count, directory = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
-deadline = time.monotonic() + 120
-while True:  # the head's GCS takes a moment to listen
-    try:
-        ray.init(address=address, log_to_driver=False, logging_level="ERROR")
-        break
-    except ConnectionError:
-        assert time.monotonic() < deadline, "the Ray head did not come up"
-        time.sleep(1)
-while sum(node["Alive"] for node in ray.nodes()) < count:
-    assert time.monotonic() < deadline, f"{count} Ray nodes did not come up"
-    time.sleep(0.5)
-try:
-    check_every_node_sees(directory)
-    print("seen by every node")
-except DataUnavailable as refusal:
-    print(f"refused: {refusal}")
-"""
-
-
-PREPARED_THROUGH = """
+# them) for the life of a process, and the suite's process must keep its own. Each joins the
+# cluster at sys.argv[1] once sys.argv[2] nodes are up, then asks its question.
+JOINED = """
 import sys, time
 import ray
-from core.data import prepare_corpus
-from core.run_files import RunFiles
 
-address, source, uri = sys.argv[1:]
+address, count = sys.argv[1], int(sys.argv[2])
 deadline = time.monotonic() + 240
 while True:  # a loaded machine's head may answer late, or time out the first driver that joins
     try:
@@ -67,12 +39,36 @@ while True:  # a loaded machine's head may answer late, or time out the first dr
     except Exception:
         assert time.monotonic() < deadline, "the Ray head did not come up"
         time.sleep(1)
-while sum(node["Alive"] for node in ray.nodes()) < 2:
-    assert time.monotonic() < deadline, "2 Ray nodes did not come up"
+while sum(node["Alive"] for node in ray.nodes()) < count:
+    assert time.monotonic() < deadline, f"{count} Ray nodes did not come up"
     time.sleep(0.5)
-corpus = prepare_corpus(source, through=RunFiles.at(uri))
+"""
+
+SEEN_BY_EVERY_NODE = (
+    JOINED
+    + """
+from pathlib import Path
+from core.data import DataUnavailable
+from core.data.corpus import check_every_node_sees
+
+try:
+    check_every_node_sees(Path(sys.argv[3]))
+    print("seen by every node")
+except DataUnavailable as refusal:
+    print(f"refused: {refusal}")
+"""
+)
+
+PREPARED_THROUGH = (
+    JOINED
+    + """
+from core.data import prepare_corpus
+from core.run_files import RunFiles
+
+corpus = prepare_corpus(sys.argv[3], through=RunFiles.at(sys.argv[4]))
 print(corpus.stats.documents, corpus.directory)
 """
+)
 
 
 def _jsonl_corpus(path: Path, documents: int) -> Path:
@@ -154,7 +150,7 @@ def test_a_corpus_prepared_through_a_runs_bucket_needs_no_node_to_see_the_cache(
             cluster.add(hiding=[cache], cpus=2)
             source = _jsonl_corpus(tmp_path / "corpus.jsonl", 60)
             done = subprocess.run(
-                [sys.executable, "-c", PREPARED_THROUGH, cluster.address, str(source), uri],
+                [sys.executable, "-c", PREPARED_THROUGH, cluster.address, "2", str(source), uri],
                 cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
             )  # fmt: skip
         finally:
