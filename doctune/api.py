@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, Literal
 
 from doctune.cli import driver_root
+from doctune.leaderboard import Leaderboard
+from evaluators.evaluate import Evaluation
+from evaluators.plan import EvalBudget
 
 _driver_package = None  # the driver, once imported: every call puts the same package in place
 
@@ -49,19 +53,37 @@ def _driver() -> Iterator[None]:
 
 def search(
     spec: str | Path,
+    *,
     profile: str | None = None,
     run_dir: str | Path | None = None,
     storage: str | None = None,
     resume: bool = False,
-    on_trial: Callable[[str, dict], None] | None = None,
-) -> list:
-    """Run the search ``spec`` (a path, or a shipped spec's name such as ``docsplit_long``) as
-    ``doctune search`` does, in this process; returns the leaderboard's rows, ranked (each a
-    ``platform.leaderboard.Row``: ``trial``, ``objective``, ``test_objective``, ``scores``,
-    ``checkpoint``, ``hyperparameters``). ``on_trial(trial_id, result)`` is called with every round
-    a trial reports (validation scores only). Raises ``BadInput`` with the message the command line
-    prints (its exit code 2), ``SearchFailed`` where no trial produced a score, ``KeyboardInterrupt``
-    when interrupted (the same call with ``resume=True`` continues it)."""
+    on_trial: Callable[[str, dict[str, Any]], None] | None = None,
+) -> Leaderboard:
+    """Run a search in this process, as ``doctune search`` does.
+
+    Args:
+        spec: a spec file's path, or a shipped spec's name (``docsplit_long``).
+        profile: ``smoke``, ``local`` or ``full``; None: the spec's own choice for this machine.
+        run_dir: where the run's records go (default ``runs/<spec name>``).
+        storage: a file system the run is kept in (``s3://bucket/prefix``), as ``--storage``.
+        resume: continue the run in ``run_dir`` (or ``storage``) where it stopped.
+        on_trial: called with a trial's id and every round it reports (validation scores only).
+
+    Returns:
+        The ``Leaderboard``: its rows ranked by the validation objective, ``.best`` the winner.
+
+    Raises:
+        BadInput: bad input (spec, model, corpus, run directory, storage, resources), with the
+            message the command line prints (its exit code 2); nothing was started.
+        SearchFailed: no trial produced a score, or the run's records could not be kept.
+        KeyboardInterrupt: when interrupted; the same call with ``resume=True`` continues it.
+
+    Example::
+
+        board = doctune.search("docsplit_long", profile="smoke")
+        print(board.best.trial, board.best.objective)
+    """
     with _driver():
         from platform.search import bad_input, run
 
@@ -71,7 +93,7 @@ def search(
             raise BadInput(str(err)) from err
     if outcome.code != 0:
         raise SearchFailed(f"the search in {outcome.run_dir} failed; its leaderboard says why for each trial")
-    return outcome.rows
+    return Leaderboard.read(outcome.run_dir)
 
 
 def load_spec(spec: str | Path, profile: str = "local"):
@@ -87,16 +109,62 @@ def load_spec(spec: str | Path, profile: str = "local"):
             raise BadInput(str(err)) from err
 
 
-def evaluate(model: str, tasks: list[str], **settings):
-    """``model`` (a directory, a packaged alias such as ``all-minilm-l6-v2``, or a Hugging Face id)
-    scored on ``tasks``: an ``evaluators.evaluate.Evaluation`` (``scores``: task -> part -> metric).
-    ``settings``: ``evaluators.evaluate.evaluate``'s (pooling, max_length, budget, ...). Raises
-    ``BadInput`` for an unknown task or a model that is not found."""
+def evaluate(
+    model: str | Path,
+    tasks: Sequence[str],
+    *,
+    pooling: str | None = None,
+    max_length: int = 512,
+    batch_size: int = 32,
+    threads: int = 2,
+    budget: EvalBudget | None = None,
+    long_inputs: Literal["truncate", "chunk"] | None = None,
+    cache_dir: str | Path | None = None,
+    parts: Sequence[Literal["val", "test"]] = ("val",),
+) -> Evaluation:
+    """Score an encoder on doctune's tasks, as ``python -m evaluators`` does.
+
+    Args:
+        model: a directory, a packaged alias (``all-minilm-l6-v2``) or a Hugging Face id.
+        tasks: task names (``python -m evaluators --list``); ``needle-retrieval@grid`` scores a
+            long-document task over its whole length grid.
+        pooling: ``mean``, ``cls`` or ``max``; None: the model's own (its ``doctune.json``), else mean.
+        max_length: tokens an input is cut or chunked to (long-document tasks: ``budget.long_length``).
+        batch_size: texts embedded at once.
+        threads: CPU threads torch uses.
+        budget: how much of each task's data to use (``EvalBudget``; default: all of it).
+        long_inputs: ``truncate`` or ``chunk`` texts over ``max_length``; None: as each task says.
+        cache_dir: the embedding cache (default: a temporary one).
+        parts: ``val`` (validation) and/or ``test``, the locked part: read it only once a choice is
+            made on validation; it reports, it never chooses.
+
+    Returns:
+        An ``Evaluation``: ``scores`` (task -> part -> metric -> value) and what was scored.
+
+    Raises:
+        BadInput: an unknown task or part, or a model that is not found.
+
+    Example::
+
+        scores = doctune.evaluate("all-minilm-l6-v2", ["news-title-retrieval"], max_length=256).scores
+        print(scores["news-title-retrieval"]["val"]["main"])
+    """
     from evaluators.evaluate import evaluate as score
     from evaluators.tasks import UnknownTask
 
     try:
-        return score(model, tasks, **settings)
+        return score(
+            str(model),
+            list(tasks),
+            pooling=pooling,
+            max_length=max_length,
+            batch_size=batch_size,
+            threads=threads,
+            budget=budget,
+            long_inputs=long_inputs,
+            cache_dir=Path(cache_dir) if cache_dir is not None else None,
+            parts=tuple(parts),
+        )
     except UnknownTask as err:
         raise BadInput(err.args[0]) from err
 

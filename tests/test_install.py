@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from tests.conftest import outside_the_checkout
+from tests.conftest import ROOT, outside_the_checkout
 
 pytestmark = pytest.mark.ray  # builds a wheel, makes a venv from the lock and prepares a corpus with Ray
 
@@ -45,3 +45,23 @@ def test_the_installed_command_keeps_exit_codes_and_the_standard_platform_module
     stdlib_platform, system, trainers = where.stdout.split()
     assert "site-packages" not in stdlib_platform and system == os.uname().sysname
     assert f"{installed_doctune.parent}/lib/" in trainers and "site-packages/trainers" in trainers  # the wheel's copy
+
+
+def test_the_docs_example_script_type_checks_against_the_installed_wheel(installed_doctune, tmp_path):
+    # the wheel ships py.typed: mypy reads doctune's own annotations (search's keyword-only parameters,
+    # Leaderboard.best a LeaderboardRow), not Any; a wrong claim about them fails
+    example = tmp_path / "search_from_python.py"
+    example.write_text((ROOT / "docs" / "examples" / "search_from_python.py").read_text())
+    mypy = [installed_doctune / "python", "-m", "mypy", "--cache-dir", str(tmp_path / "cache")]
+    done = outside_the_checkout([*mypy, example.name], tmp_path)
+    assert done.returncode == 0 and "Success: no issues found" in done.stdout, done.stdout + done.stderr
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text(
+        "from typing import assert_type\nimport doctune\n"
+        "board = doctune.search('docsplit_long', 'smoke')\n"  # the profile is keyword-only
+        "assert_type(board.best, doctune.Leaderboard)\n"
+        "assert_type(board.best.objective, float)\n"
+    )
+    done = outside_the_checkout([*mypy, wrong.name], tmp_path)
+    assert done.returncode == 1, done.stdout
+    assert "Too many positional arguments" in done.stdout and done.stdout.count("[assert-type]") == 2, done.stdout

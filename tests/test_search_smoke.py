@@ -858,19 +858,20 @@ def _last_results(run_dir) -> list[dict]:
 
 
 # doctune.search in a process that imported the standard platform module, torch and ray first, as a
-# notebook has them; prints the rows it returned and the rounds its on_trial received
+# notebook has them; prints the leaderboard it returned and the rounds its on_trial received
 IN_PROCESS_SEARCH = """
 import json, sys
 import platform, torch, ray
 standard = sys.modules["platform"]
 import doctune
 rounds = []
-rows = doctune.search(
+board = doctune.search(
     sys.argv[1], profile="smoke", run_dir=sys.argv[2],
     on_trial=lambda trial, result: rounds.append([trial, result["eval_round"], "objective" in result]),
 )
 print("API", json.dumps({
-    "rows": [row.trial for row in rows], "rounds": rounds, "standard_platform": sys.modules["platform"] is standard,
+    "rows": [row.trial for row in board.rows], "best": board.best.trial, "trials": [r.trial for r in board.trials],
+    "rounds": rounds, "standard_platform": sys.modules["platform"] is standard,
 }))
 """
 
@@ -926,6 +927,7 @@ def test_each_recipes_gpu_sized_spec_runs_real_trials_under_the_smoke_profile(
         called = json.loads(line.removeprefix("API "))
         board = json.loads((run_dir / "leaderboard.json").read_text())["rows"]
         assert called["rows"] == [r["trial"] for r in board] and called["standard_platform"]
+        assert called["trials"] == [called["best"]] == [r["trial"] for r in trial_rows(board)]
         assert called["rounds"] == [[r["trial"], 1, True] for r in trial_rows(board)]  # one trial, one round
     search = json.loads((run_dir / "search.json").read_text())
     assert search["profile"] == "smoke" and search["trial_plan"]["steps"] == 4
