@@ -1,0 +1,86 @@
+"""How a few-shot probe's gain interval covers at the draws a profile ships, with the draws' variance
+as adopted and as the plain between-draw variance (the diagnosis of R8's local rows in
+bench/RESULTS.md, "Recalibrated on the shipped local profile's trained row").
+
+    .venv/bin/python bench/probe_draws.py [--comparisons 600] [--recorded FILE ...]
+
+For each recorded population (bench/gain_calibration.py's, R8 over the converted base) moved to a
+true gain of 0 and 0.05, ``--comparisons`` comparisons at the local profile's size (200 documents, 3
+of the 10 recorded draws) and the full one's (the whole part, 5 draws), no seed term: the coverage
+and median width of ``evaluators.noise.paired_gain``'s interval, with ``draw_variance`` as adopted
+(the between-draw variance less the items' share it repeats, clipped at 0) and plain (the
+between-draw variance over m). Prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+
+SIZES = {"local": (200, 3), "full": (None, 5)}  # documents (None: the whole part) and draws
+
+
+def plain_draw_variance(a, b, items_of_mean: float) -> float:
+    """The between-draw variance of the per-draw gains over m, nothing taken out."""
+    if a.draws is None or b.draws is None or len(a.draws) < 2:
+        return 0.0
+    return float(np.var(np.asarray(a.draws) - np.asarray(b.draws), ddof=1)) / len(a.draws)
+
+
+def coverage(population, documents: int, draws: int, comparisons: int, rng) -> tuple[float, float]:
+    """The interval's coverage of the population's gain, and its median width."""
+    from bench.gain_calibration import outcomes_of
+    from evaluators.noise import paired_gain
+
+    truth = population.gain()
+    hits, widths = [], []
+    for _ in range(comparisons):
+        rows = rng.integers(0, population.size, documents or population.size)
+        columns = np.concatenate([[0], 1 + rng.choice(population.a.shape[1] - 1, draws, replace=False)])
+        a, b = population.a[rows][:, columns], population.b[rows][:, columns]
+        gain = paired_gain({"p": outcomes_of("probe", a)}, {"p": outcomes_of("probe", b)}, {"p": 1.0})
+        hits.append(gain.low <= truth <= gain.high)
+        widths.append(gain.high - gain.low)
+    return float(np.mean(hits)), float(np.median(widths))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--comparisons", type=int, default=600)
+    parser.add_argument(
+        "--recorded",
+        nargs="+",
+        type=Path,
+        default=[ROOT / "bench/results/recorded_outcomes_64_steps.json", ROOT / "bench/results/recorded_outcomes.json"],
+    )
+    args = parser.parse_args()
+    import evaluators.noise as noise
+    from bench.gain_calibration import PROBE, population
+
+    adopted = noise.draw_variance
+    print("| population | profile | true gain | adopted: coverage (median width) | plain: coverage (median width) |")
+    print("|---|---|---:|---|---|")
+    for recorded in args.recorded:
+        record = json.loads(recorded.read_text())
+        for profile, (documents, draws) in SIZES.items():
+            for target in (0.0, 0.05):
+                moved = population(record, "converted", PROBE, profile).moved_to(target, np.random.default_rng(1))
+                cells = []
+                for variance in (adopted, plain_draw_variance):
+                    noise.draw_variance = variance
+                    share, width = coverage(moved, documents, draws, args.comparisons, np.random.default_rng(2))
+                    cells.append(f"{share:.1%} ({width:.3f})")
+                noise.draw_variance = adopted
+                print(f"| {recorded.name} | {profile} | {target:g} | {cells[0]} | {cells[1]} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
