@@ -1,6 +1,6 @@
 """How a few-shot probe's gain interval covers at the draws a profile ships, with the draws' variance
-as adopted and as the plain between-draw variance (the diagnosis of R8's local rows in
-bench/RESULTS.md, "Recalibrated on the shipped local profile's trained row").
+term as adopted, as before it and as the plain between-draw variance (the diagnosis of R8's local
+rows in bench/RESULTS.md, "Recalibrated on the shipped local profile's trained row").
 
     .venv/bin/python bench/probe_draws.py [--comparisons 600] [--recorded FILE ...]
 
@@ -8,8 +8,9 @@ For each recorded population (bench/gain_calibration.py's, R8 over the converted
 true gain of 0 and 0.05, ``--comparisons`` comparisons at the local profile's size (200 documents, 3
 of the 10 recorded draws) and the full one's (the whole part, 5 draws), no seed term: the coverage
 and median width of ``evaluators.noise.paired_gain``'s interval, with ``draw_variance`` as adopted
-(the between-draw variance less the items' share it repeats, clipped at 0) and plain (the
-between-draw variance over m). Prints a Markdown table.
+(the between-draw variance less the items' share it repeats, clipped at 0, with Satterthwaite's
+degrees of freedom for that difference), as before it (the same variance with m - 1 degrees of
+freedom) and plain (the between-draw variance over m, m - 1). Prints a Markdown table.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -28,11 +30,18 @@ if __name__ == "__main__":
 SIZES = {"local": (200, 3), "full": (None, 5)}  # documents (None: the whole part) and draws
 
 
-def plain_draw_variance(a, b, items_of_mean: float) -> float:
-    """The between-draw variance of the per-draw gains over m, nothing taken out."""
+def plain_draw_variance(a, b, items_of_mean: float) -> tuple[float, float]:
+    """The between-draw variance of the per-draw gains over m, nothing taken out; m - 1."""
     if a.draws is None or b.draws is None or len(a.draws) < 2:
-        return 0.0
-    return float(np.var(np.asarray(a.draws) - np.asarray(b.draws), ddof=1)) / len(a.draws)
+        return 0.0, 1.0
+    m = len(a.draws)
+    return float(np.var(np.asarray(a.draws) - np.asarray(b.draws), ddof=1)) / m, m - 1.0
+
+
+def with_draws_dof(adopted, a, b, items_of_mean: float) -> tuple[float, float]:
+    """``adopted``'s variance with m - 1 degrees of freedom, as before the calibration at 64 steps."""
+    variance, _ = adopted(a, b, items_of_mean)
+    return variance, max(len(a.draws) - 1, 1) if a.draws is not None else 1.0
 
 
 def coverage(population, documents: int, draws: int, comparisons: int, rng) -> tuple[float, float]:
@@ -60,26 +69,27 @@ def main() -> None:
         nargs="+",
         type=Path,
         default=[ROOT / "bench/results/recorded_outcomes_64_steps.json", ROOT / "bench/results/recorded_outcomes.json"],
+        help="populations (bench/recorded_outcomes.py); each cell: coverage (median width)",
     )
     args = parser.parse_args()
     import evaluators.noise as noise
     from bench.gain_calibration import PROBE, population
 
     adopted = noise.draw_variance
-    print("| population | profile | true gain | adopted: coverage (median width) | plain: coverage (median width) |")
-    print("|---|---|---:|---|---|")
+    print("| population | profile | true gain | adopted | before | plain |")
+    print("|---|---|---:|---|---|---|")
     for recorded in args.recorded:
         record = json.loads(recorded.read_text())
         for profile, (documents, draws) in SIZES.items():
             for target in (0.0, 0.05):
                 moved = population(record, "converted", PROBE, profile).moved_to(target, np.random.default_rng(1))
                 cells = []
-                for variance in (adopted, plain_draw_variance):
+                for variance in (adopted, partial(with_draws_dof, adopted), plain_draw_variance):
                     noise.draw_variance = variance
                     share, width = coverage(moved, documents, draws, args.comparisons, np.random.default_rng(2))
                     cells.append(f"{share:.1%} ({width:.3f})")
                 noise.draw_variance = adopted
-                print(f"| {recorded.name} | {profile} | {target:g} | {cells[0]} | {cells[1]} |", flush=True)
+                print(f"| {recorded.name} | {profile} | {target:g} | " + " | ".join(cells) + " |", flush=True)
 
 
 if __name__ == "__main__":

@@ -15,9 +15,12 @@ def constraint(
     low_open: bool = False,
     high_open: bool = False,
     check: Callable[[Any], None] | None = None,
+    perturbable: bool = False,
 ) -> dict:
-    """Field metadata: a help line (for docs and errors), the valid range of the value, and
-    ``check``, a function that raises ``ValueError`` saying what is wrong with a value its type and
-    range admit (a spec check turns it into a message naming the key)."""
+    """Field metadata: a help line (for docs and errors), the valid range of the value, ``check``, a
+    function that raises ``ValueError`` saying what is wrong with a value its type and range admit (a
+    spec check turns it into a message naming the key), and ``perturbable``: whether a trial may
+    change the value when it goes on from another trial's checkpoint (PBT; how the loss terms are
+    weighed and the step size, never what decides the model's parts or its pairs)."""
     metadata = {"help": help_, "low": low, "high": high, "low_open": low_open, "high_open": high_open}
-    return metadata | ({"check": check} if check else {})
+    return metadata | ({"check": check} if check else {}) | ({"perturbable": True} if perturbable else {})

@@ -6,8 +6,10 @@ A plug-in is a class in a module of its kind's package that registers itself::
     class DocSplit(Recipe): ...
 
 and the package imports every module beside its ``__init__`` (``import_plugins``), so adding one
-is adding its file. ``RECIPES["docsplit"]`` finds it; an unknown name raises ``KeyError`` listing
-the known ones.
+is adding its file. A separately installed package adds plug-ins through an entry point of the
+kind's group (``doctune.recipes``, ``doctune.losses``, ``doctune.tasks``) naming a module that
+registers them, as pytest finds its plug-ins: ``import_plugins`` loads every one. ``RECIPES["docsplit"]``
+finds a plug-in; an unknown name raises ``KeyError`` listing the known ones.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable, Iterator
+from importlib.metadata import entry_points
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -49,7 +52,21 @@ class Registry(Generic[T]):
         return sorted(self._entries)
 
 
-def import_plugins(package: str, path: list[str]) -> None:
-    """Import every module of ``package`` (its ``__path__``), so each registers its plug-ins."""
+class PluginFailed(ImportError):
+    """An installed package's plug-in (an entry point) could not be loaded."""
+
+
+def import_plugins(package: str, path: list[str], group: str) -> None:
+    """Import every module of ``package`` (its ``__path__``), then every installed package's entry
+    point in ``group``, so each registers its plug-ins."""
     for module in pkgutil.iter_modules(path):
         importlib.import_module(f"{package}.{module.name}")
+    for point in entry_points(group=group):
+        try:
+            point.load()
+        except Exception as err:
+            where = f" (package {point.dist.name})" if point.dist is not None else ""
+            raise PluginFailed(
+                f"the {group} plug-in {point.name!r} = {point.value!r}{where} failed to load: "
+                f"{type(err).__name__}: {err}; fix or uninstall that package"
+            ) from err

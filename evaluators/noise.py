@@ -31,8 +31,11 @@ Welch-Satterthwaite degrees of freedom (Satterthwaite, *Biometrics Bulletin* 2(6
   ceiling whose differences are as sparse as a binary part's. A gain over several parts takes none:
   its other parts give it width;
 - draws: the sample variance of the per-draw differences (the same draws for both) over m, less
-  the part of it each draw's own item noise makes (already in the items' term), m - 1 degrees of
-  freedom;
+  the part of it each draw's own item noise makes (already in the items' term); its degrees of
+  freedom Satterthwaite's for a difference of mean squares, (m - 1) (net / gross)^2, the whole
+  between-draw variance's uncertainty carried by what is left of it: with 3 draws the net term is
+  often small and its m - 1 alone made the interval too narrow (R8 at the local profile's sizes
+  covered 90-93%, bench/RESULTS.md);
 - seeds: the trained row's score is one training run's; the seeds' variance, estimated from k runs,
   with k - 1 degrees of freedom (2 runs give 1: a wide interval, as it should be). Without
   measured seeds the gain says "seed noise not included": it is this run's gain, not the
@@ -194,20 +197,26 @@ def item_variance(
     return float(np.mean(shifts**2) * n / (n - 1))
 
 
-def draw_variance(a: Outcomes, b: Outcomes, items_of_mean: float) -> float:
-    """The variance, over a few-shot probe's draws, of main(a) - main(b) (0 without several draws).
-    The per-draw differences also vary with each draw's own item noise, which ``items_of_mean``
-    (``item_variance`` of the mean over draws) holds already: where the rows' influence values tell
-    it, it is taken out (a two-way random-effects split of items and draws), so it is not counted twice."""
+def draw_variance(a: Outcomes, b: Outcomes, items_of_mean: float) -> tuple[float, float]:
+    """The variance, over a few-shot probe's draws, of main(a) - main(b) (0 without several draws),
+    and its degrees of freedom. The per-draw differences also vary with each draw's own item noise,
+    which ``items_of_mean`` (``item_variance`` of the mean over draws) holds already: where the rows'
+    influence values tell it, it is taken out (a two-way random-effects split of items and draws), so
+    it is not counted twice. What is left carries the uncertainty of the whole between-draw variance
+    it was taken from (Satterthwaite 1946's rule for a linear combination of mean squares; the
+    items' share, estimated over every item, is precise beside it)."""
     if a.draws is None or b.draws is None or len(a.draws) < 2:
-        return 0.0
+        return 0.0, 1.0
     m = len(a.draws)
-    between = float(np.var(np.asarray(a.draws) - np.asarray(b.draws), ddof=1))
+    gross = float(np.var(np.asarray(a.draws) - np.asarray(b.draws), ddof=1))
+    between = gross
     if a.influence is not None and b.influence is not None:
         # one draw's item variance, on average over the draws, against that of their mean
         one_draw = np.mean([item_variance(a.one_draw(d), b.one_draw(d), np.random.default_rng(0)) for d in range(m)])
         between -= max(one_draw - items_of_mean, 0.0) * m / (m - 1)
-    return max(between, 0.0) / m
+    between = max(between, 0.0)
+    dof = (m - 1) * (between / gross) ** 2 if gross > 0 else m - 1.0
+    return between / m, max(dof, 1e-6)
 
 
 def t_interval(
@@ -324,7 +333,8 @@ def paired_gain(
             continue
         variance = item_variance(a[task], b[task], rng, pseudo_items=pseudo_items)
         fixed.append((share * variance, max(len(a[task].items) - 1, 1)))
-        fixed.append((share * draw_variance(a[task], b[task], variance), max(a[task].draw_count - 1, 1)))
+        draws, draws_dof = draw_variance(a[task], b[task], variance)
+        fixed.append((share * draws, draws_dof))
     if seeds is not None:
         fixed.append((seeds.sd**2, max(seeds.runs - 1, 1)))
 

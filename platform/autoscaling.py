@@ -21,14 +21,16 @@ Train worker groups wait for them (``platform.ray_cluster.ray_init``).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
 from platform.resources import LARGEST_NODE_GPUS
+
+log = logging.getLogger(f"doctune.{__name__}")
 
 BOOTSTRAP_CONFIG = Path("~/ray_bootstrap_config.yaml")
 HEAD_NODE_RESOURCE = "node:__internal_head__"  # every Ray head node has it
@@ -105,10 +107,9 @@ def _from_bootstrap_config(path: Path) -> Launchable | None:
         return Launchable(node_types, int(cap) if cap is not None else None, str(path))
     except (OSError, UnicodeDecodeError, yaml.YAMLError, AttributeError, TypeError, ValueError) as err:
         # the launcher's file, not the user's input to doctune: plan from the nodes up, and say why
-        print(
+        log.warning(
             f"doctune: warning: {path} is not a cluster config doctune can read ({type(err).__name__}: {err}); "
             "planning for the nodes up only",
-            file=sys.stderr,
         )
         return None
 

@@ -4,12 +4,15 @@ the spec asks) and the prepared corpus, checked against the recipes that train o
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 from core.run_files import RunFiles
 from platform.spec.schema import CorpusSpec, LongformerSpec, SearchSpec
 from trainers.config import BaseSettings, MlmHeadSettings
+
+log = logging.getLogger(f"doctune.{__name__}")
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,7 @@ def prepare_inputs(
         max_length = embedding_length(model_dir, inputs.max_length)
         entry = mlm_head_entry(model_dir, corpus.directory, inputs.mlm_head, max_length, inputs.seed)
         if plan_only and not entry.is_dir():
-            print(f"doctune: MLM head for {inputs.base_model} (not trained yet: a run trains it first): {entry}")
+            log.info(f"doctune: MLM head for {inputs.base_model} (not trained yet: a run trains it first): {entry}")
             model_dir = str(entry)
         else:
             model_dir = str(
@@ -130,9 +133,9 @@ def prepare_inputs(
                 check_interpolable(model_dir)
             except ValueError as err:
                 raise SpecError(str(err)) from None
-        print(
+        log.info(
             f"doctune: Longformer backbone from {inputs.base_model} ({longformer.max_length} positions, "
-            f"window {longformer.attention_window}): {model_dir}"
+            f"window {longformer.attention_window}): {model_dir}",
         )
     return model_dir, corpus, source_model
 

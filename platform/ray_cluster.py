@@ -3,13 +3,16 @@ needs on a busy machine."""
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
-import sys
 from pathlib import Path
 
+from core.logs import tells_progress
 from platform.environment import ROOT
 from platform.resources import LARGEST_NODE_GPUS
+
+log = logging.getLogger(f"doctune.{__name__}")
 
 
 def recorded_address_if_alive(temp_dir: str | None = None) -> str | None:
@@ -31,10 +34,9 @@ def recorded_address_if_alive(temp_dir: str | None = None) -> str | None:
     except (OSError, ValueError):
         record = Path(get_ray_address_file(temp_dir))
         record.unlink(missing_ok=True)
-        print(
+        log.warning(
             f"doctune: note: no Ray answers at {recorded}, the address {record} recorded (a Ray stopped "
             "without `ray stop`); removed the record and starting a local Ray",
-            file=sys.stderr,
         )
         return "local"
 
@@ -49,7 +51,9 @@ def ray_init(address: str | None, trials_may_wait: bool = False, log_to_driver: 
     ``trials_may_wait``: Tune may start trials past what runs at once (a resumed experiment, PBT
     restarting the trials it paused), so their worker groups wait for the trials ahead.
     ``log_to_driver``: print the workers' output here (off for a dry run, whose standard output is
-    its plan as JSON: on a running cluster, Ray's forwarded lines would otherwise follow it)."""
+    its plan as JSON: on a running cluster, Ray's forwarded lines would otherwise follow it), and only
+    where doctune's progress is shown (``core.logs.tells_progress``: not from Python at WARNING,
+    where Ray's own warnings are left out too)."""
     import ray
 
     os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.5")  # default 2 s caps short trials
@@ -88,7 +92,9 @@ def ray_init(address: str | None, trials_may_wait: bool = False, log_to_driver: 
         # (four tries) and error the trial; the resources were checked feasible when the search
         # started, so they wait for the trials ahead, or for the nodes to come up, instead
         env_vars["RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"] = WORKERS_START_TIMEOUT_S
-    ray.init(address=address, runtime_env=runtime_env, logging_level="WARNING", log_to_driver=log_to_driver)
+    shown = tells_progress()  # quiet: Ray's own errors alone, none of its workers' lines
+    level = "WARNING" if shown else "ERROR"
+    ray.init(address=address, runtime_env=runtime_env, logging_level=level, log_to_driver=log_to_driver and shown)
     if own:
         warn_of_another_ray()
     cluster = {k: float(v) for k, v in ray.cluster_resources().items()}
@@ -104,12 +110,10 @@ def warn_of_another_ray() -> None:
     from ray._private.services import find_gcs_addresses
 
     if len(find_gcs_addresses()) > 1:
-        print(
+        log.warning(
             "doctune: warning: another Ray runs on this machine; trials that stop early or pause (ASHA, PBT) "
             "may then keep their resources until the search ends (Ray Train cannot tell the two apart). "
             "Run one search at a time, or start one Ray (ray start --head) and run both on it.",
-            file=sys.stderr,
-            flush=True,
         )
 
 

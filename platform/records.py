@@ -13,8 +13,8 @@ directory no longer holds is deleted from the storage; nothing the trials or Tun
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -24,6 +24,8 @@ from pathlib import Path
 from ray import tune
 
 from platform.storage import RunStorage, is_driver_record
+
+log = logging.getLogger(f"doctune.{__name__}")
 
 RECORDS_EVERY_S = 3.0  # between trial events, while Tune runs: what a killed driver's records may lack
 
@@ -83,7 +85,7 @@ class RunRecords:
         try:
             self.sync()
         except Exception as err:
-            print(f"doctune: warning: uploading the run's records to {self.storage.uri}: {err}", file=sys.stderr)
+            log.warning(f"doctune: warning: uploading the run's records to {self.storage.uri}: {err}")
 
     @contextmanager
     def kept_current(self) -> Iterator[None]:
@@ -102,17 +104,15 @@ class RunRecords:
                 uploaded, deleted = self.sync()
             except Exception as err:  # said, never raised over what ended the block
                 self.behind = True
-                print(
+                log.error(
                     f"doctune: error: the run's records could not be uploaded to {self.storage.uri} ({err}); "
                     f"{self.run_dir} is whole: run the same command with --resume to upload them",
-                    file=sys.stderr,
                 )
             else:
                 self.behind = False
-                print(
+                log.info(
                     f"doctune: run records uploaded to {self.storage.uri} ({uploaded} file(s) uploaded, {deleted} "
                     f"deleted, {time.perf_counter() - began:.1f} s)",
-                    flush=True,
                 )
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import math
 import os
 import shutil
@@ -59,6 +60,8 @@ from platform.spec.convert import plugin_registries
 from platform.storage import RunStorage, copied_by_an_earlier_doctune, refuse_earlier_copy
 from platform.strategies import strategy_for
 from trainers.config import TrainPlan
+
+log = logging.getLogger(f"doctune.{__name__}")
 
 ACTOR_PREFIX = "evaluator"
 SEARCH_RECORD = "search.json"  # the resolved search, written when a run directory is created
@@ -114,10 +117,9 @@ class SearchRequest:
         if recorded and copied_by_an_earlier_doctune(recorded):
             if storage:
                 raise refuse_earlier_copy(f"--storage {storage.uri}", recorded)
-            print(
+            log.info(
                 f"doctune: note: {run_dir} was copied to {recorded['storage']} by an earlier doctune; it goes on "
                 "here alone, and that copy is no longer updated",
-                flush=True,
             )
         elif recorded:
             storage = _storage_of(recorded, storage, run_dir)
@@ -197,7 +199,7 @@ def fetch_run(storage: RunStorage, run_dir: Path, check: Callable[[dict], object
     if run_dir.exists():
         run_dir.rmdir()
     fetching.rename(run_dir)
-    print(f"doctune: fetched the run's records from {storage.uri} into {run_dir} ({files} files)", flush=True)
+    log.info(f"doctune: fetched the run's records from {storage.uri} into {run_dir} ({files} files)")
 
 
 def check_matches_recording(spec: SearchSpec, recorded: dict, run_dir: Path) -> SearchSpec:
@@ -247,16 +249,16 @@ def settle(
     replaced of the spec's own values (said once) and how the spec was fitted (said)."""
     profile, why = choose_profile(request, cluster)
     if why:
-        print(f"doctune: profile {profile!r} ({why}; choose with --profile)")
+        log.info(f"doctune: profile {profile!r} ({why}; choose with --profile)")
     if replaced := request.replacements(profile):
-        print(
+        log.info(
             f"doctune: profile {profile!r} replaced values the spec sets: "
             + ", ".join(r.describe() for r in replaced)
-            + f" (keep yours with a profiles.{profile} section in the spec)"
+            + f" (keep yours with a profiles.{profile} section in the spec)",
         )
     spec, fit = fit_to_cluster(request.spec_for(profile), cluster)
     if fit:
-        print(f"doctune: {fit}")
+        log.info(f"doctune: {fit}")
     plan_search_resources(spec, cluster)
     return spec, profile, tuple(replaced), fit
 

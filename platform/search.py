@@ -11,10 +11,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.logs import add_verbosity_options, show_on_console
 from evaluators.noise import Gain
 from evaluators.part_sizes import small_parts
 from platform import ranking
@@ -33,6 +35,8 @@ from platform.resources import InfeasibleResources
 from platform.run_dir import write_atomic
 from platform.spec import PROFILES, SpecError
 from platform.timings import PhaseClock
+
+log = logging.getLogger(f"doctune.{__name__}")
 
 if TYPE_CHECKING:
     from platform.listeners import TrialListener
@@ -63,6 +67,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "for a job a scheduler retries (cluster/kuberay.yaml, cluster/slurm.sbatch)",
     )
     parser.add_argument("--dry-run", action="store_true", help="validate, plan and print; start no trial")
+    add_verbosity_options(parser)
     return parser.parse_args(argv)
 
 
@@ -115,9 +120,13 @@ def main(argv: list[str] | None = None) -> int:
     from trainers.base_stage import BaseStageFailed
 
     args = parse_args(argv)
+    show_on_console(args.verbosity)
     try:
         options = dict(profile=args.profile, run_dir=args.run_dir, storage=args.storage, resume=args.resume)
-        return run(args.spec, **options, resume_if_started=args.resume_if_started, dry_run=args.dry_run).code
+        outcome = run(args.spec, **options, resume_if_started=args.resume_if_started, dry_run=args.dry_run)
+        if args.dry_run:  # the plan is the dry run's output, -q or not
+            print(json.dumps(outcome.plan, indent=2, default=str))
+        return outcome.code
     except bad_input() as err:
         print(f"doctune: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -146,7 +155,7 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> SearchOutc
         if settled is None:  # a running cluster: plan for what its autoscaler may add too
             cluster, growth = cluster_to_plan_for(cluster)
             if growth:
-                print(f"doctune: cluster: {growth}")
+                log.info(f"doctune: cluster: {growth}")
         spec, profile, replaced, fit = settled or settle(request, cluster)
         run_dir = request.run_dir
         with clock.phase("inputs"):  # the corpus is prepared by a Ray Data job the first time
@@ -162,15 +171,14 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> SearchOutc
         if dry_run:
             if resolved.inputs.base is not None:
                 state = "cached" if Path(model_dir).is_dir() else "not trained yet: a run trains it first"
-                print(f"doctune: base {resolved.inputs.base.label} ({state}): {model_dir}")
+                log.info(f"doctune: base {resolved.inputs.base.label} ({state}): {model_dir}")
             from evaluators.lengths import task_length_lines
 
             lines = task_length_lines(resolved.evaluation)
             ray.shutdown()  # first: Ray's own last words (its log deduplication's) never follow the summary
             for line in lines:
-                print(f"doctune: {line}")
-            print(json.dumps(summary, indent=2, default=str))
-            return SearchOutcome(EXIT_OK, [], run_dir, summary)
+                log.info(f"doctune: {line}")
+            return SearchOutcome(EXIT_OK, [], run_dir, summary)  # the command line prints the plan
         if not request.resume:
             run_dir.mkdir(parents=True)
             write_atomic(run_dir / SEARCH_RECORD, json.dumps(summary, indent=2, default=str))
@@ -201,18 +209,18 @@ def _prepare_and_search(resolved, resume: bool, clock: PhaseClock) -> tuple[int,
         with clock.phase("inputs shared"):
             resolved = _share_inputs(resolved)
     recipes = ", ".join(inputs.recipes)
-    print(f"doctune: search {resolved.search.name!r}, profile {profile!r}, recipe {recipes}, run dir {run_dir}")
+    log.info(f"doctune: search {resolved.search.name!r}, profile {profile!r}, recipe {recipes}, run dir {run_dir}")
     stats = resolved.corpus_stats
-    print(
+    log.info(
         f"doctune: corpus {inputs.corpus.source!r}: {stats.documents} documents, {stats.sentences} sentences "
         f"({stats.single_sentence_documents} single-sentence, {stats.dropped_empty} empty dropped, "
-        f"{stats.truncated} truncated, {stats.replaced_invalid_utf8} with invalid UTF-8 replaced)"
+        f"{stats.truncated} truncated, {stats.replaced_invalid_utf8} with invalid UTF-8 replaced)",
     )
     pool = tuner.evaluator_pool(resolved)
     with clock.phase("evaluators start"):
         pool.start()
     if warning := small_parts(pool.part_items()):
-        print(f"doctune: warning: {warning}", file=sys.stderr, flush=True)
+        log.warning(f"doctune: warning: {warning}")
     with pool:
         return _search_and_report(resolved, resume, clock)
 
@@ -226,7 +234,7 @@ def _share_inputs(resolved):
     plan = resolved.plan
     inputs = share_inputs(plan.run_files, (plan.base_model, plan.corpus_path), cache_dir())
     for path, name in inputs.items():
-        print(f"doctune: {path} shared through the run's storage as {name}", flush=True)
+        log.info(f"doctune: {path} shared through the run's storage as {name}")
     return dataclasses.replace(resolved, plan=dataclasses.replace(plan, inputs=inputs))
 
 
@@ -266,46 +274,46 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> tuple[int, 
             winner.compare_per_task(leaderboard.winner(rows), baselines, resolved)
             noise = winner.assess_ranking(rows, baselines, outcomes)
         rows = leaderboard.write_leaderboard(rows, run_dir, columns, noise.record() if noise else None)
-    print("\n" + leaderboard.format_table(rows, columns) + "\n")
+    log.info("\n" + leaderboard.format_table(rows, columns) + "\n")
     for line in leaderboard.coverage_lines(rows, columns):
-        print(f"doctune: scored on {line}")
+        log.info(f"doctune: scored on {line}")
     if not scored:
-        print("doctune: no trial produced a score; see the statuses above", file=sys.stderr)
+        log.warning("doctune: no trial produced a score; see the statuses above")
         trackers.finish(rows, run_dir, None)
         return EXIT_FAILURE, rows
     best = leaderboard.winner(rows)
     exported = export.export_best(best, run_dir, resolved.plan.run_files)
     test = f"{best.test_objective:.4f}" if best.test_objective is not None else "not scored"
-    print(
+    log.info(
         f"doctune: best trial {best.trial} (validation objective {best.objective:.4f}, test objective "
-        f"{test}) exported to {exported.path}"
+        f"{test}) exported to {exported.path}",
     )
     if line := leaderboard.locked_part_line(best):
-        print(f"doctune: {line}")
+        log.info(f"doctune: {line}")
     if noise is not None:
         for line in ranking.verdict(noise, best.gains):
-            print(f"doctune: {line}")
+            log.info(f"doctune: {line}")
     else:
         for against, gain in best.gains.items():
-            print(f"doctune: test objective of {best.trial} over {against}: {Gain.from_record(gain).describe()}")
+            log.info(f"doctune: test objective of {best.trial} over {against}: {Gain.from_record(gain).describe()}")
     for against, gain in best.long_task_gains.items():
         described = Gain.from_record(gain).describe()
-        print(f"doctune: long-document tasks pooled, {best.trial} over {against} on test: {described}")
+        log.info(f"doctune: long-document tasks pooled, {best.trial} over {against} on test: {described}")
     for line in leaderboard.task_gain_lines(best):
-        print(f"doctune: {line}")
+        log.info(f"doctune: {line}")
     if best.confirmation:
-        print(f"doctune: {best.trial}'s configuration {leaderboard.describe_confirmation(best.confirmation)}")
+        log.info(f"doctune: {best.trial}'s configuration {leaderboard.describe_confirmation(best.confirmation)}")
     if exported.sentence_transformers_gap:
-        print(f"doctune: {exported.path} has no sentence-transformers files: {exported.sentence_transformers_gap}")
+        log.info(f"doctune: {exported.path} has no sentence-transformers files: {exported.sentence_transformers_gap}")
     logs = run_dir if resolved.storage is None else f"{resolved.storage} (Tune's logs, under tune/)"
-    print(f"doctune: leaderboard in {run_dir}/leaderboard.csv; TensorBoard: tensorboard --logdir {logs}")
+    log.info(f"doctune: leaderboard in {run_dir}/leaderboard.csv; TensorBoard: tensorboard --logdir {logs}")
     try:  # the leaderboard and best/ are written: a report that fails loses nothing and fails no search
         from platform.report import write_reports
 
-        print(f"doctune: report in {write_reports(run_dir)[-1]}")
+        log.info(f"doctune: report in {write_reports(run_dir)[-1]}")
     except Exception as err:
-        print(f"doctune: report not written: {type(err).__name__}: {err}", file=sys.stderr)
-    print(f"doctune: {write_timings(run_dir, clock.summary(trial_seconds(results, since=clock.started_at)))}")
+        log.warning(f"doctune: report not written: {type(err).__name__}: {err}")
+    log.info(f"doctune: {write_timings(run_dir, clock.summary(trial_seconds(results, since=clock.started_at)))}")
     trackers.finish(rows, run_dir, exported.path)
     return EXIT_OK, rows
 

@@ -27,12 +27,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import logging
 import os
 import shutil
 import sys
 import time
 from pathlib import Path
 
+from core.logs import add_verbosity_options, show_on_console
 from platform import tuner
 from platform.autoscaling import cluster_to_plan_for
 from platform.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, UsageError
@@ -46,6 +48,8 @@ from platform.run_dir import check_run_dir, write_atomic
 from platform.spec import SearchSpec, SpecError, load_spec
 from platform.study_table import RowResult, rank_rows, write_table
 from platform.timings import TIMINGS_FILE, PhaseClock
+
+log = logging.getLogger(f"doctune.{__name__}")
 
 RESULT_FILE = "result.json"
 BASE_FILE = "base.json"  # the base model's scores on every table task
@@ -73,11 +77,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="score and show the validation parts alone: a design study that must not read the locked test parts",
     )
+    add_verbosity_options(parser)
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    show_on_console(args.verbosity)
     # Ctrl-C must stop the study: Tune's own handler ends the running trial "gracefully", and the
     # run would be recorded as failed and skipped by the next call. An interrupted row goes on from its
     # Tune run's saved state (a tuned row's search too: Study.trial).
@@ -298,7 +304,7 @@ class Study:
 
         scored = self.run_dir / file
         if not scored.exists():
-            print(f"doctune: study: scoring {name}", flush=True)
+            log.info(f"doctune: study: scoring {name}")
             scores = score_checkpoint(pool_plan.evaluation, model_dir, pool_plan.fixed.pooling, self.tasks)
             write_atomic(scored, json.dumps(scores, indent=2))
         return RowResult(name, {}, {self.spec.study.seeds[0]: json.loads(scored.read_text())}, {})
@@ -323,7 +329,7 @@ class Study:
             directory.mkdir(parents=True, exist_ok=True)
             resolved = self.resolve(fixed_runs(self.spec, values, todo), directory)
             at_once = resolved.resources.max_concurrent
-            print(f"doctune: study: {name}, seed(s) {', '.join(map(str, todo))} ({at_once} at once)", flush=True)
+            log.info(f"doctune: study: {name}, seed(s) {', '.join(map(str, todo))} ({at_once} at once)")
             # named by all of the row's seeds: a call interrupted before every seed's result was
             # written restores that run (its finished trials are not trained again) and records the rest
             results = tuner.train_seeds(resolved, {}, todo, "seeds-" + "-".join(map(str, seeds)))
@@ -344,7 +350,7 @@ class Study:
         tuned_name = f"{name} (tuned)"
         row = self.spec.study.rows[name]
         first, *others = self.spec.study.seeds
-        print(f"doctune: study: tuning {name}", flush=True)
+        log.info(f"doctune: study: tuning {name}")
         directory = self.run_dir / "runs" / tuned_name
         runs = {first: self.trial(tuned_search(self.spec, row, first), directory / f"seed{first}")}
         if "failed" not in runs[first] and others:
@@ -389,22 +395,22 @@ def _run(spec: SearchSpec, spec_path: Path, profile: str, columns, run_dir: Path
     try:
         check_inputs(InputsPlan.of(spec))
     except (ModelUnavailable, DataUnavailable) as err:
-        print(f"doctune: error: {err}", file=sys.stderr)
+        log.error(f"doctune: error: {err}")
         return EXIT_BAD_INPUT
     joins = not starts_its_own_ray(spec.address)
     cluster = ray_init(spec.address)
     if joins:  # a running cluster: plan for what its autoscaler may add too
         cluster, growth = cluster_to_plan_for(cluster)
         if growth:
-            print(f"doctune: cluster: {growth}")
+            log.info(f"doctune: cluster: {growth}")
     spec, fit = fit_to_cluster(spec, cluster)
     if fit:
-        print(f"doctune: {fit}")
+        log.info(f"doctune: {fit}")
     try:
         try:
             inputs = prepare_inputs(InputsPlan.of(spec))  # the corpus is prepared by a Ray Data job the first time
         except (ModelUnavailable, DataUnavailable, SpecError) as err:
-            print(f"doctune: error: {err}", file=sys.stderr)
+            log.error(f"doctune: error: {err}")
             return EXIT_BAD_INPUT
         run_dir.mkdir(parents=True, exist_ok=True)
         write_atomic(run_dir / MARKER, marker)
@@ -432,11 +438,11 @@ def _run(spec: SearchSpec, spec_path: Path, profile: str, columns, run_dir: Path
             finally:  # an interrupted or failed call's time counts too: the next call goes on from its work
                 timings = summed_timings(run_dir / TIMINGS_FILE, time.monotonic() - clock.began, clock.phases)
                 write_atomic(run_dir / TIMINGS_FILE, json.dumps(timings, indent=2))
-        print((run_dir / "study.md").read_text())
-        print(f"doctune: study table in {run_dir}/study.md, chart in {run_dir}/study.png")
+        log.info((run_dir / "study.md").read_text())
+        log.info(f"doctune: study table in {run_dir}/study.md, chart in {run_dir}/study.png")
         return EXIT_OK if all(r.seeds for r in rows) else EXIT_FAILURE
     except BaseStageFailed as err:
-        print(f"doctune: error: {err}", file=sys.stderr)
+        log.error(f"doctune: error: {err}")
         return EXIT_FAILURE
     finally:
         ray.shutdown()

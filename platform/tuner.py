@@ -11,13 +11,52 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
+import logging
+import os
 from collections.abc import Sequence
+from contextlib import contextmanager
 
+from core.logs import progress, tells_progress
 from core.run_files import RunFiles
 from platform.plans import ResolvedSearch
 from platform.run_dir import TUNE_DIR
 from platform.timings import PhaseClock
+
+log = logging.getLogger(f"doctune.{__name__}")
+
+
+def tune_verbosity() -> int | None:
+    """Tune's console output: its own default where doctune's progress is shown, silent otherwise
+    (a search called from Python with logging at WARNING prints nothing; see
+    ``libraries_quiet_unless_told``)."""
+    return None if tells_progress() else 0
+
+
+@contextmanager
+def libraries_quiet_unless_told():
+    """A Tune run's making and fitting, its console output as doctune's progress says. Quiet, two
+    libraries need more than Tune's verbosity (``tune_verbosity``): Tune's new output engine prints an
+    experiment's start (its configuration, where its results are) at every verbosity, 0 included,
+    while its legacy engine prints nothing at 0, so a quiet run uses the legacy one
+    (``RAY_AIR_NEW_OUTPUT=0``, read as the run starts); Optuna logs its study's creation (when the
+    searcher is made) at INFO through a handler of its own, so its verbosity is WARNING. Both are put
+    back after the block."""
+    if tells_progress():
+        yield
+        return
+    import optuna
+
+    before = os.environ.get("RAY_AIR_NEW_OUTPUT"), optuna.logging.get_verbosity()
+    os.environ["RAY_AIR_NEW_OUTPUT"] = "0"
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        yield
+    finally:
+        if before[0] is None:
+            os.environ.pop("RAY_AIR_NEW_OUTPUT")
+        else:
+            os.environ["RAY_AIR_NEW_OUTPUT"] = before[0]
+        optuna.logging.set_verbosity(before[1])
 
 
 def _trainable(resolved: ResolvedSearch):
@@ -59,6 +98,7 @@ def tune_setup(resolved: ResolvedSearch, callbacks: Sequence = ()):
         # errors again at once (its divergence is recorded), so retries never retrain it
         failure_config=tune.FailureConfig(max_failures=search.max_trial_failures),
         callbacks=_callbacks(resolved, callbacks),
+        verbose=tune_verbosity(),
     )
     return parts.param_space, tune_config, run_config
 
@@ -114,7 +154,7 @@ def _release_ended(results, resolved: ResolvedSearch) -> None:
     keep = resolved.search.keep_checkpoints
     freed = release_ended_trials(results, resolved.plan.run_files, resolved.evaluation, keep)
     if freed:
-        print(f"doctune: ended trials' checkpoints released ({freed / 1e6:.0f} MB; train.keep_checkpoints: {keep})")
+        log.info(f"doctune: ended trials' checkpoints released ({freed / 1e6:.0f} MB; train.keep_checkpoints: {keep})")
 
 
 def baseline_models(resolved: ResolvedSearch) -> dict[str, tuple[str, str]]:
@@ -141,13 +181,14 @@ def score_baselines(resolved: ResolvedSearch) -> dict[str, dict]:
 
     evaluation = resolved.evaluation
     tasks = [*evaluation.tasks, *evaluation.report_tasks]
+    models = baseline_models(resolved)
     return {
         row: {
             "model": model,
             "status": status,
             "scores": score_checkpoint(evaluation, model, resolved.fixed.pooling, tasks),
         }
-        for row, (model, status) in baseline_models(resolved).items()
+        for row, (model, status) in progress(models.items(), len(models), "baseline rows")
     }
 
 
@@ -170,6 +211,7 @@ def score_references(resolved: ResolvedSearch) -> dict[str, dict]:
 
     evaluation = resolved.evaluation
     tasks = [*evaluation.tasks, *evaluation.report_tasks]
+    rows = search_references(resolved)
     return {
         reference.id: {
             "description": reference.description,
@@ -177,7 +219,7 @@ def score_references(resolved: ResolvedSearch) -> dict[str, dict]:
             "reading": dataclasses.asdict(reference.reading),
             "scores": score_reference(evaluation, reference, reference.pooling or resolved.fixed.pooling, tasks),
         }
-        for reference in search_references(resolved)
+        for reference in progress(rows, len(rows), "reference rows")
     }
 
 
@@ -186,7 +228,7 @@ def reference_record(resolved: ResolvedSearch, clock: PhaseClock) -> dict[str, d
     record_file = resolved.run_dir / REFERENCES_RECORD
     if record_file.exists():
         return json.loads(record_file.read_text())
-    print("doctune: scoring the reference rows (BM25, the base as its users run it)", flush=True)
+    log.info("doctune: scoring the reference rows (BM25, the base as its users run it)")
     with clock.phase("references"):
         record = score_references(resolved)
     record_file.write_text(json.dumps(record, indent=2))
@@ -198,7 +240,7 @@ def evaluator_pool(resolved: ResolvedSearch):
     from evaluators.pool import EvaluatorPool
 
     search = resolved.search
-    print(f"doctune: starting {search.evaluators} evaluator(s) (loading task data)", flush=True)
+    log.info(f"doctune: starting {search.evaluators} evaluator(s) (loading task data)")
     return EvaluatorPool(
         resolved.evaluation,
         str(resolved.run_dir.resolve()),
@@ -216,23 +258,24 @@ def run_search(resolved: ResolvedSearch, resume: bool, clock: PhaseClock | None 
     if baseline_file.exists():
         baseline = json.loads(baseline_file.read_text())
     else:
-        print("doctune: scoring the base model (the leaderboard's baseline rows)", flush=True)
+        log.info("doctune: scoring the base model (the leaderboard's baseline rows)")
         with clock.phase("baseline"):
             baseline = score_baselines(resolved)
         baseline_file.write_text(json.dumps(baseline, indent=2))
     search = resolved.search
-    print(f"doctune: {search.samples} trial(s), {resolved.resources.describe()}", flush=True)
+    log.info(f"doctune: {search.samples} trial(s), {resolved.resources.describe()}")
     if line := search.strategy.describe():
-        print(f"doctune: {line}", flush=True)
+        log.info(f"doctune: {line}")
     if warning := search.strategy.warning():
-        print(f"doctune: warning: {warning}", file=sys.stderr, flush=True)
+        log.warning(f"doctune: warning: {warning}")
     with clock.phase("trials"):
-        results = _tuner(resolved, resume, callbacks).fit()
+        with libraries_quiet_unless_told():
+            results = _tuner(resolved, resume, callbacks).fit()
     if not finished(results, search.samples, resolved.plan.run_files):
         raise KeyboardInterrupt  # Ctrl-C: Tune saved the experiment; the caller says how to continue it
     _release_ended(results, resolved)
     if note := search.strategy.after_search(resolved.run_dir):
-        print(f"doctune: {note}", flush=True)
+        log.info(f"doctune: {note}")
     return baseline, results
 
 
@@ -282,9 +325,11 @@ def train_seeds(resolved: ResolvedSearch, config: dict, seeds: Sequence[int], na
                 storage_filesystem=tune_filesystem(files),
                 failure_config=tune.FailureConfig(max_failures=resolved.search.max_trial_failures),
                 callbacks=_callbacks(resolved),
+                verbose=tune_verbosity(),
             ),
         )
-    results = tuner.fit()
+    with libraries_quiet_unless_told():
+        results = tuner.fit()
     if not finished(results, len(seeds), files):
         raise KeyboardInterrupt  # the caller's own handling: the same command continues the run
     _release_ended(results, resolved)
@@ -302,7 +347,7 @@ def confirm_winner(resolved: ResolvedSearch, winner) -> dict:
     search = resolved.search
     seeds = [resolved.plan.seed + i for i in range(1, search.confirm_seeds + 1)]
     config = {name: winner.hyperparameters[name] for name in search.space if name in winner.hyperparameters}
-    print(f"doctune: confirming {winner.trial} with {len(seeds)} more training seed(s): {seeds}", flush=True)
+    log.info(f"doctune: confirming {winner.trial} with {len(seeds)} more training seed(s): {seeds}")
     results = train_seeds(resolved, config, seeds, f"{search.name}{CONFIRM_SUFFIX}")
     runs = {}
     for result, row in zip(results, rows_from_results(results, resolved)):

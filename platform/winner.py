@@ -7,9 +7,12 @@ leaderboard, ``best/`` and the report still follow."""
 from __future__ import annotations
 
 import dataclasses
-import sys
+import logging
 
+from core.logs import progress
 from platform import ranking
+
+log = logging.getLogger(f"doctune.{__name__}")
 
 REPORT_TOP_TRIALS = 3  # trials scored on the report-only tasks, beside the baseline
 
@@ -52,7 +55,7 @@ def compare_with_baselines(best, baselines, outcomes: ItemOutcomes) -> None:
 
     long_weights = long_task_weights(outcomes.weights)
     runs = confirmation_rows(best)
-    print(f"doctune: comparing {best.trial} with the baseline rows on the test items (paired)", flush=True)
+    log.info(f"doctune: comparing {best.trial} with the baseline rows on the test items (paired)")
     try:
         for baseline in baselines:
             best.gains[baseline.trial] = configuration_gain(best, runs, baseline, outcomes, outcomes.weights)
@@ -96,8 +99,8 @@ def compare_per_task(best, baselines, resolved) -> None:
 
     evaluation, files = resolved.evaluation, resolved.plan.run_files
     tasks = [t for t in (*evaluation.tasks, *evaluation.report_tasks) if t in best.scores]
-    print(
-        f"doctune: comparing {best.trial} with the baseline and reference rows, task by task (test items)", flush=True
+    log.info(
+        f"doctune: comparing {best.trial} with the baseline and reference rows, task by task (test items)",
     )
     try:
         mine = checkpoint_outcomes(
@@ -135,7 +138,7 @@ def assess_ranking(rows, baselines, outcomes: ItemOutcomes) -> ranking.RankingNo
     from platform.leaderboard import is_baseline, winner
 
     trials = [r for r in rows if not is_baseline(r) and r.objective is not None and r.checkpoint]
-    print(f"doctune: measuring the noise of the ranking ({len(trials)} trials, validation items)", flush=True)
+    log.info(f"doctune: measuring the noise of the ranking ({len(trials)} trials, validation items)")
     try:
         return ranking.assess(
             trials,
@@ -145,7 +148,7 @@ def assess_ranking(rows, baselines, outcomes: ItemOutcomes) -> ranking.RankingNo
             ranking.seed_spread(winner(rows), outcomes.weights, ranking.RANKING_PART),
         )
     except (CheckpointMissing, RuntimeError) as err:  # the leaderboard, best/ and the report still follow
-        print(f"doctune: the ranking's noise not measured: {err}", file=sys.stderr)
+        log.warning(f"doctune: the ranking's noise not measured: {err}")
         return None
 
 
@@ -161,7 +164,7 @@ def read_locked_part_of_winner(scored, resolved) -> None:
     from platform import tuner
 
     best = _ranked_trials(scored)[0]
-    print(f"doctune: scoring {best.trial}, the winner on validation, on the locked test part", flush=True)
+    log.info(f"doctune: scoring {best.trial}, the winner on validation, on the locked test part")
     try:
         tuner.read_locked_part(resolved, best)
     except (CheckpointMissing, RuntimeError) as err:  # the leaderboard, best/ and the report still follow
@@ -177,8 +180,9 @@ def score_report_tasks(scored, resolved) -> None:
     from evaluators.tasks import GRID
 
     evaluation = resolved.evaluation
-    print(f"doctune: scoring the top {REPORT_TOP_TRIALS} trials on the report-only tasks", flush=True)
-    for place, row in enumerate(_ranked_trials(scored)[:REPORT_TOP_TRIALS]):
+    log.info(f"doctune: scoring the top {REPORT_TOP_TRIALS} trials on the report-only tasks")
+    top = _ranked_trials(scored)[:REPORT_TOP_TRIALS]
+    for place, row in progress(enumerate(top), len(top), "report-only tasks", unit="trial"):
         tasks = [t for t in evaluation.report_tasks if place == 0 or not t.endswith(GRID)]
         if not tasks:
             continue

@@ -50,6 +50,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
+@pytest.fixture(autouse=True)
+def console_output():
+    """Each test sees doctune's output as the command line shows it (``core.logs.show_on_console``:
+    progress on stdout, warnings on stderr, for capsys); the ``doctune`` logger is put back after."""
+    import logging
+
+    from core.logs import LOGGER, show_on_console
+
+    logger = logging.getLogger(LOGGER)
+    kept = (logger.handlers[:], logger.level, logger.propagate)
+    show_on_console(0)
+    yield
+    logger.handlers[:], logger.level, logger.propagate = kept
+
+
 def closed_port() -> int:
     """A local port nothing listens on (a tracking server that is down)."""
     import socket
@@ -141,6 +156,29 @@ def documented_plugins() -> dict[str, str]:
     paragraph before its code) -> its code."""
     text = (ROOT / "docs" / "plugins.md").read_text()
     return dict(re.findall(r"^`([\w/]+\.py)`.*?```python\n(.*?)```", text, flags=re.S | re.M))
+
+
+def plugin_package(directory: Path, module: str, group: str, code: str) -> Path:
+    """A package of its own (``doctune-<module>``), outside doctune, whose one module ``module`` holds
+    ``code`` and is named by an entry point of ``group`` (``doctune.recipes``...): what a user's
+    plug-in package is. Returns its project directory, for ``pip install``."""
+    project = directory / f"doctune-{module.replace('_', '-')}"
+    (project / module).mkdir(parents=True)
+    (project / module / "__init__.py").write_text(code)
+    (project / "pyproject.toml").write_text(
+        f"""[build-system]
+requires = ["setuptools>=77"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "doctune-{module.replace("_", "-")}"
+version = "0.1.0"
+
+[project.entry-points."{group}"]
+{module} = "{module}"
+"""
+    )
+    return project
 
 
 def spec_variant(name: str, directory: Path, **changes) -> str:

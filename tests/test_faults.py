@@ -170,11 +170,13 @@ def test_a_corpus_of_one_sentence_documents_is_refused_for_docsplit_only(
     # own, tests/trainers/test_mlm_head.py)
     no_mlm = {"search.space.mlm_weight": {"choice": [0.0]}, "search.warm_start": []}
     spec = spec_variant("smoke", tmp_path, **{"corpus": {"source": str(corpus)}, "recipe": recipe, **no_mlm})
-    done = _search(spec, "--profile", "smoke", "--run-dir", str(tmp_path / "run"), "--dry-run", timeout=300)
+    # -q: the refusal still said, and a dry run's plan printed alone (no progress line before it)
+    done = _search(spec, "--profile", "smoke", "--run-dir", str(tmp_path / "run"), "--dry-run", "-q", timeout=300)
     if refused:
         assert done.returncode == 2 and "all 50 documents are a single sentence" in done.stderr
     else:
         assert done.returncode == 0, done.stderr[-2000:]
+        assert json.loads(done.stdout)["resolved_spec"]["recipe"] == recipe
 
 
 @pytest.mark.ray  # preparing the corpus starts Ray

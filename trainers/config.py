@@ -32,11 +32,6 @@ class Scorer(Protocol):
         ...
 
 
-# What a trial may change when it continues from another trial's checkpoint (PBT): how the loss
-# terms are weighed and the step size. Everything else decides the model's parts or its pairs.
-PERTURBABLE = ("lr", "temperature", "mlm_weight", "bregman_weight")
-
-
 @dataclass(frozen=True)
 class NoSettings:
     """The settings of a plug-in that has none of its own."""
@@ -70,7 +65,9 @@ class Hyperparameters:
             "it decides recipe and elongate, which a spec then leaves out"
         ),
     )
-    lr: float = field(default=5e-5, metadata=constraint("AdamW learning rate", 0.0, 1.0, low_open=True))
+    lr: float = field(
+        default=5e-5, metadata=constraint("AdamW learning rate", 0.0, 1.0, low_open=True, perturbable=True)
+    )
     loss: str | None = field(
         default=None,
         metadata=constraint(
@@ -79,7 +76,9 @@ class Hyperparameters:
             "infonce)"
         ),
     )
-    mlm_weight: float = field(default=0.1, metadata=constraint("weight of the auxiliary MLM loss", 0.0, 100.0))
+    mlm_weight: float = field(
+        default=0.1, metadata=constraint("weight of the auxiliary MLM loss", 0.0, 100.0, perturbable=True)
+    )
     contrastive_weight: float = field(
         default=1.0, metadata=constraint("lambda_c: weight of the contrastive loss", 0.0, 100.0)
     )

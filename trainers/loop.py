@@ -244,6 +244,7 @@ def train_loop_per_worker(config: dict) -> None:
                 "first_step_seconds": first_step_seconds,
                 "worker_peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # KiB on Linux
                 **_peak_gpu_memory(device),
+                **({"chunk_size": chunk_size} if cached else {}),  # GradCache's chunk (auto: as measured)
             }
             stream_positions = _gathered(dataclasses.astuple(stream.position(step)))
             staged = staging / step_name(step + 1)

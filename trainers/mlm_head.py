@@ -59,6 +59,7 @@ from core.data.atomic import exclusive_lock
 from core.data.corpus import PreparedCorpus
 from core.data.wheels import cache_dir
 from core.encoder import ModelUnavailable, encode, load_encoder, weights_digest
+from core.logs import progress
 from trainers.base_stage import pack_blocks
 from trainers.config import MlmHeadSettings
 from trainers.losses import mask_tokens, prediction_head
@@ -270,7 +271,8 @@ def _masked_states(
     )
     attention = (ids != tokenizer.pad_token_id).long()
     states, targets = [], []
-    for rows in torch.arange(len(ids)).split(SEQUENCES_PER_FORWARD):
+    batches = torch.arange(len(ids)).split(SEQUENCES_PER_FORWARD)
+    for rows in progress(batches, len(batches), "MLM head: encoding the corpus", unit="batch"):
         hidden = encode(model.base_model, masked[rows], attention[rows])
         picked = labels[rows] != -100
         states.append(hidden[picked])

@@ -80,6 +80,10 @@ def _decide_views(settings) -> None:
 SETTINGS: dict[str, Setting] = _settings()
 """Every name of the flat namespace -> its ``Setting``: ``Hyperparameters``' first, then each owner's."""
 
+PERTURBABLE = tuple(name for name, s in SETTINGS.items() if s.field.metadata.get("perturbable"))
+"""What a trial may change when it goes on from another trial's checkpoint (PBT), as each setting's
+owner declares it (``core.fields.constraint(perturbable=True)``)."""
+
 TrialSettings = dataclasses.make_dataclass(
     "TrialSettings",
     [  # Hyperparameters' own fields come with the base class

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
+
+log = logging.getLogger(f"doctune.{__name__}")
 
 
 @contextmanager
@@ -37,7 +40,7 @@ def exclusive_lock(entry: Path) -> Iterator[None]:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            print(f"doctune: waiting for another process building {entry}", flush=True)
+            log.info(f"doctune: waiting for another process building {entry}")
             fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield

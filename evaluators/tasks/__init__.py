@@ -73,7 +73,7 @@ def make_task(name: str, budget: EvalBudget) -> Task:
     return TASKS[name](budget)
 
 
-import_plugins(__name__, __path__)
+import_plugins(__name__, __path__, "doctune.tasks")
 
 __all__ = [
     "GRID",

@@ -14,6 +14,7 @@ The sentence-transformers files are ``platform.export.st_files``, the model card
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,8 @@ from platform.export.record import ExportError, SearchRecord
 from platform.export.st_files import POOLINGS, sentence_transformers_gap, write_sentence_transformers_files
 from platform.leaderboard import Row
 from trainers.checkpoint import recorded_checkpoint
+
+log = logging.getLogger(f"doctune.{__name__}")
 
 
 @dataclass(frozen=True)
@@ -97,5 +100,5 @@ def _clear_leftover(partial: Path, search: SearchRecord) -> None:
     if owner != search.run_dir:
         whose = f"an export of another run ({owner})" if owner else "not left by a doctune export"
         raise ExportError(f"{partial} exists and is {whose}; remove it, or export to another directory")
-    print(f"doctune: removing {partial}, left by an interrupted export of this run", flush=True)
+    log.info(f"doctune: removing {partial}, left by an interrupted export of this run")
     shutil.rmtree(partial)

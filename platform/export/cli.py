@@ -17,6 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from core.logs import add_verbosity_options, show_on_console
 from core.run_files import RunFiles
 from platform.exit_codes import EXIT_BAD_INPUT, EXIT_OK, UsageError
 from platform.export import export_trial
@@ -35,6 +36,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--trial", help="trial id from the leaderboard; default: the best trial")
     parser.add_argument("--to", type=Path, required=True, help="directory to write (new, or empty)")
+    add_verbosity_options(parser)
     return parser.parse_args(argv)
 
 
@@ -128,6 +130,7 @@ def _locate_checkpoint(row: Row, files: RunFiles) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    show_on_console(args.verbosity)
     with tempfile.TemporaryDirectory(prefix="doctune-export-") as fetched, contextlib.ExitStack() as fetching:
         try:
             try:

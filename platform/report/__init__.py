@@ -15,6 +15,7 @@ Reading the run is ``platform.report.run``, the page ``platform.report.page``, t
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +27,8 @@ from platform.report import plots
 from platform.report.page import render
 from platform.report.run import PLOTS_DIR, Plot, PlotSkipped, Run, param_importances, read_run
 from platform.run_dir import STUDY_FILE, write_atomic
+
+log = logging.getLogger(f"doctune.{__name__}")
 
 REPORT_FILE = "report.html"
 
@@ -54,7 +57,7 @@ def write_reports(run_dir: Path, kept_at: str | None = None) -> list[Path]:
     drawn = [_draw(directory / f"{stem}.png", title, build) for stem, (title, build) in figures.items()]
     for plot in drawn:
         if plot.reason:
-            print(f"doctune: report: {plot.title.lower()} not plotted: {plot.reason}")
+            log.info(f"doctune: report: {plot.title.lower()} not plotted: {plot.reason}")
     target = run.path / REPORT_FILE
     write_atomic(target, render(run, drawn, datetime.now(UTC)))
     return [p.path for p in drawn if p.path] + [target]

@@ -14,6 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from core.logs import add_verbosity_options, show_on_console
 from platform.exit_codes import EXIT_BAD_INPUT, EXIT_OK, UsageError
 from platform.report import write_reports
 from platform.report.run import ReportError
@@ -74,7 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--to", type=Path, help="for a storage URI: a new or empty directory to write the run's records and report"
     )
+    add_verbosity_options(parser)
     args = parser.parse_args(argv)
+    show_on_console(args.verbosity)
     try:
         if "://" in args.run_dir:
             written, run_dir = report_from_storage(args.run_dir, args.to), args.to

@@ -7,7 +7,7 @@ from __future__ import annotations
 from platform.spec.convert import HP_FIELDS, check_hyperparameter, plugin_registries
 from platform.spec.schema import Distribution, SearchSection, SearchSpec, SpecError, StudySection
 from platform.strategies.samplers import grid_size
-from trainers.config import PERTURBABLE
+from trainers.settings import PERTURBABLE
 
 
 def check_model_choice(layer: dict, where: str) -> None:

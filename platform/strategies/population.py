@@ -13,14 +13,14 @@ from ray.tune.schedulers.pb2 import PB2
 
 from platform.spec.schema import Distribution, PbtSpec
 from platform.strategies.base import SearchStrategy, TuneParts
-from trainers.config import PERTURBABLE
+from trainers.settings import PERTURBABLE
 
 
 @dataclass(frozen=True)
 class Population(SearchStrategy):
     """PBT's (or PB2's) search: the population drawn at random from the space (the warm starts
     first; the draw seeded, PBT's own perturbations not), and the synchronous scheduler perturbing
-    the dimensions a trial may change mid-run (``trainers.config.PERTURBABLE``). A trial's last
+    the dimensions a trial may change mid-run (``trainers.settings.PERTURBABLE``). A trial's last
     round ends it before the scheduler sees it (``stop``): Tune applies its stop condition first,
     so no trial is exploited (and restarted) at the end of its training."""
 

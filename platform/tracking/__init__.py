@@ -19,8 +19,8 @@ the MLflow one, ``wandb_runs`` the Weights & Biases one.
 
 from __future__ import annotations
 
+import logging
 import math
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from numbers import Real
@@ -38,6 +38,8 @@ from platform.tracking.base import (
     chosen_round_scores,
     search_settings,
 )
+
+log = logging.getLogger(f"doctune.{__name__}")
 
 ROUND_BOOKKEEPING = ("eval_round", "report_step", "step")  # numbers, but not measurements
 
@@ -76,11 +78,9 @@ class Guarded:
         except Exception as err:  # a tracker never fails a search
             self.failed = True
             reason = next(iter(str(err).strip().splitlines()), "")  # one line: some clients' errors run on
-            print(
+            log.warning(
                 f"doctune: warning: {self.tracker.describe()} failed ({type(err).__name__}: {reason}); the search goes "
                 "on without it, its run directory complete",
-                file=sys.stderr,
-                flush=True,
             )
 
 

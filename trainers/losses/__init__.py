@@ -11,7 +11,7 @@ from __future__ import annotations
 from core.registry import import_plugins
 from trainers.losses.base import CONTRASTIVE_LOSSES, ContrastiveLoss, TemperatureSettings
 
-import_plugins(__name__, __path__)
+import_plugins(__name__, __path__, "doctune.losses")
 
 from trainers.losses.bregman import (  # noqa: E402
     BregmanHead,

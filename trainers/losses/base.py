@@ -19,7 +19,8 @@ class TemperatureSettings:
     """The softmax temperature of a loss over cosine similarities (cosine / tau)."""
 
     temperature: float = field(
-        default=0.05, metadata=constraint("contrastive temperature tau (cosine / tau)", 0.0, 10.0, low_open=True)
+        default=0.05,
+        metadata=constraint("contrastive temperature tau (cosine / tau)", 0.0, 10.0, low_open=True, perturbable=True),
     )
 
 

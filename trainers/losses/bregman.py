@@ -63,6 +63,7 @@ class BregmanSettings:
             0.0,
             100.0,
             low_open=True,
+            perturbable=True,
         ),
     )
     bregman_sigma: float = field(

@@ -23,7 +23,7 @@ from trainers.pairs.base import (
     view_makings,
 )
 
-import_plugins(__name__, __path__)
+import_plugins(__name__, __path__, "doctune.recipes")
 VIEWS = view_makings()  # augmentation type -> how its recipe makes it
 
 __all__ = [
