@@ -42,6 +42,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import math
 import os
 import shutil
@@ -64,6 +65,8 @@ from trainers.base_stage import pack_blocks
 from trainers.config import MlmHeadSettings
 from trainers.losses import mask_tokens, prediction_head
 from trainers.schedule import lr_factor
+
+log = logging.getLogger(f"doctune.{__name__}")
 
 FORMAT_VERSION = 1  # bump when what is trained changes for the same key
 RECORD = "doctune-mlm-head.json"
@@ -130,10 +133,9 @@ def ensure_mlm_head(
     if not entry.is_dir():  # a complete entry only ever appears by a rename: reading one needs no lock
         with exclusive_lock(entry):
             if not entry.is_dir():  # nobody finished it while we waited
-                print(
+                log.info(
                     f"doctune: MLM head for {base_name} (it ships none): training one, the encoder frozen, on "
-                    f"{settings.sequences} sequences of {max_length} tokens of {corpus_name!r} into {entry}",
-                    flush=True,
+                    f"{settings.sequences} sequences of {max_length} tokens of {corpus_name!r} into {entry}"
                 )
                 work = entry.with_name(entry.name + ".partial")
                 shutil.rmtree(work, ignore_errors=True)
@@ -146,10 +148,9 @@ def ensure_mlm_head(
     head = read_mlm_head(entry, trained)
     how = f"trained in {head.seconds:.1f} s:" if trained else "reusing"
     verdict = "below" if head.better_than_unigram else "not below"
-    print(
+    log.info(
         f"doctune: MLM head for {base_name}: {how} {entry}; held-out MLM loss {head.held_out_loss:.3f}, {verdict} "
-        f"the unigram baseline's {head.unigram_loss:.3f}",
-        flush=True,
+        f"the unigram baseline's {head.unigram_loss:.3f}"
     )
     if not head.better_than_unigram:
         raise MlmHeadUnavailable(

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import os
 import shutil
@@ -47,6 +48,8 @@ from trainers.base_stage.loop import (
 from trainers.checkpoint import STEP_PREFIX, latest_step_dir
 from trainers.config import BaseSettings
 from trainers.distributed import collective_backend
+
+log = logging.getLogger(f"doctune.{__name__}")
 
 FORMAT_VERSION = 1  # bump when what the stage trains changes for the same settings
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -111,11 +114,10 @@ def ensure_base(
                 shutil.rmtree(work, ignore_errors=True)
             else:
                 began = time.perf_counter()
-                print(
+                log.info(
                     f"doctune: base {settings.label}: training a {settings.vocab_size}-word WordPiece vocabulary "
                     f"and a {settings.layers}-layer BERT (hidden {settings.hidden}) for {settings.steps} MLM steps "
-                    f"on {corpus_name!r} into {entry}",
-                    flush=True,
+                    f"on {corpus_name!r} into {entry}"
                 )
                 plan = BasePlan(
                     work_dir=str(work),
@@ -129,7 +131,7 @@ def ensure_base(
                 _finish(work, entry, settings.steps, time.perf_counter() - began, workers)
                 trained = True
     if not trained:
-        print(f"doctune: base {settings.label}: reusing {entry}", flush=True)
+        log.info(f"doctune: base {settings.label}: reusing {entry}")
     if logs_to is not None and (entry / TENSORBOARD_DIR).is_dir():
         shutil.copytree(entry / TENSORBOARD_DIR, logs_to / TENSORBOARD_DIR, dirs_exist_ok=True)
     return BaseResult(entry, entry.name, trained)
