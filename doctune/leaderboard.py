@@ -18,12 +18,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from evaluators.noise import Gain
-from evaluators.references import REFERENCE_PREFIX
+from evaluators.references import RowKind, row_kind
 
 LEADERBOARD_FILE = "leaderboard.json"
-BASELINE_PREFIX = "baseline"  # the base as the spec names it, and its untrained conversions
-
-RowKind = Literal["trial", "baseline", "reference"]
 
 
 @dataclass(frozen=True)
@@ -63,9 +60,7 @@ class LeaderboardRow:
     @property
     def kind(self) -> RowKind:
         """``trial``, ``baseline`` (the base encoder untrained) or ``reference`` (what a user already has)."""
-        if self.trial.startswith(REFERENCE_PREFIX):
-            return "reference"
-        return "baseline" if self.trial.startswith(BASELINE_PREFIX) else "trial"
+        return row_kind(self.trial)
 
     def score(self, task: str, part: Literal["val", "test"] = "val") -> float | None:
         """``task``'s main score on ``part`` (validation by default); None where it was not scored."""

@@ -25,6 +25,19 @@ from pathlib import Path
 from typing import Literal
 
 REFERENCE_PREFIX = "reference"
+BASELINE_PREFIX = "baseline"  # the base encoder untrained: as given, converted (platform.leaderboard's ids)
+
+RowKind = Literal["trial", "baseline", "reference"]
+
+
+def row_kind(row_id: str) -> RowKind:
+    """What a leaderboard row is, by its id: a trial's, a baseline (the base untrained) or a reference
+    (what a user already has); the driver and ``doctune.Leaderboard`` both classify rows by it."""
+    if row_id.startswith(REFERENCE_PREFIX):
+        return "reference"
+    return "baseline" if row_id.startswith(BASELINE_PREFIX) else "trial"
+
+
 BM25_PARAMETERS = {"k1": 1.5, "b": 0.75}
 
 

@@ -17,14 +17,14 @@ from pathlib import Path
 from core.run_files import RunFiles
 from evaluators.lengths import bucket_title
 from evaluators.noise import Gain
-from evaluators.references import REFERENCE_PREFIX
+from evaluators.references import BASELINE_PREFIX, row_kind
 from evaluators.scores import coverage, main_scores, part, sizes, unflatten
 from evaluators.tasks.base import SPLITS
 from trainers.checkpoint import CHECKPOINTS, SCORES_FILE, recorded_checkpoint, reported_rounds, trial_path
 from trainers.population import exploits
 from trainers.settings import TrialSettings
 
-BASELINE_ID = "baseline"  # the base encoder as the spec names it
+BASELINE_ID = BASELINE_PREFIX  # the base encoder as the spec names it
 CONVERTED_BASELINE_ID = "baseline-converted"  # the same after the backbone conversion, untrained
 INTERPOLATED_BASELINE_ID = "baseline-interpolated"  # converted with interpolated positions, untrained
 
@@ -238,11 +238,11 @@ def reference_rows(references: dict[str, dict], resolved) -> list[Row]:
 
 def is_baseline(row: Row) -> bool:
     """Whether no trial trained the row: a baseline (the base as given or converted) or a reference."""
-    return row.trial.startswith((BASELINE_ID, REFERENCE_PREFIX))
+    return row_kind(row.trial) != "trial"
 
 
 def is_reference(row: Row) -> bool:
-    return row.trial.startswith(REFERENCE_PREFIX)
+    return row_kind(row.trial) == "reference"
 
 
 def _rank_key(row: Row) -> float:
