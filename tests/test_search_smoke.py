@@ -132,13 +132,14 @@ def _checkpoints(files) -> dict[str, int]:
     }
 
 
-def _trials_with(files, round_name: str) -> set[str]:
-    """The trials whose round ``round_name`` (``step_000002``) was reported, with its scores, to the run's files."""
-    return {
-        name.split("/")[0]
-        for name in files.listing("trials")
-        if re.fullmatch(rf"[^/]+/checkpoints/{round_name}/scores\.json", name)
-    }
+def _trials_with(files, *round_names: str) -> tuple[set[str], ...]:
+    """For each of ``round_names`` (``step_000002``), the trials whose round was reported, with its
+    scores, to the run's files: one listing of them (the killed search polls it)."""
+    names = list(files.listing("trials"))
+    return tuple(
+        {name.split("/")[0] for name in names if re.fullmatch(rf"[^/]+/checkpoints/{round_name}/scores\.json", name)}
+        for round_name in round_names
+    )
 
 
 def _with_a_w_and_b_service_to_leave_alone() -> dict[str, str]:
@@ -221,7 +222,7 @@ def killed(tmp_path_factory, tracking_server, bucket, smoke_corpus):
         deadline = time.monotonic() + 600
         try:
             while time.monotonic() < deadline:
-                finished, reported = _trials_with(storage, "step_000004"), _trials_with(storage, "step_000002")
+                finished, reported = _trials_with(storage, "step_000004", "step_000002")
                 # rank 0 stages a round on its own node, which this process sees through the node's root
                 staged = {t: nodes.seen_by(1, staging_dir(t) / "step_000004" / "doctune.json") for t in reported}
                 scoring = {t for t in reported - finished if staged[t].exists()}
@@ -232,7 +233,7 @@ def killed(tmp_path_factory, tracking_server, bucket, smoke_corpus):
                 ):
                     break
                 assert driver.poll() is None, "the search ended before it could be interrupted"
-                time.sleep(0.3)
+                time.sleep(0.5)  # a round takes seconds to score; each look lists the bucket
             else:
                 raise AssertionError("no second trial reached its second round within 10 minutes")
         finally:

@@ -4,6 +4,7 @@ S3-compatible server (moto)."""
 from __future__ import annotations
 
 import io
+import os
 
 import pytest
 
@@ -22,6 +23,14 @@ def test_records_are_written_whole_read_back_and_listed(run_files):
     run_files.delete_dir("trials/t1/checkpoints")
     run_files.delete_dir("trials/t1/checkpoints")  # gone already: nothing to do
     assert run_files.children("trials/t1") == ["diverged.json"]
+
+
+def test_a_file_of_several_read_chunks_reads_back_whole(run_files):
+    from core.run_files import _CHUNK
+
+    weights = os.urandom(2 * _CHUNK + 12345)  # read a chunk at a time (bench/storage_reads.py: why)
+    run_files.write("c/step_000002/model.safetensors", io.BytesIO(weights))
+    assert run_files.read("c/step_000002/model.safetensors") == weights
 
 
 def test_a_directory_is_read_in_place_or_fetched_for_the_block(run_files):
