@@ -14,10 +14,11 @@ chosen checkpoint:
   and the typical difference between two trials, ``spread * sqrt(2)``;
 - ``min_items``: the part size at which a difference as large as that typical one is found beyond
   noise (a paired two-sided test at 5%) with 80% probability, ``((1.96 + 0.84) * sigma /
-  typical difference)^2`` (``evaluators.part_sizes.Reference.min_items``, the search's warning).
+  typical difference)^2`` (``evaluators.tasks.base.PartSizeReference.min_items``, the search's warning).
 
-Prints a Markdown table and writes the figures as JSON; ``evaluators/part_sizes.py`` reads the
-checked-in JSON to warn before a search whose parts are too small.
+Prints a Markdown table and writes the figures as JSON; the tasks they were measured on declare them
+(``Task.part_size_reference``, kept equal to the checked-in JSON by a test), and the search warns
+from them before parts too small (``evaluators/part_sizes.py``).
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def _evaluator(run_dir: Path, summary: dict):
 def measure(run_dir: Path) -> dict:
     """Per objective task: items, ``sigma``, ``spread``, ``typical_difference`` and ``min_items``."""
     from evaluators.noise import joint_resamples, spread_test
-    from evaluators.part_sizes import Reference
+    from evaluators.tasks.base import PartSizeReference
     from platform.leaderboard import is_baseline, read_leaderboard
 
     summary = json.loads((run_dir / "search.json").read_text())
@@ -83,7 +84,7 @@ def measure(run_dir: Path) -> dict:
             "sigma": sigma,
             "spread": spread.true_spread,
             "typical_difference": typical,
-            "min_items": Reference(task, sigma, typical).min_items if typical > 0 else None,
+            "min_items": PartSizeReference(sigma, typical).min_items if typical > 0 else None,
         }
     return {"run": f"{run_dir.parent.name}/{run_dir.name}", "profile": summary.get("profile"), "tasks": figures}
 
@@ -91,7 +92,7 @@ def measure(run_dir: Path) -> dict:
 def combine(runs: list[dict]) -> dict[str, dict]:
     """Per task, the median of ``sigma`` and of the typical difference over the runs that scored it,
     and the part size those medians need."""
-    from evaluators.part_sizes import Reference
+    from evaluators.tasks.base import PartSizeReference
 
     combined: dict[str, dict] = {}
     for task in dict.fromkeys(t for run in runs for t in run["tasks"]):
@@ -102,7 +103,7 @@ def combine(runs: list[dict]) -> dict[str, dict]:
             "runs": len(seen),
             "sigma": sigma,
             "typical_difference": typical,
-            "min_items": Reference(task, sigma, typical).min_items if typical > 0 else None,
+            "min_items": PartSizeReference(sigma, typical).min_items if typical > 0 else None,
         }
     return combined
 

@@ -9,7 +9,9 @@ and the package imports every module beside its ``__init__`` (``import_plugins``
 is adding its file. A separately installed package adds plug-ins through an entry point of the
 kind's group (``doctune.recipes``, ``doctune.losses``, ``doctune.tasks``) naming a module that
 registers them, as pytest finds its plug-ins: ``import_plugins`` loads every one. ``RECIPES["docsplit"]``
-finds a plug-in; an unknown name raises ``KeyError`` listing the known ones.
+finds a plug-in; an unknown name raises ``KeyError`` listing the known ones. A kind with a default
+(the recipe a spec that names none trains, the loss a recipe that names none trains with) has it
+declared by the plug-in, ``register("docsplit", default=True)``, so no other module names it.
 """
 
 from __future__ import annotations
@@ -27,15 +29,29 @@ class Registry(Generic[T]):
     def __init__(self, kind: str) -> None:
         self.kind = kind  # for messages: "recipe", "contrastive loss", "task"
         self._entries: dict[str, T] = {}
+        self._default: str | None = None
 
-    def register(self, name: str) -> Callable[[T], T]:
+    def register(self, name: str, *, default: bool = False) -> Callable[[T], T]:
+        """Register the decorated plug-in as ``name``; ``default``: the kind's default as well."""
+
         def add(entry: T) -> T:
             if name in self._entries:
                 raise ValueError(f"{self.kind} {name!r} is registered twice: {self._entries[name]} and {entry}")
+            if default and self._default is not None:
+                raise ValueError(f"two default {self.kind}s: {self._default!r} and {name!r}")
             self._entries[name] = entry
+            if default:
+                self._default = name
             return entry
 
         return add
+
+    @property
+    def default(self) -> str:
+        """The name of the plug-in registered as this kind's default."""
+        if self._default is None:
+            raise LookupError(f"no {self.kind} is registered as the default (register(name, default=True))")
+        return self._default
 
     def __getitem__(self, name: str) -> T:
         if name not in self._entries:

@@ -17,32 +17,23 @@ contrastively trained base, a narrow space) needs more items than the warning as
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
-Z_LEVEL = 1.959964  # two-sided 5%
-Z_POWER = 0.841621  # 80% power
+from evaluators.tasks.base import PartSizeReference
 
 
-@dataclass(frozen=True)
-class Reference:
-    """One task type's measured noise per item and typical difference between trials."""
+def references() -> dict[str, tuple[str, PartSizeReference]]:
+    """Each task type's reference and the task it was measured on: the registered tasks that declare
+    one (``Task.part_size_reference``)."""
+    from evaluators.tasks import TASKS
 
-    task: str  # the task it was measured on
-    sigma: float
-    typical_difference: float
-
-    @property
-    def min_items(self) -> int:
-        return math.ceil(((Z_LEVEL + Z_POWER) * self.sigma / self.typical_difference) ** 2)
-
-
-# bench/ranking_noise.py on the default search at --profile local (bench/results/ranking_noise.json,
-# the median over two searches with different seeds; a test keeps these equal to that file)
-REFERENCES = {
-    "retrieval": Reference("news-title-retrieval", sigma=0.180, typical_difference=0.0591),
-    "probe": Reference("r8-fewshot", sigma=0.246, typical_difference=0.0261),
-}
+    found: dict[str, tuple[str, PartSizeReference]] = {}
+    for name in TASKS:
+        task = TASKS[name]
+        if (reference := task.part_size_reference) is not None:
+            kind = task.metadata.type
+            if kind in found:
+                raise ValueError(f"two part-size references for {kind} tasks: {found[kind][0]} and {name}")
+            found[kind] = (name, reference)
+    return found
 
 
 def small_parts(part_items: dict[str, tuple[str, dict[str, int]]]) -> str | None:
@@ -50,13 +41,16 @@ def small_parts(part_items: dict[str, tuple[str, dict[str, int]]]) -> str | None
     ``min_items`` (None where no part is): ``part_items`` maps a task to its type and items per part
     (``Evaluator.part_items``)."""
     rows = [["task", "items per part", "needed per part (measured on)"]]
+    measured = references()
     for task, (kind, items) in part_items.items():
-        reference = REFERENCES.get(kind)
-        if reference is None or min(items.values()) >= reference.min_items:
+        if kind not in measured:
+            continue
+        measured_on, reference = measured[kind]
+        if min(items.values()) >= reference.min_items:
             continue
         unit = "queries" if kind == "retrieval" else "documents"
         sizes = ", ".join(f"{split} {n}" for split, n in items.items())
-        rows.append([task, f"{sizes} {unit}", f"about {reference.min_items} ({reference.task})"])
+        rows.append([task, f"{sizes} {unit}", f"about {reference.min_items} ({measured_on})"])
     if len(rows) == 1:
         return None
     widths = [max(len(row[i]) for row in rows) for i in range(3)]

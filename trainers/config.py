@@ -54,7 +54,10 @@ class Hyperparameters:
     the one flat namespace a spec and Optuna see, and turns ``views`` into the recipe and the
     settings it fixes."""
 
-    recipe: str = field(default="docsplit", metadata=constraint("positive-pair recipe: simcse, docsplit, deca, laser"))
+    recipe: str | None = field(
+        default=None,
+        metadata=constraint("positive-pair recipe: simcse, docsplit, deca, laser (unset: the default recipe)"),
+    )
     views: str | None = field(
         default=None,
         metadata=constraint(

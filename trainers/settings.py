@@ -67,9 +67,12 @@ def _same(known: Setting, field: Field, hint: object) -> bool:
     return (known.field.default, known.field.metadata, known.hint) == (field.default, field.metadata, hint)
 
 
-def _decide_views(settings) -> None:
-    """The one place an augmentation type (``views``) becomes its recipe and the settings it fixes,
-    as the recipe declares them (``Recipe.views``)."""
+def _decide_recipe(settings) -> None:
+    """The one place a trial's recipe is decided: an augmentation type (``views``) becomes its recipe
+    and the settings it fixes, as the recipe declares them (``Recipe.views``); with neither set, the
+    default recipe (``RECIPES.default``)."""
+    if settings.recipe is None and settings.views is None:
+        object.__setattr__(settings, "recipe", RECIPES.default)
     if settings.views is not None:
         making = VIEWS[settings.views]
         object.__setattr__(settings, "recipe", making.recipe)
@@ -93,7 +96,7 @@ TrialSettings = dataclasses.make_dataclass(
     ],
     bases=(Hyperparameters,),
     frozen=True,
-    namespace={"__post_init__": lambda self: _decide_views(self)},
+    namespace={"__post_init__": lambda self: _decide_recipe(self)},
 )
 TrialSettings.__module__ = __name__  # found here by reference when a trial's settings are pickled
 TrialSettings.__doc__ = (

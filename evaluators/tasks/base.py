@@ -8,13 +8,14 @@ its ``metadata.split``.
 
 from __future__ import annotations
 
+import math
 import weakref
 import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 
@@ -194,6 +195,26 @@ def mean_of_rows(items: np.ndarray) -> float:
     return float(np.mean(items))
 
 
+Z_LEVEL = 1.959964  # two-sided 5%
+Z_POWER = 0.841621  # 80% power
+
+
+@dataclass(frozen=True)
+class PartSizeReference:
+    """One task type's measured noise per item (``sigma``) and typical difference between two trials of
+    a search, declared on the task it was measured on (``Task.part_size_reference``): the part-size
+    warning (``evaluators.part_sizes``) checks every task of that type against it."""
+
+    sigma: float
+    typical_difference: float
+
+    @property
+    def min_items(self) -> int:
+        """The items a part needs to find a typical difference beyond noise (a paired two-sided test at
+        5%) with 80% probability."""
+        return math.ceil(((Z_LEVEL + Z_POWER) * self.sigma / self.typical_difference) ** 2)
+
+
 class Task(ABC):
     metadata: TaskMetadata
     # a family of tasks over a location (``beir:<directory>``): the files its directory must hold
@@ -201,6 +222,9 @@ class Task(ABC):
     required_files: tuple[str, ...] | None = None
     # whose documents come in set lengths (``EvalBudget.haystacks``): it has a ``@grid`` variant
     length_grid: bool = False
+    # the noise per item and typical difference between trials that the part-size warning checks every
+    # task of this one's type against, on the task they were measured on (``evaluators.part_sizes``)
+    part_size_reference: ClassVar[PartSizeReference | None] = None
 
     @classmethod
     def location_problem(cls, name: str, location: str) -> str | None:

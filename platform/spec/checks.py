@@ -7,6 +7,7 @@ from __future__ import annotations
 from platform.spec.convert import HP_FIELDS, check_hyperparameter, plugin_registries
 from platform.spec.schema import Distribution, SearchSection, SearchSpec, SpecError, StudySection
 from platform.strategies.samplers import grid_size
+from trainers.pairs import recipe_loss
 from trainers.settings import PERTURBABLE
 
 
@@ -325,12 +326,11 @@ def values_of(spec: SearchSpec, name: str) -> tuple:
 
 def losses_of(spec: SearchSpec) -> list[str]:
     """Every contrastive loss this search's trials may train with."""
-    registries = plugin_registries()
     searched = spec.search.space.get("loss")
     losses = list(searched.values) if searched else []
     if not searched or searched.when:  # a trial that draws none keeps the fixed one, unset: its recipe's own
         fixed = spec.fixed_hyperparameters().loss
-        losses += [fixed] if fixed else [registries["recipe"][recipe].loss for recipe in spec.recipes()]
+        losses += [fixed] if fixed else [recipe_loss(recipe) for recipe in spec.recipes()]
     return list(dict.fromkeys(losses))
 
 

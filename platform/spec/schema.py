@@ -380,7 +380,9 @@ class SearchSpec:
     )
     backbone: BackboneSpec = field(default_factory=BackboneSpec, metadata=constraint("encoder architecture changes"))
     corpus: CorpusSpec = field(default_factory=CorpusSpec, metadata=constraint("pretraining text"))
-    recipe: str = field(default="docsplit", metadata=constraint("positive-pair recipe, unless searched"))
+    recipe: str | None = field(
+        default=None, metadata=constraint("positive-pair recipe, unless searched (unset: the default, DocSplit)")
+    )
     hyperparameters: dict[str, Any] = field(
         default_factory=dict, metadata=constraint("fixed values for hyperparameters that are not searched")
     )

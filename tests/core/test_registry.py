@@ -3,9 +3,12 @@ registers its plug-ins beside doctune's own; one that fails to load is one clear
 
 from __future__ import annotations
 
+import ast
+import inspect
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.conftest import ROOT, documented_plugins, plugin_package
 
@@ -43,3 +46,47 @@ def test_a_plugin_that_fails_to_load_names_itself_and_its_package(tmp_path):
         "PluginFailed: the doctune.recipes plug-in 'shuffled_recipe' = 'shuffled_recipe' (package "
         "doctune-shuffled-recipe) failed to load: RuntimeError: needs a GPU library; fix or uninstall that package"
     ) in done.stderr
+
+
+PRODUCT_PACKAGES = ("core", "trainers", "evaluators", "platform", "doctune")
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    return {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+
+
+def test_no_module_but_a_plugins_own_names_a_registered_plugin():
+    """Central code reads plug-ins through their registries and what they declare (a default, a
+    setting's perturbability, the views a recipe makes), never by name: every registered recipe,
+    loss and task name appears, as a string in code, only in modules that register plug-ins (its
+    own, or one declared with it: DECA's recipe names its loss)."""
+    from evaluators.tasks import TASKS
+    from trainers.losses import CONTRASTIVE_LOSSES
+    from trainers.pairs import RECIPES
+
+    registries = (RECIPES, CONTRASTIVE_LOSSES, TASKS)
+    names = {name for registry in registries for name in registry}
+    plugin_modules = {
+        Path(inspect.getsourcefile(registry[name])).resolve() for registry in registries for name in registry
+    }
+    assert len(names) > 20 and len(plugin_modules) > 10  # the scan reads what is registered
+    named = []
+    for package in PRODUCT_PACKAGES:
+        for module in sorted((ROOT / package).rglob("*.py")):
+            if module.resolve() in plugin_modules:
+                continue
+            tree = ast.parse(module.read_text())
+            docstrings = _docstrings(tree)
+            named += [
+                f"{module.relative_to(ROOT)}:{node.lineno} {node.value!r}"
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Constant) and node.value in names and id(node) not in docstrings
+            ]
+    assert not named, "plug-in names in central code (declare it on the plug-in instead): " + ", ".join(named)

@@ -231,7 +231,7 @@ def test_parts_too_small_to_rank_are_warned_of_and_large_enough_ones_are_not(tmp
     below what it takes to tell two typical trials apart; the packaged news titles (about 185 a part
     and more) are not. R8's 400 documents a part are below the about 700 that the default search's
     measured R8 differences need (bench/RESULTS.md, "Scoring parts sized to decide"), and the search says so."""
-    from evaluators.part_sizes import REFERENCES, small_parts
+    from evaluators.part_sizes import references, small_parts
 
     limits = EvalBudget(max_queries=200, max_test=400, repeats=10)
     news = make_task("news-title-retrieval", EvalBudget(max_queries=30, max_documents=60))
@@ -247,6 +247,6 @@ def test_parts_too_small_to_rank_are_warned_of_and_large_enough_ones_are_not(tmp
     header, *rows = warning.splitlines()[1:]
     assert header.split() == ["task", "items", "per", "part", "needed", "per", "part", "(measured", "on)"]
     assert [row.split()[0] for row in rows] == [f"beir:{tmp_path / 'c'}", "r8-fewshot"]
-    assert "val 15, test 15 queries" in rows[0] and f"about {REFERENCES['retrieval'].min_items} (" in rows[0]
+    assert "val 15, test 15 queries" in rows[0] and f"about {references()['retrieval'][1].min_items} (" in rows[0]
     assert "too small to rank trials" in warning and "--profile full" in warning
     assert small_parts({"news-title-retrieval": counts["news-title-retrieval"]}) is None

@@ -48,7 +48,7 @@ class InfoNCESettings(TemperatureSettings):
     symmetric: bool = field(default=True, metadata=constraint("InfoNCE in both directions (a->b and b->a)"))
 
 
-@CONTRASTIVE_LOSSES.register("infonce")
+@CONTRASTIVE_LOSSES.register("infonce", default=True)  # a recipe's, unless it names its own
 class InfoNCE(ContrastiveLoss):
     """The SimCSE form over every rank's pairs."""
 

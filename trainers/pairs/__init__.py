@@ -19,6 +19,7 @@ from trainers.pairs.base import (
     ViewMaking,
     build_pairs,
     contrastive_loss_name,
+    recipe_loss,
     recipes,
     view_makings,
 )
@@ -36,5 +37,6 @@ __all__ = [
     "ViewMaking",
     "build_pairs",
     "contrastive_loss_name",
+    "recipe_loss",
     "recipes",
 ]

@@ -12,6 +12,7 @@ from typing import ClassVar, Generic, Protocol, TypeVar
 from core.data.corpus import CorpusStats
 from core.registry import Registry
 from trainers.config import Hyperparameters, NoSettings, own_settings
+from trainers.losses.base import CONTRASTIVE_LOSSES
 
 Settings = TypeVar("Settings")
 
@@ -37,14 +38,14 @@ class Recipe:
     """A positive-pair recipe. ``pairs`` builds the trial's pair builder (once per worker, so it
     may precompute corpus statistics from ``context.documents``). ``loss`` names the contrastive
     loss its paper trains with (``trainers.losses``), the one a trial uses where
-    ``hyperparameters.loss`` is unset. ``settings`` is the frozen dataclass of the recipe's own
-    settings: each field (with ``core.fields.constraint`` metadata: help line and range) joins the
-    flat namespace of a spec's ``hyperparameters:`` and ``search.space:`` (``trainers.settings``),
-    and ``pairs`` receives their values as ``context.settings``. ``views`` names the augmentation
-    types the recipe makes (the hyperparameter ``views``), each with the values of its own settings
-    that type fixes (DocSplit's ``elongate``)."""
+    ``hyperparameters.loss`` is unset (None: the default loss, ``recipe_loss``). ``settings`` is the
+    frozen dataclass of the recipe's own settings: each field (with ``core.fields.constraint``
+    metadata: help line and range) joins the flat namespace of a spec's ``hyperparameters:`` and
+    ``search.space:`` (``trainers.settings``), and ``pairs`` receives their values as
+    ``context.settings``. ``views`` names the augmentation types the recipe makes (the hyperparameter
+    ``views``), each with the values of its own settings that type fixes (DocSplit's ``elongate``)."""
 
-    loss: str = "infonce"
+    loss: str | None = None
     settings: type = NoSettings
     views: ClassVar[dict[str, dict]] = {}  # augmentation type (``views``) -> the settings it fixes
 
@@ -90,6 +91,11 @@ def build_pairs(
     return recipe().pairs(PairContext(own_settings(hp, recipe.settings), max_length, count_tokens, documents))
 
 
+def recipe_loss(recipe: str) -> str:
+    """The contrastive loss ``recipe`` trains with where a spec names none: its own, else the default loss."""
+    return RECIPES[recipe].loss or CONTRASTIVE_LOSSES.default
+
+
 def contrastive_loss_name(hp: Hyperparameters) -> str:
-    """The contrastive loss a trial trains with: ``hp.loss``, or where unset its recipe's own."""
-    return hp.loss or RECIPES[hp.recipe].loss
+    """The contrastive loss a trial trains with: ``hp.loss``, or where unset its recipe's (``recipe_loss``)."""
+    return hp.loss or recipe_loss(hp.recipe)

@@ -92,7 +92,7 @@ class DocSplitSettings(ElongationSettings):
     )
 
 
-@RECIPES.register("docsplit")
+@RECIPES.register("docsplit", default=True)  # what a spec naming no recipe trains
 class DocSplit(Recipe):
     settings = DocSplitSettings
     # DocSplit / SimDE: the sentences split between the views; the split with view A elongated is doctune's own
