@@ -147,7 +147,7 @@ def _search_section(run: Run) -> str:
         "profile": escape(str(run.summary.get("profile", "?"))) + _replaced(run.summary.get("profile_replaced", [])),
         "base model": escape(str(spec.get("base_model", "?"))),
         "corpus": escape(str(spec.get("corpus", {}).get("source", "?"))),
-        "recipe": escape(recipe or str(spec.get("recipe", "?"))),
+        "recipe": escape(recipe or str(spec.get("recipe") or "the default recipe")),
         "objective" + ("s" if len(run.objectives) > 1 else ""): objectives,
         "searched": space or "nothing (fixed hyperparameters only)",
         "scored on": "<br>".join(escape(line) for line in coverage_lines(run.rows, run.tasks)) or "–",
