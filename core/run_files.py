@@ -129,6 +129,29 @@ class RunFiles:
             os.utime(partial, ns=(written, written))
         partial.replace(local)
 
+    def write_dir(self, relative: str, local: Path) -> None:
+        """Every file under the directory ``local`` to ``relative``, each whole or not at all (the
+        directory is not: a reader that needs it whole looks for a file the writer writes last)."""
+        for file in sorted(p for p in local.rglob("*") if p.is_file()):
+            with file.open("rb") as data:
+                self.write(f"{relative}/{file.relative_to(local).as_posix()}", data)
+
+    def download_dir(self, relative: str, local: Path) -> None:
+        """The directory ``relative`` to the directory ``local``, whole or not at all: fetched beside it
+        and renamed into place. Where another process (a worker of the same node) renamed its copy
+        first, that one stays."""
+        local.parent.mkdir(parents=True, exist_ok=True)
+        fetching = Path(tempfile.mkdtemp(dir=local.parent, prefix=f".{local.name}.", suffix=".partial"))
+        try:
+            for inside in self.listing(relative):
+                self.download(f"{relative}/{inside}", fetching / inside)
+            fetching.rename(local)
+        except OSError:
+            if not local.is_dir():
+                raise
+        finally:
+            shutil.rmtree(fetching, ignore_errors=True)
+
     @contextmanager
     def as_local_dir(self, relative: str) -> Iterator[Path]:
         """The directory ``relative`` as a directory of this machine for the block: itself where the

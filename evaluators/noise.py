@@ -35,7 +35,8 @@ Welch-Satterthwaite degrees of freedom (Satterthwaite, *Biometrics Bulletin* 2(6
   freedom Satterthwaite's for a difference of mean squares, (m - 1) (net / gross)^2, the whole
   between-draw variance's uncertainty carried by what is left of it: with 3 draws the net term is
   often small and its m - 1 alone made the interval too narrow (R8 at the local profile's sizes
-  covered 90-93%, bench/RESULTS.md);
+  covered 90-93%, bench/RESULTS.md); where the net term comes out at or below 0 it keeps that
+  uncertainty, so the interval does not jump narrower there;
 - seeds: the trained row's score is one training run's; the seeds' variance, estimated from k runs,
   with k - 1 degrees of freedom (2 runs give 1: a wide interval, as it should be). Without
   measured seeds the gain says "seed noise not included": it is this run's gain, not the
@@ -76,9 +77,11 @@ LEVEL = 0.95
 # "Too few items to decide": the rule, fixed before the interval was calibrated
 # (docs/decisions/gain-intervals.md). A binary part under 30 items moves by more than 0.03 when one
 # item flips and its normal approximation is not to be trusted; a continuous part under 10 items
-# estimates its own variance too poorly; a probe needs two draws to measure the draws' noise at all.
+# estimates its own variance too poorly. A probe needs three draws: two give the draws' term one degree
+# of freedom at most, and at 2 draws the interval covered R8 86-94% while its median width was 0.26-0.72
+# (bench/probe_draws.py, bench/RESULTS.md), neither holding nor telling anything.
 MIN_ITEMS = {"binary": 30, "continuous": 10}
-MIN_DRAWS = 2
+MIN_DRAWS = 3
 # pseudo-items on each side of a continuous part's differences when its gain is printed alone (Bonett &
 # Price 2012's one in each discordant cell, on the part's own scale), so a part where the rows seldom
 # disagreed still gets the width its n has earned; a gain over several parts takes none: its other parts
@@ -87,6 +90,9 @@ PSEUDO_ITEMS = 1.0
 # a gain over several tasks is decided when the tasks the rule lets through carry at least this
 # share of its weight (the rest still add their noise to its interval)
 DECIDED_WEIGHT = 0.5
+# the draws' term where its net variance comes out at or below 0: this share of the gross one, small
+# enough to add nothing to the variance, large enough that its degrees of freedom stay a float
+_VANISHING = 1e-9
 
 
 @dataclass(frozen=True)
@@ -160,7 +166,7 @@ def too_few_to_decide(outcomes: Outcomes) -> str | None:
     if len(outcomes.items) < MIN_ITEMS[kind]:
         return f"{len(outcomes.items)} {kind} items, {MIN_ITEMS[kind]} needed"
     if outcomes.draw_width and outcomes.draw_count < MIN_DRAWS:
-        return f"{outcomes.draw_count} few-shot draw, {MIN_DRAWS} needed"
+        return f"{outcomes.draw_count} few-shot draws, {MIN_DRAWS} needed"
     return None
 
 
@@ -204,7 +210,11 @@ def draw_variance(a: Outcomes, b: Outcomes, items_of_mean: float) -> tuple[float
     influence values tell it, it is taken out (a two-way random-effects split of items and draws), so
     it is not counted twice. What is left carries the uncertainty of the whole between-draw variance
     it was taken from (Satterthwaite 1946's rule for a linear combination of mean squares; the
-    items' share, estimated over every item, is precise beside it)."""
+    items' share, estimated over every item, is precise beside it). Where the difference comes out
+    at or below 0 the term is clipped to a vanishing variance that keeps that uncertainty: its
+    share of Satterthwaite's sum, (gross / m)^2 / (m - 1), does not depend on the net term, so the
+    interval does not jump narrower when the net term crosses 0 (bench/probe_draws.py: R8 at the
+    local sizes covered 92.3-97.3% with the term dropped there, 94.7-98.5% with it kept)."""
     if a.draws is None or b.draws is None or len(a.draws) < 2:
         return 0.0, 1.0
     m = len(a.draws)
@@ -214,9 +224,10 @@ def draw_variance(a: Outcomes, b: Outcomes, items_of_mean: float) -> tuple[float
         # one draw's item variance, on average over the draws, against that of their mean
         one_draw = np.mean([item_variance(a.one_draw(d), b.one_draw(d), np.random.default_rng(0)) for d in range(m)])
         between -= max(one_draw - items_of_mean, 0.0) * m / (m - 1)
-    between = max(between, 0.0)
-    dof = (m - 1) * (between / gross) ** 2 if gross > 0 else m - 1.0
-    return between / m, max(dof, 1e-6)
+    if gross <= 0:
+        return 0.0, m - 1.0
+    between = max(between, _VANISHING * gross)
+    return between / m, (m - 1) * (between / gross) ** 2
 
 
 def t_interval(

@@ -77,7 +77,8 @@ def prepare_inputs(
     a head not in the cache yet is only named, as a base not trained yet is. ``storage``: the files
     of a run kept at a storage URI, through which the trials receive the inputs (``trainers.inputs``)
     and a corpus prepared now reaches this machine (``core.data.corpus``), so no node need see
-    this machine's cache. A conversion whose positions
+    this machine's cache (the base stage's work goes through them too: ``trainers.base_stage.staging``).
+    A conversion whose positions
     some trial would interpolate but cannot (a length not a multiple of the base's) is a
     ``SpecError``.
     """
@@ -104,6 +105,7 @@ def prepare_inputs(
             bf16=inputs.bf16,
             max_worker_failures=inputs.max_worker_failures,
             logs_to=build_base_in / "base",
+            through=storage,
         )
         model_dir = str(built.path)
     if needs_mlm_head(inputs, model_dir):

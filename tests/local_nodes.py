@@ -39,6 +39,28 @@ print("ACTORS", json.dumps([{"class": a.class_name, "node": a.node_id, "state": 
 """
 
 
+# A driver of its own process for each question: Ray keeps its settings (the auth mode among
+# them) for the life of a process, and the suite's process must keep its own. Each joins the
+# cluster at sys.argv[1] once sys.argv[2] nodes are up, then does what a script appended to this asks.
+JOINED_DRIVER = """
+import sys, time
+import ray
+
+address, count = sys.argv[1], int(sys.argv[2])
+deadline = time.monotonic() + 240
+while True:  # a loaded machine's head may answer late, or time out the first driver that joins
+    try:
+        ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+        break
+    except Exception:
+        assert time.monotonic() < deadline, "the Ray head did not come up"
+        time.sleep(1)
+while sum(node["Alive"] for node in ray.nodes()) < count:
+    assert time.monotonic() < deadline, f"{count} Ray nodes did not come up"
+    time.sleep(0.5)
+"""
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -516,6 +516,34 @@ def test_tensorboard_shows_every_trial(kept):
         assert "_hparams_/session_start_info" in events.PluginTagToContent("hparams")
 
 
+# TensorBoard's own file system for s3:// (boto3), pointed at the test's server by S3_ENDPOINT, which
+# it reads when first imported: a process of its own
+TENSORBOARD_FROM_A_BUCKET = """
+import json, sys
+from tensorboard.backend.event_processing.plugin_event_multiplexer import EventMultiplexer
+runs = EventMultiplexer().AddRunsFromDirectory(sys.argv[1])
+runs.Reload()
+print(json.dumps({run: runs.GetAccumulator(run).Tags()["tensors"] for run in runs.Runs()}))
+"""
+
+
+def test_tensorboard_reads_every_trial_straight_from_the_bucket(smoke_run, bucket):
+    """``tensorboard --logdir s3://BUCKET/RUN/tune`` on a cluster with no shared file system."""
+    location, query = bucket.split("?")
+    endpoint = dict(pair.split("=") for pair in query.split("&"))["endpoint_override"]
+    done = subprocess.run(
+        [sys.executable, "-c", TENSORBOARD_FROM_A_BUCKET, f"{location}/tune"],
+        env={**os.environ, "S3_ENDPOINT": f"http://{endpoint}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    runs = json.loads(done.stdout.strip().splitlines()[-1])
+    trials = {run: tags for run, tags in runs.items() if any(tag.endswith("/objective") for tag in tags)}
+    assert len(trials) == 2, runs
+
+
 def test_no_per_round_record_holds_a_test_score(smoke_run, kept):
     """The locked test part is read for the winner once the search has chosen it, and reported
     once: Tune's per-trial records and the rounds' own records beside each checkpoint hold

@@ -15,8 +15,6 @@ of one locked environment) are read by their path. docs/decisions/no-shared-file
 from __future__ import annotations
 
 import io
-import shutil
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -46,9 +44,7 @@ def share_inputs(files: RunFiles, paths: Iterable[str], cache: Path) -> dict[str
             continue
         name = input_name(source)
         if not files.is_file(f"{name}/{WHOLE}"):
-            for file in sorted(p for p in source.rglob("*") if p.is_file()):
-                with file.open("rb") as data:
-                    files.write(f"{name}/{file.relative_to(source).as_posix()}", data)
+            files.write_dir(name, source)
             files.write(f"{name}/{WHOLE}", io.BytesIO(b""))
         shared[path] = name
     return shared
@@ -62,15 +58,5 @@ def on_this_node(files: RunFiles, inputs: dict[str, str], path: str) -> str:
         return path
     target = cache_dir() / name
     if not target.is_dir():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fetching = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial"))
-        try:
-            for inside in files.listing(name):
-                files.download(f"{name}/{inside}", fetching / inside)
-            fetching.rename(target)
-        except OSError:
-            if not target.is_dir():  # another worker of this node renamed its copy first: that one is used
-                raise
-        finally:
-            shutil.rmtree(fetching, ignore_errors=True)
+        files.download_dir(name, target)
     return str(target)

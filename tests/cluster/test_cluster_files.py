@@ -61,7 +61,14 @@ def test_no_node_installs_anything_once_rays_defaults_are_filled_in(path):
     prepared file, with Ray's defaults (an unlocked ``pip install boto3`` on an AWS head), installs none."""
     prepared = _validated(yaml.safe_load(path.read_text()))
     installs = [c for c in _commands(prepared) if re.search(r"\b(pip|uv|conda|apt-get) install\b", c)]
-    assert all("apt-get install -y nfs-common" in c for c in installs), installs  # the host's NFS client only
+    assert installs == []
+
+
+def test_no_node_mounts_a_shared_file_system():
+    """The run and everything its nodes share travel through the bucket: no mount, no volume."""
+    prepared = _validated(yaml.safe_load((ROOT / "cluster.yaml").read_text()))
+    found = [c for c in _commands(prepared) if re.search(r"\bmount\b|--volume|-v /|nfs|efs", c, re.IGNORECASE)]
+    assert found == []
 
 
 def test_every_node_type_can_write_the_bucket():
@@ -128,7 +135,7 @@ def test_the_variable_scan_finds_what_no_node_has():
 def test_every_value_to_edit_is_marked_in_the_file_and_named_in_the_readme():
     text, guide = (ROOT / "cluster.yaml").read_text(), (ROOT / "docs" / "cluster.md").read_text()
     edits = re.findall(r"EDIT (\w+)", text)
-    assert set(edits) == {"image", "zones", "ami", "head_profile", "worker_profile", "efs", "registry"}, edits
+    assert set(edits) == {"image", "zones", "ami", "head_profile", "worker_profile", "registry"}, edits
     section = guide[guide.index("# On a GPU cluster") :]
     assert all(f"`{name}`" in section for name in edits), [n for n in edits if f"`{n}`" not in section]
 

@@ -1,7 +1,8 @@
-"""cluster/kuberay.yaml: its RayJob against a schema of KubeRay's ray.io/v1 fields kept beside this
-test, every pod template strictly as a Kubernetes v1 PodTemplateSpec (the official client's models,
-which refuse unknown fields and wrong types), the entrypoint through doctune's own argument parser,
-and one image, one volume and KubeRay's token authentication for every pod."""
+"""cluster/kuberay.yaml: its RayJob against KubeRay's own CRD schema (v1.6.2, where ``../shared`` holds
+it) and a schema of its ray.io/v1 fields kept beside this test, every pod template strictly as a
+Kubernetes v1 PodTemplateSpec (the official client's models, which refuse unknown fields and wrong
+types), the entrypoint through doctune's own argument parser, and one image, the bucket's
+ServiceAccount, KubeRay's token authentication and no shared volume for every pod."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from tests.conftest import ROOT
 
 MANIFEST = ROOT / "cluster" / "kuberay.yaml"
 SCHEMA = json.loads((Path(__file__).parent / "rayjob_v1.schema.json").read_text())
+KUBERAY_CRD = ROOT.parent / "shared" / "data" / "kuberay" / "ray.io_rayjobs.yaml"
 
 
 def _documents() -> dict[str, dict]:
@@ -44,11 +46,37 @@ def _check_rayjob(rayjob: dict) -> None:
 
 def test_the_rayjob_and_its_pod_templates_are_what_kuberay_and_kubernetes_accept():
     documents = _documents()
-    assert set(documents) == {"RayJob", "PersistentVolumeClaim"}
+    assert set(documents) == {"RayJob", "ServiceAccount"}  # no volume claim: nothing shared but the bucket
     _check_rayjob(documents["RayJob"])
-    claim = documents["PersistentVolumeClaim"]
-    kubernetes.client.V1PersistentVolumeClaim.model_validate(claim)
-    assert "ReadWriteMany" in claim["spec"]["accessModes"]  # every node reads and writes the runs
+    kubernetes.client.V1ServiceAccount.model_validate(documents["ServiceAccount"])
+
+
+def _strict(schema: dict) -> dict:
+    """A CRD's OpenAPI schema as the API server applies it under strict field validation (kubectl's
+    default since 1.27): an object with declared properties takes no other field."""
+    schema = dict(schema)
+    if "properties" in schema:
+        schema["properties"] = {name: _strict(inner) for name, inner in schema["properties"].items()}
+        if "additionalProperties" not in schema and not schema.get("x-kubernetes-preserve-unknown-fields"):
+            schema["additionalProperties"] = False
+    for key in ("items", "additionalProperties"):
+        if isinstance(schema.get(key), dict):
+            schema[key] = _strict(schema[key])
+    return schema
+
+
+def test_the_rayjob_is_what_kuberays_own_crd_accepts():
+    if not KUBERAY_CRD.is_file():
+        pytest.skip(f"KubeRay's RayJob CRD is kept outside the product, in {KUBERAY_CRD.parent}, absent here")
+    crd = yaml.safe_load(KUBERAY_CRD.read_text())
+    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
+    validator = jsonschema.Draft4Validator(_strict(version["schema"]["openAPIV3Schema"]))
+    rayjob = _documents()["RayJob"]
+    validator.validate(rayjob)
+    misspelled = copy.deepcopy(rayjob)
+    misspelled["spec"]["rayClusterSpec"]["headGroupSpec"]["rayStartParam"] = {}
+    with pytest.raises(jsonschema.ValidationError):
+        validator.validate(misspelled)
 
 
 @pytest.mark.parametrize(
@@ -80,13 +108,12 @@ def test_the_entrypoint_is_doctunes_command_and_resumes_when_the_job_is_retried(
     assert (program, COMMANDS[command][0]) == ("doctune", "platform.search")
     args = parse_args(argv)
     assert args.resume_if_started and rayjob["spec"]["backoffLimit"] >= 1
-    # the run directory is on the volume every pod mounts, which outlives the retry's new cluster
-    mounts = {m["mountPath"] for m in _pod_templates(rayjob)["head"]["spec"]["containers"][0]["volumeMounts"]}
-    assert any(args.run_dir.is_relative_to(mount) for mount in mounts)
+    # the run is kept in the bucket, which outlives the retry's new cluster and its pods' disks
+    assert args.storage.startswith("s3://")
 
 
-def test_every_pod_runs_doctunes_image_with_the_clusters_token_and_sees_the_runs():
-    rayjob, claim = _documents()["RayJob"], _documents()["PersistentVolumeClaim"]
+def test_every_pod_runs_doctunes_image_with_the_clusters_token_and_reaches_the_bucket():
+    rayjob, account = _documents()["RayJob"], _documents()["ServiceAccount"]
     cluster_image = yaml.safe_load((ROOT / "cluster.yaml").read_text())["docker"]["image"]
     version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     assert cluster_image.endswith(f"/doctune:{version}")
@@ -105,10 +132,11 @@ def test_every_pod_runs_doctunes_image_with_the_clusters_token_and_sees_the_runs
         assert not {"RAY_AUTH_MODE", "RAY_AUTH_TOKEN"} & set(env), name
         if name == "submitter":
             continue
-        claims = {v["name"]: v["persistentVolumeClaim"]["claimName"] for v in template["spec"]["volumes"]
-                  if "persistentVolumeClaim" in v}  # fmt: skip
-        ours = claim["metadata"]["name"]
-        mounted = {m["mountPath"] for m in container["volumeMounts"] if claims.get(m["name"]) == ours}
+        # the bucket's credentials through the ServiceAccount; the cache on the pod's own disk
+        assert template["spec"]["serviceAccountName"] == account["metadata"]["name"], name
+        volumes = {v["name"]: v for v in template["spec"]["volumes"]}
+        assert all("emptyDir" in volume for volume in volumes.values()), name  # no shared volume
+        mounted = {m["mountPath"] for m in container["volumeMounts"]}
         assert any(Path(env["DOCTUNE_CACHE"]["value"]).is_relative_to(path) for path in mounted), name
     assert cluster["headGroupSpec"]["rayStartParams"]["num-cpus"] == "0"  # trials and evaluators: on the GPU workers
     for group in cluster["workerGroupSpecs"]:

@@ -1,5 +1,6 @@
-"""The corpus cache on a Ray cluster of several nodes (``core.data.corpus.check_every_node_sees``), and a
-corpus prepared through a run's bucket, which needs no node to see the cache.
+"""The corpus cache on a Ray cluster of several nodes (``core.data.corpus.check_every_node_sees``). A
+corpus prepared through a run's bucket, which needs no node to see the cache, is prepared so in
+tests/trainers/test_base_stage_on_a_cluster.py, before the base stage trains on it.
 
 Real Ray nodes on this machine: a head, a second node, and a third started in a mount namespace of
 its own where a tmpfs hides the cache directory, as a node without the shared file system would be.
@@ -18,34 +19,12 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, run_smoke_search, spec_variant
-from tests.local_nodes import LocalNodes
-from tests.servers import s3_server
+from tests.local_nodes import JOINED_DRIVER, LocalNodes
 
 pytestmark = pytest.mark.ray  # starts a three-node Ray and a search
 
-# A driver of its own process for each question: Ray keeps its settings (the auth mode among
-# them) for the life of a process, and the suite's process must keep its own. Each joins the
-# cluster at sys.argv[1] once sys.argv[2] nodes are up, then asks its question.
-JOINED = """
-import sys, time
-import ray
-
-address, count = sys.argv[1], int(sys.argv[2])
-deadline = time.monotonic() + 240
-while True:  # a loaded machine's head may answer late, or time out the first driver that joins
-    try:
-        ray.init(address=address, log_to_driver=False, logging_level="ERROR")
-        break
-    except Exception:
-        assert time.monotonic() < deadline, "the Ray head did not come up"
-        time.sleep(1)
-while sum(node["Alive"] for node in ray.nodes()) < count:
-    assert time.monotonic() < deadline, f"{count} Ray nodes did not come up"
-    time.sleep(0.5)
-"""
-
 SEEN_BY_EVERY_NODE = (
-    JOINED
+    JOINED_DRIVER
     + """
 from pathlib import Path
 from core.data import DataUnavailable
@@ -56,17 +35,6 @@ try:
     print("seen by every node")
 except DataUnavailable as refusal:
     print(f"refused: {refusal}")
-"""
-)
-
-PREPARED_THROUGH = (
-    JOINED
-    + """
-from core.data import prepare_corpus
-from core.run_files import RunFiles
-
-corpus = prepare_corpus(sys.argv[3], through=RunFiles.at(sys.argv[4]))
-print(corpus.stats.documents, corpus.directory)
 """
 )
 
@@ -130,35 +98,3 @@ def test_a_cache_some_node_cannot_see_is_refused_naming_the_node(nodes, tmp_path
     errors = [line for line in done.stderr.splitlines() if line.startswith("doctune: error:")]
     assert len(errors) == 1 and "is not seen from node" in errors[0], done.stderr[-3000:]
     assert not (tmp_path / "run").exists() and not list((cache / "corpora").iterdir())
-
-
-def test_a_corpus_prepared_through_a_runs_bucket_needs_no_node_to_see_the_cache(tmp_path):
-    """The writers run on the only node with CPUs, which cannot see the cache: their shards reach the
-    driver's cache through the bucket, and the bucket keeps nothing of them after."""
-    assert os.geteuid() == 0, "this test mounts a tmpfs in a mount namespace and needs root"
-    cache, served = tmp_path / "cache", tmp_path / "s3"
-    cache.mkdir()
-    served.mkdir()
-    with s3_server(served) as server:
-        server.create_bucket("runs")
-        uri = server.uri("runs", "prepared")
-        env = {name: value for name, value in os.environ.items() if name != "RAY_ADDRESS"}  # with S3's credentials
-        env |= {"DOCTUNE_CACHE": str(cache), "RAY_AUTH_MODE": "disabled", "PYTHONPATH": str(ROOT)}
-        cluster = LocalNodes(env)
-        cluster.start_head(cpus=0)  # the driver's node runs no writer
-        try:
-            cluster.add(hiding=[cache], cpus=2)
-            source = _jsonl_corpus(tmp_path / "corpus.jsonl", 60)
-            done = subprocess.run(
-                [sys.executable, "-c", PREPARED_THROUGH, cluster.address, "2", str(source), uri],
-                cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-            )  # fmt: skip
-        finally:
-            cluster.stop()
-        assert done.returncode == 0, done.stderr[-3000:]
-        documents, directory = done.stdout.strip().splitlines()[-1].split(" ", 1)
-        assert int(documents) == 60 and Path(directory).parent == cache / "corpora"
-        assert (Path(directory) / "manifest.json").is_file() and list(Path(directory).glob("part-*.parquet"))
-        from core.run_files import RunFiles
-
-        assert RunFiles.at(uri).listing() == {}, "the writers' shards are removed from the bucket once fetched"

@@ -308,9 +308,32 @@ def test_a_probe_draws_term_leaves_out_the_item_noise_its_items_term_already_hol
             )
             for _ in range(2)
         )
-        kept.append(draw_variance(a, b, item_variance(a, b, rng))[0])
+        variance, dof = draw_variance(a, b, item_variance(a, b, rng))
+        kept.append(variance)
         raw.append(np.var(a.draws - b.draws, ddof=1) / 5)
+        # the term's share of Satterthwaite's sum is the gross variance's, net term clipped or not:
+        # the interval does not jump narrower where the net term crosses 0
+        assert variance**2 / dof == pytest.approx(raw[-1] ** 2 / 4)
     assert np.mean(kept) < np.mean(raw) / 2
+    assert min(kept) < 1e-6 * np.mean(raw)  # some came out at or below 0 and were clipped
+
+
+def test_a_probe_of_two_draws_is_too_few_to_decide():
+    from evaluators.tasks.probe import draw_values, macro_f1, mean_over_draws
+
+    rng = np.random.default_rng(6)
+    truth = rng.integers(0, 4, 300)
+
+    def probe(draws: int) -> Outcomes:
+        guesses = [np.where(rng.uniform(size=300) < 0.7, truth, rng.integers(0, 4, 300)) for _ in range(draws)]
+        items = np.column_stack([truth, *guesses])
+        draws_mean = partial(mean_over_draws, width=1, measure=macro_f1)
+        return Outcomes({}, items, draws_mean, draw_values(items, 1, macro_f1), 1)
+
+    assert too_few_to_decide(probe(2)) == "2 few-shot draws, 3 needed"
+    assert too_few_to_decide(probe(3)) is None
+    gain = paired_gain({"p": probe(2)}, {"p": probe(2)}, {"p": 1.0})
+    assert gain.low is None and "too few items to decide: 2 few-shot draws, 3 needed" in gain.describe()
 
 
 def test_a_seeds_mean_gain_adds_the_seeds_spread_to_the_runs_item_noise():

@@ -1,11 +1,13 @@
 """The per-worker masked-LM training loop of the base stage (a Ray Train worker runs it).
 
-Every rank loads the same initial model from the work directory, wraps it in DDP the way trials
-do, and trains on the packed token blocks. The global batch of step *s* (which blocks, which
+Every rank loads the same initial model from the work directory (on a node that does not see the
+driver's, its copy fetched through the run's files: ``trainers.base_stage.staging``), wraps it in DDP
+the way trials do, and trains on the packed token blocks. The global batch of step *s* (which blocks, which
 tokens are masked) depends only on (seed, *s*), never on the number of workers: each rank builds
 it and takes its slice. A restarted worker group or a resumed stage therefore goes on from the
 latest checkpoint with the batches it would have seen. Rank 0 writes the checkpoints (``trainers.checkpoint``) and
-TensorBoard scalars; every rank reports the same metrics to Ray Train.
+TensorBoard scalars, and uploads both to the run's files where the stage goes through them; every
+rank reports the same metrics to Ray Train.
 """
 
 from __future__ import annotations
@@ -23,17 +25,15 @@ import torch.distributed as dist
 import torch.nn as nn
 
 from core.encoder import bf16_autocast, load_encoder
+from core.run_files import RunFiles
+from trainers.base_stage import staging
+from trainers.base_stage.staging import BLOCKS_FILE, CHECKPOINTS_DIR, DIVERGED_FILE, INIT_DIR, TENSORBOARD_DIR
 from trainers.checkpoint import STEP_PREFIX, latest_step_dir, load_training_state, save_checkpoint
 from trainers.config import BaseSettings
 from trainers.distributed import finite_everywhere, training_device
 from trainers.losses import mask_tokens, masked_lm_loss
 from trainers.schedule import lr_factor
 
-INIT_DIR = "init"  # tokenizer, config and initial weights
-BLOCKS_FILE = "blocks.npy"  # (blocks, max_length) int32 token ids
-CHECKPOINTS_DIR = "checkpoints"
-TENSORBOARD_DIR = "tensorboard"
-DIVERGED_FILE = "diverged.json"  # written when the loss stops being finite
 WEIGHT_DECAY = 0.01  # BERT, Appendix A.2
 LOG_EVERY = 10  # steps per logged loss (fewer in a run of under 100 steps)
 
@@ -48,6 +48,8 @@ class BasePlan:
     record: dict  # what the finished model says about itself (doctune.json), before training metrics
     threads_per_worker: int
     bf16: bool
+    # the run's files the work goes through, for nodes that may not see ``work_dir`` (None: all do)
+    through: RunFiles | None = None
 
     @property
     def log_every(self) -> int:
@@ -104,6 +106,8 @@ def train_loop_per_worker(config: dict) -> None:
 
     plan: BasePlan = config["plan"]
     settings, work = plan.settings, Path(plan.work_dir)
+    if plan.through is not None:
+        work = staging.work_on_this_node(plan.through, work, plan.digest)
     torch.set_num_threads(plan.threads_per_worker)
     context = ray.train.get_context()
     rank, share = context.get_world_rank(), settings.batch_size // context.get_world_size()
@@ -138,7 +142,10 @@ def train_loop_per_worker(config: dict) -> None:
             loss.backward()
             if not finite_everywhere(loss):  # every rank stops here together; the stage reports why
                 if rank == 0:
-                    (work / DIVERGED_FILE).write_text(json.dumps({"step": step, "loss": str(loss.item())}))
+                    record = {"step": step, "loss": str(loss.item())}
+                    (work / DIVERGED_FILE).write_text(json.dumps(record))
+                    if plan.through is not None:
+                        staging.record_divergence(plan.through, plan.digest, record)
                 return
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
@@ -159,13 +166,17 @@ def train_loop_per_worker(config: dict) -> None:
                 window = dict.fromkeys(window, 0)
             if done % settings.checkpoint_every == 0 or done == settings.steps:
                 if rank == 0:
-                    _checkpoint(work, model, tokenizer, optimizer, plan, done, curve)
+                    saved = _checkpoint(work, model, tokenizer, optimizer, plan, done, curve)
+                    if plan.through is not None:
+                        writer.flush()
+                        staging.upload_checkpoint(plan.through, plan.digest, work, saved)
                     print(f"[base {plan.digest}] step {done}/{settings.steps} mlm loss {step_loss:.4f}", flush=True)
                 ray.train.report({"step": done, "mlm_loss": step_loss})
 
 
-def _checkpoint(work: Path, model, tokenizer, optimizer, plan: BasePlan, step: int, curve: list) -> None:
-    """Save step ``step`` (an ordinary model directory with its training state) and drop older ones."""
+def _checkpoint(work: Path, model, tokenizer, optimizer, plan: BasePlan, step: int, curve: list) -> Path:
+    """Save step ``step`` (an ordinary model directory with its training state), drop older ones, and
+    return where it was saved."""
     root = work / CHECKPOINTS_DIR
     target = save_checkpoint(
         root / f"{STEP_PREFIX}{step:06d}",
@@ -179,6 +190,7 @@ def _checkpoint(work: Path, model, tokenizer, optimizer, plan: BasePlan, step: i
     for older in root.glob(f"{STEP_PREFIX}*"):
         if older != target:
             shutil.rmtree(older, ignore_errors=True)
+    return target
 
 
 def _mean_over_ranks(value: torch.Tensor) -> float:

@@ -15,7 +15,10 @@ Cache layout under ``<cache>/bases/``::
 
 The finished directory appears by one rename, so a directory named ``<digest>`` is always
 complete. A crash leaves only ``<digest>.partial``, and the next attempt resumes from its latest
-checkpoint; two processes asking for the same base at once build it once.
+checkpoint; two processes asking for the same base at once build it once. ``through``: the files of
+a run kept at a storage URI, through which the workers receive the work and return its checkpoints,
+so that no node need see this machine's cache, and a stage resumes from the run's files alone
+(``trainers.base_stage.staging``).
 """
 
 from __future__ import annotations
@@ -36,15 +39,10 @@ import numpy as np
 from core.data.atomic import exclusive_lock
 from core.data.corpus import PreparedCorpus
 from core.data.wheels import cache_dir
-from trainers.base_stage.loop import (
-    BLOCKS_FILE,
-    CHECKPOINTS_DIR,
-    DIVERGED_FILE,
-    INIT_DIR,
-    TENSORBOARD_DIR,
-    BasePlan,
-    train_loop_per_worker,
-)
+from core.run_files import RunFiles
+from trainers.base_stage import staging
+from trainers.base_stage.loop import BasePlan, train_loop_per_worker
+from trainers.base_stage.staging import BLOCKS_FILE, CHECKPOINTS_DIR, DIVERGED_FILE, INIT_DIR, TENSORBOARD_DIR
 from trainers.checkpoint import STEP_PREFIX, latest_step_dir
 from trainers.config import BaseSettings
 from trainers.distributed import collective_backend
@@ -96,12 +94,17 @@ def ensure_base(
     max_worker_failures: int = 2,
     cache: Path | None = None,
     logs_to: Path | None = None,
+    through: RunFiles | None = None,
 ) -> BaseResult:
     """The finished base model directory, trained now unless the cache has it.
 
     ``logs_to``: a directory that receives a copy of the stage's TensorBoard events (a search's
     run directory, so ``tensorboard --logdir RUN_DIR`` shows the base's MLM loss beside the trials).
+    ``through``: a run's files the work goes through (nothing where they are this machine's
+    directory: its nodes then share the driver's file system).
     """
+    if through is not None and through.local:
+        through = None
     if settings.batch_size % workers:
         raise ValueError(f"base batch_size {settings.batch_size} is not a multiple of {workers} workers")
     entry = base_entry(settings, corpus_path, cache)
@@ -126,9 +129,14 @@ def ensure_base(
                     record=_prepare(work, settings, corpus_path, corpus_name, entry.name),
                     threads_per_worker=max(1, math.floor(cpus_per_worker)),
                     bf16=bf16,
+                    through=through,
                 )
+                if through is not None:
+                    staging.upload_work(through, work, entry.name)
                 _fit(plan, workers, cpus_per_worker, gpus_per_worker, max_worker_failures)
                 _finish(work, entry, settings.steps, time.perf_counter() - began, workers)
+                if through is not None:
+                    staging.remove(through, entry.name)
                 trained = True
     if not trained:
         log.info(f"doctune: base {settings.label}: reusing {entry}")
@@ -278,9 +286,14 @@ def _fit(plan: BasePlan, workers: int, cpus_per_worker: float, gpus_per_worker: 
     import ray.train
     from ray.train.torch import TorchConfig, TorchTrainer
 
-    work = Path(plan.work_dir)
-    storage = work / "ray"
-    shutil.rmtree(storage, ignore_errors=True)  # the loop resumes from its own checkpoints, not Ray's
+    work, files = Path(plan.work_dir), plan.through
+    # the loop resumes from its own checkpoints, not Ray's: Ray's state starts anew
+    if files is None:
+        storage, filesystem = str(work / "ray"), None
+        shutil.rmtree(storage, ignore_errors=True)
+    else:
+        storage, filesystem = files.path(staging.staged(plan.digest, "ray")), files.filesystem
+        files.delete_dir(staging.staged(plan.digest, "ray"))
     use_gpu = gpus_per_worker > 0
     resources = {"CPU": cpus_per_worker} | ({"GPU": gpus_per_worker} if use_gpu else {})
     trainer = TorchTrainer(
@@ -290,7 +303,8 @@ def _fit(plan: BasePlan, workers: int, cpus_per_worker: float, gpus_per_worker: 
         torch_config=TorchConfig(backend=collective_backend(use_gpu)),
         run_config=ray.train.RunConfig(
             name=f"base-{plan.digest}",
-            storage_path=str(storage),
+            storage_path=storage,
+            storage_filesystem=filesystem,
             failure_config=ray.train.FailureConfig(max_failures=max_failures, controller_failure_limit=3),
         ),
     )
@@ -298,6 +312,8 @@ def _fit(plan: BasePlan, workers: int, cpus_per_worker: float, gpus_per_worker: 
         trainer.fit()
     except Exception as err:
         raise BaseStageFailed(f"base stage: training failed ({type(err).__name__}: {err}); see the log above") from err
+    if files is not None:
+        staging.fetch_outcome(files, plan.digest, work)
     diverged = work / DIVERGED_FILE
     if diverged.exists():
         record = json.loads(diverged.read_text())
