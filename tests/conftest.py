@@ -36,7 +36,7 @@ FEW_ITEMS = {
     "max_queries": 16,
     "max_test": 32,
     "fewshot_k": 4,
-    "repeats": 3,  # evaluators.noise.MIN_DRAWS: fewer and a probe's gain has no interval
+    "repeats": 2,
     "long_length": 256,
     "long_queries": 6,
 }
