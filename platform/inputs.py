@@ -15,7 +15,7 @@ from trainers.config import BaseSettings, MlmHeadSettings
 log = logging.getLogger(f"doctune.{__name__}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class InputsPlan:
     """What a search's inputs are made from: the part of the spec ``prepare_inputs`` reads, taken
     once (``of``) so that the base stage, run after ``resolve``, reads this plan and not the spec."""
@@ -41,21 +41,21 @@ class InputsPlan:
     def of(cls, spec: SearchSpec) -> InputsPlan:
         train = spec.train
         return cls(
-            spec.base_model,
-            spec.base,
-            spec.corpus,
-            spec.backbone.longformer,
-            spec.mlm_head,
-            spec.may_weight_mlm(),
-            spec.may_interpolate_positions(),
-            spec.recipes(),
-            train.workers,
-            train.cpus_per_worker,
-            train.gpus_per_worker,
-            train.bf16,
-            train.max_worker_failures,
-            train.max_length,
-            train.seed,
+            base_model=spec.base_model,
+            base=spec.base,
+            corpus=spec.corpus,
+            longformer=spec.backbone.longformer,
+            mlm_head=spec.mlm_head,
+            may_weight_mlm=spec.may_weight_mlm(),
+            interpolates=spec.may_interpolate_positions(),
+            recipes=spec.recipes(),
+            workers=train.workers,
+            cpus_per_worker=train.cpus_per_worker,
+            gpus_per_worker=train.gpus_per_worker,
+            bf16=train.bf16,
+            max_worker_failures=train.max_worker_failures,
+            max_length=train.max_length,
+            seed=train.seed,
         )
 
 

@@ -109,7 +109,7 @@ def rows_from_results(results, resolved, last_round: bool = False) -> list[Row]:
     """One row per trial: its best evaluation round (``last_round``: its last, as a fixed run that
     chooses nothing reads it), or its error."""
     rows = []
-    fixed, files = asdict(resolved.fixed), resolved.plan.run_files
+    fixed, files = asdict(resolved.fixed), resolved.train_plan.run_files
     for result in results:
         trial_id = _trial_id_of_dir(Path(result.path).name) if result.path else "?"
         frame = result.metrics_dataframe
@@ -132,8 +132,8 @@ def rows_from_results(results, resolved, last_round: bool = False) -> list[Row]:
         checkpoint = files.path(recorded_checkpoint(recorded, trial_id)) if recorded else None
         if result.error:
             status = f"error after round {rounds}: {str(result.error).strip().splitlines()[-1][:200]}"
-        elif rounds < resolved.plan.eval_rounds:
-            status = f"stopped early (round {rounds}/{resolved.plan.eval_rounds})"
+        elif rounds < resolved.train_plan.eval_rounds:
+            status = f"stopped early (round {rounds}/{resolved.train_plan.eval_rounds})"
         else:
             status = "completed"
         rows.append(

@@ -20,7 +20,7 @@ from trainers.config import TrainPlan
 from trainers.settings import TrialSettings
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SearchPlan:
     """The search's own part of the plan, what the driver reads of it after ``resolve``: the
     strategy that draws and stops the trials (``platform.strategies``), the searched space, and
@@ -38,7 +38,7 @@ class SearchPlan:
     gpus_per_evaluator: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ResolvedSearch:
     """Everything a search needs, built once (``resolve``): the search's, training and evaluation
     plans, the fixed hyperparameters, the resource plan and the inputs' plan. Past ``resolve`` the
@@ -49,12 +49,12 @@ class ResolvedSearch:
     spec_path: Path
     profile: str
     run_dir: Path
-    plan: TrainPlan
+    train_plan: TrainPlan
     evaluation: EvalPlan
     fixed: TrialSettings
     resources: ResourcePlan
     corpus_stats: CorpusStats
-    source_model: str  # the base encoder before any backbone conversion (plan.base_model is after it)
+    source_model: str  # the base encoder before any backbone conversion (train_plan.base_model is after it)
     inputs: InputsPlan
     tracking: TrackingSection
     spec_record: dict
@@ -65,12 +65,12 @@ class ResolvedSearch:
 
     def stored_at(self, uri: str) -> ResolvedSearch:
         """The same search with its trials and Tune's records at the storage ``uri``."""
-        return dataclasses.replace(self, storage=uri, plan=dataclasses.replace(self.plan, run_uri=uri))
+        return dataclasses.replace(self, storage=uri, train_plan=dataclasses.replace(self.train_plan, run_uri=uri))
 
     def with_base(self, model_dir: str, source_model: str) -> ResolvedSearch:
         """The same search once a base it trains (``base:``) exists: only the model paths change."""
-        plan = dataclasses.replace(self.plan, base_model=model_dir)
-        return dataclasses.replace(self, plan=plan, source_model=source_model)
+        train_plan = dataclasses.replace(self.train_plan, base_model=model_dir)
+        return dataclasses.replace(self, train_plan=train_plan, source_model=source_model)
 
     def summary(self) -> dict:
         """What ``--dry-run`` prints and ``search.json`` records."""
@@ -79,7 +79,7 @@ class ResolvedSearch:
             "profile": self.profile,
             "run_dir": str(self.run_dir),
             "storage": self.storage,
-            "run_files": self.plan.run_uri,  # where the trials and Tune write (the storage, else the run dir)
+            "run_files": self.train_plan.run_uri,  # where the trials and Tune write (the storage, else the run dir)
             "resolved_spec": self.spec_record,
             "profile_replaced": [dataclasses.asdict(r) for r in self.replaced],
             "fit": self.fit,
@@ -87,14 +87,14 @@ class ResolvedSearch:
             "fixed_hyperparameters": dataclasses.asdict(self.fixed),
             "searched": {k: {d.kind: list(d.values)} for k, d in self.search.space.items()},
             "corpus": dataclasses.asdict(self.corpus_stats),
-            "prepared_corpus": self.plan.corpus_path,  # the Parquet shards every Train worker reads
+            "prepared_corpus": self.train_plan.corpus_path,  # the Parquet shards every Train worker reads
             "resources": dataclasses.asdict(self.resources),
             "environment": environment(ROOT),
             "trial_plan": {
                 "trials": self.search.samples,
-                "steps": self.plan.steps,
-                "eval_rounds": self.plan.eval_rounds,
-                "workers_per_trial": self.plan.workers,
+                "steps": self.train_plan.steps,
+                "eval_rounds": self.train_plan.eval_rounds,
+                "workers_per_trial": self.train_plan.workers,
                 "max_concurrent": self.resources.max_concurrent,
             },
         }

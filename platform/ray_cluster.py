@@ -63,7 +63,7 @@ def ray_init(address: str | None, trials_may_wait: bool = False, log_to_driver: 
         "TOKENIZERS_PARALLELISM": "false",
     }
     address = address or os.environ.get("RAY_ADDRESS")
-    for name, value in os.environ.items():  # DOCTUNE_CACHE, and the tests' fault injection
+    for name, value in os.environ.items():  # DOCTUNE_CACHE and the other DOCTUNE_ settings
         if name in ("HF_HUB_OFFLINE", "HF_HOME") or name.startswith("DOCTUNE_"):
             env_vars[name] = value
     # every worker process asks Ray's state API about its own cluster (core.nodes.pin_ray_address)

@@ -39,7 +39,7 @@ class InfeasibleResources(ValueError):
     """The spec asks for more than the cluster has; the message says what to change."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ResourcePlan:
     cluster_cpus: float
     cluster_gpus: float
@@ -123,4 +123,13 @@ def plan_resources(train, evaluation, samples: int, cap: int | None, cluster: di
             "evaluation.evaluators, or use --profile local on a machine without GPUs"
         )
     concurrent = min(concurrent, samples, cap or samples)
-    return ResourcePlan(cpus, gpus, trial_cpus, trial_gpus, eval_cpus, eval_gpus, concurrent, occupied)
+    return ResourcePlan(
+        cluster_cpus=cpus,
+        cluster_gpus=gpus,
+        trial_cpus=trial_cpus,
+        trial_gpus=trial_gpus,
+        evaluator_cpus=eval_cpus,
+        evaluator_gpus=eval_gpus,
+        max_concurrent=concurrent,
+        trial_gpu_devices=occupied,
+    )

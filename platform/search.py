@@ -163,7 +163,17 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> SearchOutc
                 InputsPlan.of(spec), plan_only=dry_run, storage=request.storage
             )
         resolved = resolve(
-            spec, request.spec_path, profile, run_dir, model_dir, corpus, cluster, source_model, replaced, fit, growth
+            spec,
+            spec_path=request.spec_path,
+            profile=profile,
+            run_dir=run_dir,
+            model_dir=model_dir,
+            corpus=corpus,
+            cluster=cluster,
+            source_model=source_model,
+            replaced=replaced,
+            fit=fit,
+            growth=growth,
         )
         if request.storage:
             resolved = resolved.stored_at(request.storage.uri)
@@ -203,7 +213,8 @@ def _prepare_and_search(resolved, resume: bool, clock: PhaseClock) -> tuple[int,
     inputs, run_dir, profile = resolved.inputs, resolved.run_dir, resolved.profile
     if inputs.base is not None:  # trained (or taken from the cache) now that Ray runs and the run is recorded
         with clock.phase("base stage"):
-            model_dir, _, source_model = prepare_inputs(inputs, build_base_in=run_dir, storage=resolved.plan.run_files)
+            files = resolved.train_plan.run_files
+            model_dir, _, source_model = prepare_inputs(inputs, build_base_in=run_dir, storage=files)
         resolved = resolved.with_base(model_dir, source_model)
     if resolved.storage is not None:  # its nodes may not see this machine's cache: the inputs go through the storage
         with clock.phase("inputs shared"):
@@ -231,11 +242,11 @@ def _share_inputs(resolved):
     from core.data import cache_dir
     from trainers.inputs import share_inputs
 
-    plan = resolved.plan
+    plan = resolved.train_plan
     inputs = share_inputs(plan.run_files, (plan.base_model, plan.corpus_path), cache_dir())
     for path, name in inputs.items():
         log.info(f"doctune: {path} shared through the run's storage as {name}")
-    return dataclasses.replace(resolved, plan=dataclasses.replace(plan, inputs=inputs))
+    return dataclasses.replace(resolved, train_plan=dataclasses.replace(plan, inputs=inputs))
 
 
 def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> tuple[int, list]:
@@ -282,7 +293,7 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> tuple[int, 
         trackers.finish(rows, run_dir, None)
         return EXIT_FAILURE, rows
     best = leaderboard.winner(rows)
-    exported = export.export_best(best, run_dir, resolved.plan.run_files)
+    exported = export.export_best(best, run_dir, resolved.train_plan.run_files)
     test = f"{best.test_objective:.4f}" if best.test_objective is not None else "not scored"
     log.info(
         f"doctune: best trial {best.trial} (validation objective {best.objective:.4f}, test objective "

@@ -231,7 +231,15 @@ class Study:
         self.shown = shown  # the part the table shows: "test", or "val" (--validation-only: no test part is read)
 
     def resolve(self, spec: SearchSpec, run_dir: Path) -> ResolvedSearch:
-        resolved = resolve(spec, self.spec_path, self.profile, run_dir, self.model_dir, self.corpus, self.cluster)
+        resolved = resolve(
+            spec,
+            spec_path=self.spec_path,
+            profile=self.profile,
+            run_dir=run_dir,
+            model_dir=self.model_dir,
+            corpus=self.corpus,
+            cluster=self.cluster,
+        )
         if self.shown == "val":
             return dataclasses.replace(resolved, evaluation=dataclasses.replace(resolved.evaluation, parts=("val",)))
         return resolved

@@ -67,7 +67,8 @@ def _trainable(resolved: ResolvedSearch):
     from trainers.trial import run_trial
 
     return tune.with_resources(
-        tune.with_parameters(run_trial, plan=resolved.plan, fixed=dataclasses.asdict(resolved.fixed)), {"cpu": 0.01}
+        tune.with_parameters(run_trial, plan=resolved.train_plan, fixed=dataclasses.asdict(resolved.fixed)),
+        {"cpu": 0.01},
     )
 
 
@@ -78,7 +79,7 @@ def tune_setup(resolved: ResolvedSearch, callbacks: Sequence = ()):
     strategy's stop condition, retries, every Tune run's callbacks and ``callbacks``)."""
     from ray import tune
 
-    search, files = resolved.search, resolved.plan.run_files
+    search, files = resolved.search, resolved.train_plan.run_files
     parts = search.strategy.tune_parts(resolved.run_dir)
     tune_config = tune.TuneConfig(
         search_alg=parts.search_alg,
@@ -107,7 +108,7 @@ def _tuner(resolved: ResolvedSearch, resume: bool, callbacks: Sequence = ()):
     """The search's Tune run: restored from the run's files on ``--resume`` where Tune saved one."""
     from ray import tune
 
-    files = resolved.plan.run_files
+    files = resolved.train_plan.run_files
     experiment = f"{TUNE_DIR}/{resolved.search.name}"
     if resume and files.is_file(f"{experiment}/tuner.pkl"):
         return tune.Tuner.restore(
@@ -145,14 +146,14 @@ def _callbacks(resolved: ResolvedSearch, more: Sequence = ()) -> list:
 def _release_callback(resolved: ResolvedSearch):
     from platform.retention import ReleaseEndedTrials
 
-    return ReleaseEndedTrials(resolved.plan.run_files, resolved.evaluation, resolved.search.keep_checkpoints)
+    return ReleaseEndedTrials(resolved.train_plan.run_files, resolved.evaluation, resolved.search.keep_checkpoints)
 
 
 def _release_ended(results, resolved: ResolvedSearch) -> None:
     from platform.retention import release_ended_trials
 
     keep = resolved.search.keep_checkpoints
-    freed = release_ended_trials(results, resolved.plan.run_files, resolved.evaluation, keep)
+    freed = release_ended_trials(results, resolved.train_plan.run_files, resolved.evaluation, keep)
     if freed:
         log.info(f"doctune: ended trials' checkpoints released ({freed / 1e6:.0f} MB; train.keep_checkpoints: {keep})")
 
@@ -167,10 +168,11 @@ def baseline_models(resolved: ResolvedSearch) -> dict[str, tuple[str, str]]:
     from platform.leaderboard import BASELINE_ID, CONVERTED_BASELINE_ID, INTERPOLATED_BASELINE_ID
 
     rows = {BASELINE_ID: (resolved.source_model, "base model, untouched")}
-    if resolved.source_model != resolved.plan.base_model:
-        rows[CONVERTED_BASELINE_ID] = (resolved.plan.base_model, "base model converted to the backbone, untrained")
+    converted = resolved.train_plan.base_model
+    if resolved.source_model != converted:
+        rows[CONVERTED_BASELINE_ID] = (converted, "base model converted to the backbone, untrained")
     if resolved.inputs.interpolates:
-        interpolated = str(cached_interpolated(resolved.plan.base_model))
+        interpolated = str(cached_interpolated(resolved.train_plan.base_model))
         rows[INTERPOLATED_BASELINE_ID] = (interpolated, "base model converted, positions interpolated, untrained")
     return rows
 
@@ -201,7 +203,7 @@ def search_references(resolved: ResolvedSearch) -> tuple:
     from core.encoder import resolve_model
     from evaluators.references import references
 
-    return references(resolve_model(resolved.plan.base_model_name))
+    return references(resolve_model(resolved.train_plan.base_model_name))
 
 
 def score_references(resolved: ResolvedSearch) -> dict[str, dict]:
@@ -246,7 +248,7 @@ def evaluator_pool(resolved: ResolvedSearch):
         str(resolved.run_dir.resolve()),
         search.cpus_per_evaluator,
         search.gpus_per_evaluator,
-        run_root=resolved.plan.run_files.root,
+        run_root=resolved.train_plan.run_files.root,
     )
 
 
@@ -271,7 +273,7 @@ def run_search(resolved: ResolvedSearch, resume: bool, clock: PhaseClock | None 
     with clock.phase("trials"):
         with libraries_quiet_unless_told():
             results = _tuner(resolved, resume, callbacks).fit()
-    if not finished(results, search.samples, resolved.plan.run_files):
+    if not finished(results, search.samples, resolved.train_plan.run_files):
         raise KeyboardInterrupt  # Ctrl-C: Tune saved the experiment; the caller says how to continue it
     _release_ended(results, resolved)
     if note := search.strategy.after_search(resolved.run_dir):
@@ -301,7 +303,7 @@ def train_seeds(resolved: ResolvedSearch, config: dict, seeds: Sequence[int], na
     run was interrupted."""
     from ray import tune
 
-    trainable, files = _trainable(resolved), resolved.plan.run_files
+    trainable, files = _trainable(resolved), resolved.train_plan.run_files
     experiment = f"{TUNE_DIR}/{name}"
     saved = files.children(experiment)
     if "tuner.pkl" in saved and not any(n.startswith("experiment_state-") and n.endswith(".json") for n in saved):
@@ -345,7 +347,7 @@ def confirm_winner(resolved: ResolvedSearch, winner) -> dict:
     from platform.leaderboard import confirmation_record, rows_from_results
 
     search = resolved.search
-    seeds = [resolved.plan.seed + i for i in range(1, search.confirm_seeds + 1)]
+    seeds = [resolved.train_plan.seed + i for i in range(1, search.confirm_seeds + 1)]
     config = {name: winner.hyperparameters[name] for name in search.space if name in winner.hyperparameters}
     log.info(f"doctune: confirming {winner.trial} with {len(seeds)} more training seed(s): {seeds}")
     results = train_seeds(resolved, config, seeds, f"{search.name}{CONFIRM_SUFFIX}")
@@ -354,7 +356,7 @@ def confirm_winner(resolved: ResolvedSearch, winner) -> dict:
         if row.checkpoint is not None:
             read_locked_part(resolved, row)
             runs[int(result.config["seed"])] = row
-    return confirmation_record(winner, resolved.plan.seed, runs, len(seeds))
+    return confirmation_record(winner, resolved.train_plan.seed, runs, len(seeds))
 
 
 def read_locked_part(resolved: ResolvedSearch, row) -> None:
@@ -365,7 +367,7 @@ def read_locked_part(resolved: ResolvedSearch, row) -> None:
     from evaluators.scores import main_scores
 
     evaluation = dataclasses.replace(resolved.evaluation, parts=("test",))
-    model = stored_model(resolved.plan.run_files, row.checkpoint)
+    model = stored_model(resolved.train_plan.run_files, row.checkpoint)
     scores = score_checkpoint(evaluation, model, row.hyperparameters["pooling"], list(evaluation.tasks))
     for task, parts in scores.items():
         row.scores.setdefault(task, {}).update(parts)

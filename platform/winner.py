@@ -23,7 +23,7 @@ class ItemOutcomes:
     encoder run twice)."""
 
     def __init__(self, resolved) -> None:
-        self.evaluation, self.files = resolved.evaluation, resolved.plan.run_files
+        self.evaluation, self.files = resolved.evaluation, resolved.train_plan.run_files
         self.weights = next(iter(self.evaluation.objectives.values()))  # the ranking objective
         self._seen: dict[tuple[str, str], dict] = {}
 
@@ -97,7 +97,7 @@ def compare_per_task(best, baselines, resolved) -> None:
     from evaluators.pool import CheckpointMissing, checkpoint_outcomes, reference_outcomes, stored_model
     from platform import tuner
 
-    evaluation, files = resolved.evaluation, resolved.plan.run_files
+    evaluation, files = resolved.evaluation, resolved.train_plan.run_files
     tasks = [t for t in (*evaluation.tasks, *evaluation.report_tasks) if t in best.scores]
     log.info(
         f"doctune: comparing {best.trial} with the baseline and reference rows, task by task (test items)",
@@ -188,7 +188,7 @@ def score_report_tasks(scored, resolved) -> None:
             continue
         plan = evaluation if place == 0 else dataclasses.replace(evaluation, parts=("val",))
         try:
-            model = stored_model(resolved.plan.run_files, row.checkpoint)
+            model = stored_model(resolved.train_plan.run_files, row.checkpoint)
             row.scores |= score_checkpoint(plan, model, row.hyperparameters["pooling"], tasks)
         except CheckpointMissing as err:
             row.status += f"; report-only tasks not scored: {err}"

@@ -202,6 +202,27 @@ def smoke_search_command(spec: str | Path, run_dir: Path) -> list[str]:
     return [sys.executable, "-m", "platform.search", str(spec), "--profile", "smoke", "--run-dir", str(run_dir)]
 
 
+def patched_search_env(
+    env: dict[str, str] | None = None,
+    *,
+    nan_at_step: int | None = None,
+    nan_trial_suffix: str = "",
+    gpus_declared_only: bool = False,
+) -> dict[str, str]:
+    """``env`` (by default this process's environment) for a search whose every process loads
+    ``tests/patched_workers``: a trial's loss NaN at ``nan_at_step`` (in trials whose id ends with
+    ``nan_trial_suffix``), GPUs that are only declared trained on as the CPU."""
+    from tests.patched_workers import sitecustomize as patches
+
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "tests" / "patched_workers"), env.get("PYTHONPATH")]))
+    if nan_at_step is not None:
+        env |= {patches.NAN_AT_STEP: str(nan_at_step), patches.NAN_TRIAL_SUFFIX: nan_trial_suffix}
+    if gpus_declared_only:
+        env[patches.GPUS_DECLARED_ONLY] = "1"
+    return env
+
+
 def run_smoke_search(
     spec: str | Path, run_dir: Path, *args: str, env: dict | None = None, cwd: Path = ROOT, timeout: int = 900
 ) -> subprocess.CompletedProcess:

@@ -4,7 +4,6 @@ be written or are full, and corpora a recipe cannot use. Real processes, real ki
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -15,8 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import FEW_ITEMS, ROOT, smoke_search_command, spec_variant
-from trainers.loop import FAULT_NAN_ENV
+from tests.conftest import FEW_ITEMS, ROOT, patched_search_env, smoke_search_command, spec_variant
 
 
 def _search(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
@@ -85,7 +83,7 @@ def test_killed_workers_resume_from_their_checkpoints_and_a_later_divergence_end
         stdout=log,
         stderr=subprocess.STDOUT,
         text=True,
-        env={**os.environ, FAULT_NAN_ENV: "7", SEARCH_MARK: mark},  # the loss becomes NaN at step 7
+        env={**patched_search_env(nan_at_step=7), SEARCH_MARK: mark},  # the loss becomes NaN at step 7
     )
     try:
         _wait_for_checkpoint(search, run_dir, 2)

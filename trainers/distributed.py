@@ -1,15 +1,12 @@
 """What the ranks of a Train worker group share: their device and collective backend, embeddings
 gathered for in-batch negatives, agreement on whether the loss is still finite, and where each ran.
 
-``DOCTUNE_DECLARED_GPUS_ON_CPU=1`` is for test clusters whose nodes declare GPUs they do not have
-(``ray start --num-gpus N``, an autoscaler's fake GPU node types): workers that hold such a GPU train
-on CPU over gloo. Without it, a worker that holds a GPU torch cannot see stops with what to fix;
-doctune never falls back to the CPU on its own.
+A worker that holds a GPU torch cannot see stops with what to fix; doctune never falls back to the
+CPU on its own.
 """
 
 from __future__ import annotations
 
-import os
 import socket
 
 import torch
@@ -18,16 +15,11 @@ import torch.distributed as dist
 from core.run_files import RunFiles
 from trainers.checkpoint import trial_path
 
-DECLARED_GPUS_ON_CPU = "DOCTUNE_DECLARED_GPUS_ON_CPU"
 PLACEMENT_FILE = "placement.json"
 
 
-def declared_gpus_on_cpu() -> bool:
-    return os.environ.get(DECLARED_GPUS_ON_CPU) == "1"
-
-
 def collective_backend(use_gpu: bool) -> str:
-    return "nccl" if use_gpu and not declared_gpus_on_cpu() else "gloo"
+    return "nccl" if use_gpu else "gloo"
 
 
 def training_device() -> torch.device:
@@ -37,12 +29,10 @@ def training_device() -> torch.device:
 
     device = ray.train.torch.get_device()
     if device.type == "cuda" and not torch.cuda.is_available():
-        if declared_gpus_on_cpu():
-            return torch.device("cpu")
         raise RuntimeError(
             f"this worker holds GPU {ray.get_gpu_ids()} on {socket.gethostname()}, but torch {torch.__version__} "
             "finds no CUDA device: install a CUDA build of torch there (scripts/setup.sh does where a GPU is "
-            f"present); on a test cluster whose GPUs are only declared, set {DECLARED_GPUS_ON_CPU}=1"
+            "present)"
         )
     return device
 

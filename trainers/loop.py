@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import os
 import resource
 import shutil
 import time
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
 import torch
@@ -36,7 +35,7 @@ from trainers.grad_cache import all_reduce_gradients, cached_step
 from trainers.inputs import on_this_node
 from trainers.losses import mask_tokens, masked_lm_loss
 from trainers.memory import MIB
-from trainers.pairs import STATISTICS_DOCUMENTS, build_pairs
+from trainers.pairs import STATISTICS_DOCUMENTS, PairBuilder, build_pairs
 from trainers.population import record_loaded_weights, resume_point
 from trainers.reporting import RoundReporter
 from trainers.schedule import lr_factor
@@ -104,26 +103,101 @@ def build_module(
     return module, tokenizer
 
 
-# Tests make a trial's loss NaN at this step (tests/test_faults.py); the driver passes every
-# DOCTUNE_* variable on to the workers. Not a spec key: a user's search never injects faults.
-FAULT_NAN_ENV = "DOCTUNE_FAULT_NAN_AT_STEP"
-FAULT_TRIAL_ENV = "DOCTUNE_FAULT_TRIAL_SUFFIX"  # the fault only in trials whose id ends so
+@dataclasses.dataclass
+class WorkerTrial:
+    """One Train worker's share of a trial: what it trains, how, and where its rounds go."""
+
+    plan: TrainPlan
+    hp: Hyperparameters
+    trial_id: str
+    rank: int
+    world: int
+    device: torch.device
+    module: ContrastiveModel
+    wrapped: nn.Module  # DDP's wrapper of ``module``, or ``module`` itself under GradCache
+    tokenizer: object
+    optimizer: torch.optim.Optimizer
+    autocast: object
+    chunk_size: int | None  # GradCache's chunk; None: one forward and backward a step, under DDP
+    reporter: RoundReporter
+    mask_rng: torch.Generator
+
+    @property
+    def staging(self) -> Path:
+        """Where rank 0 writes a round's checkpoint before its report persists it."""
+        return staging_dir(self.trial_id)
+
+
+@dataclasses.dataclass(frozen=True)
+class ResumePoint:
+    """Where a worker's steps begin: a fresh trial's (0, 0, the stream's start) or a checkpoint's."""
+
+    step: int = 0
+    eval_round: int = 0
+    stream: StreamPosition = dataclasses.field(default_factory=StreamPosition)
 
 
 def train_loop_per_worker(config: dict) -> None:
+    """Ray Train's loop for one worker of a trial: start (or resume), then steps, a checkpoint and
+    a report every ``plan.eval_every`` steps; a loss that is not finite on some rank ends the trial."""
+    started = time.perf_counter()
+    trial, documents, pairs, batch_tokenizer = _start_worker(config)
+    plan, hp = trial.plan, trial.hp
+    resumed = _resume(trial)
+    stream = PairStream(
+        documents.read(resumed.stream),
+        pairs,
+        hp.batch_size // trial.world,
+        plan.seed,
+        trial.rank,
+        give_up_after=documents.rows,
+    )
+
+    def build_batch(step: int):
+        views_a, views_b = stream.batch(step)
+        return len(views_a), tokenize(batch_tokenizer, views_a + views_b, plan.max_length)
+
+    batches = Prefetched(build_batch, plan.steps)
+    window, eval_round = RoundWindow(), resumed.eval_round
+    for step in range(resumed.step, plan.steps):
+        began = time.perf_counter()
+        loss, terms, tokens = train_step(trial, step, *batches(step))
+        if not finite_everywhere(loss):
+            _end_diverged(trial, step, loss)
+            batches.close()
+            return
+        torch.nn.utils.clip_grad_norm_(trial.module.parameters(), 1.0)
+        trial.optimizer.step()
+        if step == resumed.step:  # this worker's start-up: the model, its documents, the first batch and step
+            first_step_seconds = time.perf_counter() - started
+        window.add(terms, tokens, time.perf_counter() - began)
+        trial.reporter.poll(step + 1)
+        if (step + 1) % plan.eval_every == 0 or step + 1 == plan.steps:
+            eval_round += 1
+            trial.reporter.wait(step + 1)  # the previous round first: only the latest checkpoint may lack scores
+            metrics = {"step": step + 1, "eval_round": eval_round, **window.metrics()}
+            metrics |= {"skipped_documents": stream.skipped, "first_step_seconds": first_step_seconds}
+            _save_and_report_round(trial, stream, step, metrics)
+            window = RoundWindow()
+    trial.reporter.wait(plan.steps)
+    trial.reporter.close()
+    batches.close()
+    if trial.rank == 0:  # every staged round was persisted by its report and deleted; the trial's folder goes too
+        shutil.rmtree(trial.staging, ignore_errors=True)
+
+
+def _start_worker(config: dict) -> tuple[WorkerTrial, DocumentStream, PairBuilder, object]:
+    """This worker's trial set up: its device, the model built and wrapped for data parallelism,
+    its share of the corpus, the recipe's pair builder (and the tokenizer the batch thread uses)."""
     import ray.train
     import ray.train.torch
 
-    started = time.perf_counter()
     plan: TrainPlan = config["plan"]
     hp: Hyperparameters = config["hp"]
     trial_id: str = config["trial_id"]
-    fault_nan_at_step = int(os.environ[FAULT_NAN_ENV]) if FAULT_NAN_ENV in os.environ else None
-    if not trial_id.endswith(os.environ.get(FAULT_TRIAL_ENV, "")):
-        fault_nan_at_step = None
     torch.set_num_threads(plan.threads_per_worker)
     context = ray.train.get_context()
-    rank = context.get_world_rank()
+    rank, world = context.get_world_rank(), context.get_world_size()
     torch.manual_seed(plan.seed + rank)
     device = training_device()
     files = plan.run_files
@@ -131,8 +205,7 @@ def train_loop_per_worker(config: dict) -> None:
 
     base_model, corpus = (on_this_node(files, plan.inputs, path) for path in (plan.base_model, plan.corpus_path))
     module, tokenizer = build_module(base_model, hp, plan.gradient_checkpointing)
-    with_mlm = module.with_mlm
-    documents = DocumentStream(PreparedCorpus.load(corpus), rank, context.get_world_size(), plan.seed)
+    documents = DocumentStream(PreparedCorpus.load(corpus), rank, world, plan.seed)
     batch_tokenizer = copy.deepcopy(tokenizer)  # the batch thread's own: a fast tokenizer is not thread-safe
     pairs = build_pairs(
         hp,
@@ -140,11 +213,6 @@ def train_loop_per_worker(config: dict) -> None:
         count_tokens=lambda text: len(batch_tokenizer(text, add_special_tokens=False)["input_ids"]),
         documents=documents.first(STATISTICS_DOCUMENTS),
     )
-
-    def build_batch(step: int):
-        views_a, views_b = stream.batch(step)
-        return len(views_a), tokenize(batch_tokenizer, views_a + views_b, plan.max_length)
-
     # GradCache runs several forwards per step, which DDP's one-forward-one-backward contract does
     # not allow: the module is then only moved to the device and gradients are averaged by hand.
     cached = plan.chunk_size is not None
@@ -153,123 +221,141 @@ def train_loop_per_worker(config: dict) -> None:
     chunk_size = plan.chunk_size
     if chunk_size == "auto":
         chunk_size = _probed_chunk_size(module, tokenizer, plan, hp, context, device, autocast, trial_id)
-    optimizer = torch.optim.AdamW(parameter_groups(module, hp.trainable, hp.weight_decay), lr=hp.lr)
-
-    start_step, eval_round, stream_start = 0, 0, StreamPosition()
-    reporter = RoundReporter(plan, hp, trial_id, rank, device)
-    staging = staging_dir(trial_id)
-    if rank == 0:  # a round staged but never reported (killed before its report) is trained again
-        shutil.rmtree(staging, ignore_errors=True)
-    own = ray.train.get_checkpoint()  # the trial's latest reported round, as its storage holds it
-    own_path = trial_path(trial_id, CHECKPOINTS, PurePosixPath(own.path).name) if own is not None else None
-    resume_from, from_donor = resume_point(files, trial_id, own_path)  # a donor's: PBT (trainers.population)
-    if resume_from is not None:
-        with files.as_local_dir(resume_from) as checkpoint:  # fetched where the run is in a bucket
-            state = load_training_state(checkpoint, module, optimizer)
-            if from_donor and rank == 0:
-                record_loaded_weights(files, trial_id, module.encoder, checkpoint)
-        start_step, eval_round = state["step"], state["eval_round"]
-        positions = state.get("stream_positions")  # absent from checkpoints of before the streamed corpus
-        stream_start = StreamPosition(*positions[rank]) if positions else StreamPosition()
-        name = PurePosixPath(resume_from).name
-        if from_donor:  # the donor reported that round; this trial goes on from it with its own settings
-            if rank == 0:
-                print(f"[{trial_id}] continues from {files.path(resume_from)} (PBT exploit; step {start_step})")
-        else:
-            if rank == 0:
-                print(f"[{trial_id}] resumed from {name} (step {start_step}, documents from {stream_start})")
-            # the rounds reported before the kill may not have reached the search (trainers.reporting)
-            reporter.report_again([r for r in reported_rounds(files, trial_id) if r <= name])
-
-    stream = PairStream(
-        documents.read(stream_start),
-        pairs,
-        hp.batch_size // context.get_world_size(),
-        plan.seed,
-        rank,
-        give_up_after=documents.rows,
+    trial = WorkerTrial(
+        plan=plan,
+        hp=hp,
+        trial_id=trial_id,
+        rank=rank,
+        world=world,
+        device=device,
+        module=module,
+        wrapped=wrapped,
+        tokenizer=tokenizer,
+        optimizer=torch.optim.AdamW(parameter_groups(module, hp.trainable, hp.weight_decay), lr=hp.lr),
+        autocast=autocast,
+        chunk_size=chunk_size,
+        reporter=RoundReporter(plan, hp, trial_id, rank, device),
+        mask_rng=torch.Generator().manual_seed(plan.seed * 1000 + rank),
     )
-    mask_rng = torch.Generator().manual_seed(plan.seed * 1000 + rank)
-    window_terms, window_tokens, window_time = {}, 0, 0.0
-    batches = Prefetched(build_batch, plan.steps)
-    for step in range(start_step, plan.steps):
-        began = time.perf_counter()
-        n, batch = batches(step)
-        inputs = {"input_ids": batch["input_ids"].to(device), "attention_mask": batch["attention_mask"].to(device)}
-        tokens = int(batch["attention_mask"].sum())
-        if with_mlm:
-            inputs |= _mlm_inputs(batch, n, tokenizer, mask_rng, device)
-            tokens += int(batch["attention_mask"][:n].sum())
-        for group in optimizer.param_groups:
-            group["lr"] = hp.lr * lr_factor(step, plan.steps, hp.warmup_ratio)
-        optimizer.zero_grad(set_to_none=True)
-        if cached:
-            loss, terms = cached_step(module, inputs, hp, chunk_size, autocast)
-            all_reduce_gradients(module)
-        else:
-            with autocast:
-                outputs = wrapped(**inputs)
-            loss, terms = training_loss(hp, outputs)
-            loss.backward()
-        if fault_nan_at_step == step:
-            loss = loss * float("nan")
-        if not finite_everywhere(loss):
-            # a diverged trial ends here, on every rank at once (a worker-group restart would only
-            # diverge again); run_trial turns the record into the trial's error
-            reporter.wait(step)
-            reporter.close()
-            if rank == 0:
-                record_divergence(files, trial_id, step, loss.item())
-                print(f"[{trial_id}] loss became {loss.item()} at step {step}; the trial ends")
-            batches.close()
-            return
-        torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)
-        optimizer.step()
-        if step == start_step:  # this worker's start-up: the model, its documents, the first batch and step
-            first_step_seconds = time.perf_counter() - started
-        for name, value in terms.items():
-            window_terms.setdefault(name, []).append(value)
-        window_tokens += tokens
-        window_time += time.perf_counter() - began
-        reporter.poll(step + 1)
+    return trial, documents, pairs, batch_tokenizer
 
-        if (step + 1) % plan.eval_every == 0 or step + 1 == plan.steps:
-            eval_round += 1
-            reporter.wait(step + 1)  # the previous round first: only the latest checkpoint may lack scores
-            train_metrics = {
+
+def _resume(trial: WorkerTrial) -> ResumePoint:
+    """Where this worker begins: the trial's latest reported round as its storage holds it, a PBT
+    donor's round (``trainers.population``), or the start. A resumed trial reports again the rounds
+    it had reported before it was killed (they may not have reached the search)."""
+    import ray.train
+
+    files, trial_id = trial.plan.run_files, trial.trial_id
+    if trial.rank == 0:  # a round staged but never reported (killed before its report) is trained again
+        shutil.rmtree(trial.staging, ignore_errors=True)
+    own = ray.train.get_checkpoint()
+    own_path = trial_path(trial_id, CHECKPOINTS, PurePosixPath(own.path).name) if own is not None else None
+    resume_from, from_donor = resume_point(files, trial_id, own_path)
+    if resume_from is None:
+        return ResumePoint()
+    with files.as_local_dir(resume_from) as checkpoint:  # fetched where the run is in a bucket
+        state = load_training_state(checkpoint, trial.module, trial.optimizer)
+        if from_donor and trial.rank == 0:
+            record_loaded_weights(files, trial_id, trial.module.encoder, checkpoint)
+    positions = state.get("stream_positions")  # absent from checkpoints of before the streamed corpus
+    resumed = ResumePoint(
+        state["step"], state["eval_round"], StreamPosition(*positions[trial.rank]) if positions else StreamPosition()
+    )
+    name = PurePosixPath(resume_from).name
+    if from_donor:  # the donor reported that round; this trial goes on from it with its own settings
+        if trial.rank == 0:
+            print(f"[{trial_id}] continues from {files.path(resume_from)} (PBT exploit; step {resumed.step})")
+    else:
+        if trial.rank == 0:
+            print(f"[{trial_id}] resumed from {name} (step {resumed.step}, documents from {resumed.stream})")
+        trial.reporter.report_again([r for r in reported_rounds(files, trial_id) if r <= name])
+    return resumed
+
+
+def train_step(trial: WorkerTrial, step: int, n: int, batch: dict) -> tuple[torch.Tensor, dict[str, float], int]:
+    """One step's forward and backward over a batch of ``n`` pairs (both views, then the MLM term's
+    masked view A where it is on), at the step's learning rate: (loss, its terms, tokens read)."""
+    module, device = trial.module, trial.device
+    inputs = {"input_ids": batch["input_ids"].to(device), "attention_mask": batch["attention_mask"].to(device)}
+    tokens = int(batch["attention_mask"].sum())
+    if module.with_mlm:
+        inputs |= _mlm_inputs(batch, n, trial.tokenizer, trial.mask_rng, device)
+        tokens += int(batch["attention_mask"][:n].sum())
+    for group in trial.optimizer.param_groups:
+        group["lr"] = trial.hp.lr * lr_factor(step, trial.plan.steps, trial.hp.warmup_ratio)
+    trial.optimizer.zero_grad(set_to_none=True)
+    if trial.chunk_size is not None:
+        loss, terms = cached_step(module, inputs, trial.hp, trial.chunk_size, trial.autocast)
+        all_reduce_gradients(module)
+    else:
+        with trial.autocast:
+            outputs = trial.wrapped(**inputs)
+        loss, terms = training_loss(trial.hp, outputs)
+        loss.backward()
+    return loss, terms, tokens
+
+
+def _end_diverged(trial: WorkerTrial, step: int, loss: torch.Tensor) -> None:
+    """A diverged trial ends here, on every rank at once (a worker-group restart would only diverge
+    again); ``run_trial`` turns the record into the trial's error."""
+    trial.reporter.wait(step)
+    trial.reporter.close()
+    if trial.rank == 0:
+        record_divergence(trial.plan.run_files, trial.trial_id, step, loss.item())
+        print(f"[{trial.trial_id}] loss became {loss.item()} at step {step}; the trial ends")
+
+
+def _save_and_report_round(trial: WorkerTrial, stream: PairStream, step: int, metrics: dict) -> None:
+    """The round ending after ``step``: rank 0 saves its checkpoint (with every rank's stream
+    position) to the staging folder, and the reporter hands it to the search with ``metrics``."""
+    metrics = {
+        **metrics,
+        "worker_peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # KiB on Linux
+        **_peak_gpu_memory(trial.device),
+        **({"chunk_size": trial.chunk_size} if trial.chunk_size is not None else {}),  # GradCache's (auto: measured)
+    }
+    stream_positions = _gathered(dataclasses.astuple(stream.position(step)))
+    staged = trial.staging / step_name(step + 1)
+    if trial.rank == 0:
+        save_checkpoint(
+            staged,
+            encoder=trial.module.encoder,
+            full_model=trial.module,
+            tokenizer=trial.tokenizer,
+            optimizer=trial.optimizer,
+            record=_record(trial.plan, trial.hp, trial.trial_id, step + 1),
+            state={
                 "step": step + 1,
-                "eval_round": eval_round,
-                **_window_metrics(window_terms, window_tokens, window_time),
-                "skipped_documents": stream.skipped,
-                "first_step_seconds": first_step_seconds,
-                "worker_peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # KiB on Linux
-                **_peak_gpu_memory(device),
-                **({"chunk_size": chunk_size} if cached else {}),  # GradCache's chunk (auto: as measured)
-            }
-            stream_positions = _gathered(dataclasses.astuple(stream.position(step)))
-            staged = staging / step_name(step + 1)
-            if rank == 0:
-                save_checkpoint(
-                    staged,
-                    encoder=module.encoder,
-                    full_model=module,
-                    tokenizer=tokenizer,
-                    optimizer=optimizer,
-                    record=_record(plan, hp, trial_id, step + 1),
-                    state={
-                        "step": step + 1,
-                        "eval_round": eval_round,
-                        "train_metrics": train_metrics,
-                        "stream_positions": stream_positions,  # each rank's (epoch, offset)
-                    },
-                )
-            reporter.submit(staged, train_metrics, step + 1)
-            window_terms, window_tokens, window_time = {}, 0, 0.0
-    reporter.wait(plan.steps)
-    reporter.close()
-    batches.close()
-    if rank == 0:  # every staged round was persisted by its report and deleted; the trial's folder goes too
-        shutil.rmtree(staging, ignore_errors=True)
+                "eval_round": metrics["eval_round"],
+                "train_metrics": metrics,
+                "stream_positions": stream_positions,  # each rank's (epoch, offset)
+            },
+        )
+    trial.reporter.submit(staged, metrics, step + 1)
+
+
+class RoundWindow:
+    """The steps of the round under way: each loss term's values, the tokens read, the steps' time."""
+
+    def __init__(self) -> None:
+        self.terms: dict[str, list[float]] = {}
+        self.tokens, self.seconds = 0, 0.0
+
+    def add(self, terms: dict[str, float], tokens: int, seconds: float) -> None:
+        for name, value in terms.items():
+            self.terms.setdefault(name, []).append(value)
+        self.tokens += tokens
+        self.seconds += seconds
+
+    def metrics(self) -> dict[str, float]:
+        """Each loss term's mean over the round, the tokens per second (every rank's tokens over
+        rank 0's time) and the steps' time itself."""
+        return {
+            **{name: sum(values) / len(values) for name, values in self.terms.items()},
+            "tokens_per_s": self.tokens * world_size() / max(self.seconds, 1e-9),
+            "train_seconds": self.seconds,  # this round's training steps (rank 0's clock)
+        }
 
 
 def _probed_chunk_size(module, tokenizer, plan: TrainPlan, hp: Hyperparameters, context, device, autocast, trial_id):
@@ -318,16 +404,6 @@ def _mlm_inputs(batch: dict, n: int, tokenizer, mask_rng: torch.Generator, devic
         "mlm_input_ids": masked.to(device),
         "mlm_labels": labels.to(device),
         "mlm_attention_mask": batch["attention_mask"][:n].to(device),
-    }
-
-
-def _window_metrics(terms: dict[str, list[float]], tokens: int, seconds: float) -> dict[str, float]:
-    """A round's training metrics: each loss term's mean over its steps, the tokens per second
-    (every rank's tokens over rank 0's time) and the steps' time itself."""
-    return {
-        **{name: sum(values) / len(values) for name, values in terms.items()},
-        "tokens_per_s": tokens * world_size() / max(seconds, 1e-9),
-        "train_seconds": seconds,  # this round's training steps (rank 0's clock)
     }
 
 

@@ -6,7 +6,7 @@ The cluster is real: a Ray head started with ``--autoscaling-config`` runs Ray's
 (a GPU type with declared GPUs, ``min_workers: 0``). The config is where ``ray up`` leaves it on a
 head node, ``~/ray_bootstrap_config.yaml`` (``HOME`` is the test's own). The head and every node its
 autoscaler launches live in one process group, stopped by the test; no other Ray is touched.
-The trial's workers hold the declared GPUs and train on CPU (``DOCTUNE_DECLARED_GPUS_ON_CPU``).
+The trial's workers hold the declared GPUs and train on the CPU (``tests.conftest.patched_search_env``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from core.data import cache_dir
-from tests.conftest import FEW_ITEMS, ROOT, run_smoke_search, spec_variant
+from tests.conftest import FEW_ITEMS, ROOT, patched_search_env, run_smoke_search, spec_variant
 from tests.local_nodes import LocalNodes
 
 pytestmark = [pytest.mark.autoscaling, pytest.mark.ray]
@@ -73,14 +73,13 @@ def test_a_search_started_with_no_gpu_node_plans_for_the_autoscalers_gpus_and_ge
     home = tmp_path / "home"
     home.mkdir()
     env = {name: value for name, value in os.environ.items() if name != "RAY_ADDRESS"}
+    env = patched_search_env({**env, "PYTHONPATH": str(ROOT)}, gpus_declared_only=True)
     env |= {
         "HOME": str(home),
         "DOCTUNE_CACHE": str(cache_dir()),  # the prepared corpus and base, as in the rest of the suite
         "RAY_AUTH_MODE": "disabled",  # a throwaway cluster on one machine
-        "PYTHONPATH": str(ROOT),
         "RAY_FAKE_CLUSTER": "1",  # Ray's provider of local fake nodes refuses to start without it
         "AUTOSCALER_UPDATE_INTERVAL_S": "1",
-        "DOCTUNE_DECLARED_GPUS_ON_CPU": "1",
     }
     nodes = LocalNodes(env)
     port = nodes.address.rsplit(":", 1)[1]

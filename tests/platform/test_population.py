@@ -5,15 +5,13 @@ checkpoint, reached through the Tune checkpoints the trials report (``trainers.p
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 from safetensors.torch import load_file
 
-from tests.conftest import FEW_ITEMS, run_smoke_search, spec_variant
+from tests.conftest import FEW_ITEMS, patched_search_env, run_smoke_search, spec_variant
 from trainers.checkpoint import weights_digest
-from trainers.loop import FAULT_NAN_ENV, FAULT_TRIAL_ENV
 
 pytestmark = pytest.mark.ray  # runs a search
 
@@ -37,8 +35,9 @@ def test_pbt_exploits_a_top_trials_checkpoint_and_the_leaderboard_shows_the_line
     run_dir = tmp_path / "run"
     # the third trial's loss becomes NaN before its first round: it ends as errored, and synchronous
     # PBT must not wait for it at the perturbation round (Tune keeps an errored trial among its live ones)
-    fault = {FAULT_NAN_ENV: "1", FAULT_TRIAL_ENV: "_00002"}
-    done = run_smoke_search(spec, run_dir, env={**os.environ, **fault}, timeout=1200)
+    done = run_smoke_search(
+        spec, run_dir, env=patched_search_env(nan_at_step=1, nan_trial_suffix="_00002"), timeout=1200
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "doctune: scheduler: PBT (synchronous) over 3 trial(s)" in done.stdout
     rows = {r["trial"]: r for r in json.loads((run_dir / "leaderboard.json").read_text())["rows"]}

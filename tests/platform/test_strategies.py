@@ -77,16 +77,61 @@ def _resolved(strategy: SearchStrategy, run_dir) -> ResolvedSearch:
         scorer=CheckpointScorer(evaluation),
         population=strategy.population,
     )
-    search = SearchPlan("s", 8, SPACE, strategy, 2, "best", 0, 1, 1.0, 0.0)
-    inputs = InputsPlan(
-        "base", None, CorpusSpec(), None, MlmHeadSettings(), False, False, ("docsplit",), 1, 1.0, 0.0, False, 0, 128, 0
+    search = SearchPlan(
+        name="s",
+        samples=8,
+        space=SPACE,
+        strategy=strategy,
+        max_trial_failures=2,
+        keep_checkpoints="best",
+        confirm_seeds=0,
+        evaluators=1,
+        cpus_per_evaluator=1.0,
+        gpus_per_evaluator=0.0,
     )
-    resources = ResourcePlan(4.0, 0.0, 1.01, 0.0, 1.0, 0.0, 2, 0.0)
+    inputs = InputsPlan(
+        base_model="base",
+        base=None,
+        corpus=CorpusSpec(),
+        longformer=None,
+        mlm_head=MlmHeadSettings(),
+        may_weight_mlm=False,
+        interpolates=False,
+        recipes=("docsplit",),
+        workers=1,
+        cpus_per_worker=1.0,
+        gpus_per_worker=0.0,
+        bf16=False,
+        max_worker_failures=0,
+        max_length=128,
+        seed=0,
+    )
+    resources = ResourcePlan(
+        cluster_cpus=4.0,
+        cluster_gpus=0.0,
+        trial_cpus=1.01,
+        trial_gpus=0.0,
+        evaluator_cpus=1.0,
+        evaluator_gpus=0.0,
+        max_concurrent=2,
+        trial_gpu_devices=0.0,
+    )
     stats = CorpusStats(10, 30, 0, 0, 0, 0)
     return ResolvedSearch(
-        search, run_dir / "s.yaml", "local", run_dir, plan, evaluation, TrialSettings(), resources, stats, "base",
-        inputs, TrackingSection(), {"name": "s"},
-    )  # fmt: skip
+        search=search,
+        spec_path=run_dir / "s.yaml",
+        profile="local",
+        run_dir=run_dir,
+        train_plan=plan,
+        evaluation=evaluation,
+        fixed=TrialSettings(),
+        resources=resources,
+        corpus_stats=stats,
+        source_model="base",
+        inputs=inputs,
+        tracking=TrackingSection(),
+        spec_record={"name": "s"},
+    )
 
 
 @pytest.mark.parametrize("mode", ["optuna+asha", "optuna", "pbt"])
@@ -146,7 +191,7 @@ def test_a_search_that_may_interpolate_positions_scores_that_start_untrained(min
     converted = str(cached_longformer(minilm_dir, 1024, 64, tmp_path / "cache"))
     resolved = _resolved(_strategies()["optuna"], tmp_path)
     resolved = dataclasses.replace(
-        resolved, source_model=minilm_dir, plan=dataclasses.replace(resolved.plan, base_model=converted)
+        resolved, source_model=minilm_dir, train_plan=dataclasses.replace(resolved.train_plan, base_model=converted)
     )
     assert list(baseline_models(resolved)) == ["baseline", "baseline-converted"]
     interpolating = dataclasses.replace(resolved, inputs=dataclasses.replace(resolved.inputs, interpolates=True))
