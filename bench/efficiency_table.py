@@ -260,7 +260,7 @@ def merge_run(
 
 def baseline_of_run(layout: Layout, run_dir: Path) -> dict[str, float] | None:
     """The untouched base encoder's validation and test objective, from a search's ``baseline.json``."""
-    from platform.leaderboard import BASELINE_ID
+    from platform.results.leaderboard import BASELINE_ID
 
     path = run_dir / "baseline.json"
     if not path.exists():

@@ -61,7 +61,7 @@ def measure(run_dir: Path) -> dict:
     """Per objective task: items, ``sigma``, ``spread``, ``typical_difference`` and ``min_items``."""
     from evaluators.noise import joint_resamples, spread_test
     from evaluators.tasks.base import PartSizeReference
-    from platform.leaderboard import is_baseline, read_leaderboard
+    from platform.results.leaderboard import is_baseline, read_leaderboard
 
     summary = json.loads((run_dir / "search.json").read_text())
     rows, _ = read_leaderboard(run_dir)

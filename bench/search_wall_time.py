@@ -103,7 +103,8 @@ def _gain(gain: dict) -> str:
 
 
 def report(args: argparse.Namespace, runs: list[dict], setup_seconds: float | None) -> None:
-    from platform.leaderboard import BASELINE_ID, REFERENCE_PREFIX
+    from evaluators.references import REFERENCE_PREFIX
+    from platform.results.leaderboard import BASELINE_ID
 
     walls = [run["wall"] for run in runs]
     rows, timings = runs[-1]["rows"], runs[-1]["timings"]

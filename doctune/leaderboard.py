@@ -1,6 +1,6 @@
 """A finished search as a caller reads it: ``doctune.search`` returns a ``Leaderboard``.
 
-The driver records its leaderboard in ``leaderboard.json`` (``platform.leaderboard``); this module
+The driver records its leaderboard in ``leaderboard.json`` (``platform.results.leaderboard``); this module
 is that record's public, typed and read-only view, so a notebook, a script or a type checker reads
 a run without the driver. ``Leaderboard.read(run_dir)`` opens a run finished earlier.
 
@@ -107,7 +107,7 @@ class Leaderboard:
 
     rows: tuple[LeaderboardRow, ...]
     run_dir: Path
-    # the ranking's noise check (``platform.ranking``): whether the trials differ beyond scoring noise;
+    # the ranking's noise check (``platform.results.ranking``): whether the trials differ beyond scoring noise;
     # None where it was not assessed
     noise: Mapping[str, Any] | None = None
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Literal
 
 REFERENCE_PREFIX = "reference"
-BASELINE_PREFIX = "baseline"  # the base encoder untrained: as given, converted (platform.leaderboard's ids)
+BASELINE_PREFIX = "baseline"  # the base encoder untrained: as given, converted (platform.results.leaderboard's ids)
 
 RowKind = Literal["trial", "baseline", "reference"]
 

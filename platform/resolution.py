@@ -434,7 +434,7 @@ def resolve(
         bf16=train.bf16,
         max_worker_failures=train.max_worker_failures,
         # a round reads validation only: the locked test part is read once the search has chosen,
-        # for the rows it reports (platform.tuner.read_locked_part)
+        # for the rows it reports (platform.results.winner.read_locked_part)
         scorer=CheckpointScorer(dataclasses.replace(eval_plan, parts=("val",))),
         gradient_checkpointing=train.gradient_checkpointing,
         chunk_size=train.chunk_size,

@@ -16,7 +16,7 @@ from ray import tune
 
 from core.run_files import RunFiles
 from evaluators.plan import EvalPlan
-from platform.leaderboard import chosen_checkpoint
+from platform.results.leaderboard import chosen_checkpoint
 from trainers.checkpoint import release_finished_trial, trial_path
 
 RELEASED_FILE = "released.json"

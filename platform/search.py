@@ -17,9 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.logs import add_verbosity_options, show_on_console
-from evaluators.noise import Gain
 from evaluators.part_sizes import small_parts
-from platform import ranking
 from platform.autoscaling import cluster_to_plan_for
 from platform.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, UsageError
 from platform.inputs import InputsPlan, check_inputs, prepare_inputs
@@ -250,70 +248,41 @@ def _share_inputs(resolved):
 
 
 def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> tuple[int, list]:
-    """With the evaluators up: the baselines and the trials, then the leaderboard, the winner's
-    comparison with the baselines, its export to ``best/``, the report and the timings."""
-    from platform import export, leaderboard, tracking, tuner, winner
+    """With the evaluators up: the baselines and the trials, then what they establish
+    (``platform.results``: the leaderboard, the winner's comparison with the baselines), the
+    winner's export to ``best/``, the report and the timings."""
+    from platform import export, results, tracking, tuner
+    from platform.results import leaderboard
     from platform.timings import trial_seconds, write_timings
 
     run_dir = resolved.run_dir
     trackers = tracking.open_trackers(resolved.tracking, resolved.search.name, run_dir)
     trackers.start(resolved.spec_record, resolved.profile, run_dir)
+    baseline = results.baseline_record(resolved, clock)
     with trackers.fed(dataclasses.asdict(resolved.fixed)) as tracked:
-        baseline, results = tuner.run_search(resolved, resume, clock, [tracked] if tracked else [])
-    reference_record = tuner.reference_record(resolved, clock) if resolved.evaluation.references else {}
-    tasks = list(resolved.evaluation.tasks)
-    rows = leaderboard.rows_from_results(results, resolved)
-    scored = [r for r in rows if r.objective is not None]
-    if scored:
-        with clock.phase("locked test part"):
-            winner.read_locked_part_of_winner(scored, resolved)
-    if scored and resolved.evaluation.report_tasks:
-        with clock.phase("report-only tasks"):
-            winner.score_report_tasks(scored, resolved)
-    columns = tasks + list(resolved.evaluation.report_tasks)
-    baselines = leaderboard.baseline_rows(baseline, resolved)
-    references = leaderboard.reference_rows(reference_record, resolved)
-    rows = leaderboard.write_leaderboard([*baselines, *references, *rows], run_dir, columns)
-    noise = None
-    if scored:
-        outcomes = winner.ItemOutcomes(resolved)
-        if resolved.search.confirm_seeds:  # first: the training seeds' spread joins every interval below
-            with clock.phase("confirmation"):
-                leaderboard.winner(rows).confirmation = tuner.confirm_winner(resolved, leaderboard.winner(rows))
-        with clock.phase("noise"):
-            winner.compare_with_baselines(leaderboard.winner(rows), baselines, outcomes)
-            winner.compare_per_task(leaderboard.winner(rows), baselines, resolved)
-            noise = winner.assess_ranking(rows, baselines, outcomes)
-        rows = leaderboard.write_leaderboard(rows, run_dir, columns, noise.record() if noise else None)
-    log.info("\n" + leaderboard.format_table(rows, columns) + "\n")
-    for line in leaderboard.coverage_lines(rows, columns):
+        trials = tuner.run_search(resolved, resume, clock, [tracked] if tracked else [])
+
+    def retrain(config: dict, seeds: list[int], name: str):
+        return tuner.train_seeds(resolved, config, seeds, name)
+
+    standing = results.establish(resolved, trials, baseline=baseline, clock=clock, retrain=retrain)
+    rows = standing.rows
+    log.info("\n" + leaderboard.format_table(rows, standing.columns) + "\n")
+    for line in leaderboard.coverage_lines(rows, standing.columns):
         log.info(f"doctune: scored on {line}")
-    if not scored:
+    best = standing.best
+    if best is None:
         log.warning("doctune: no trial produced a score; see the statuses above")
         trackers.finish(rows, run_dir, None)
         return EXIT_FAILURE, rows
-    best = leaderboard.winner(rows)
     exported = export.export_best(best, run_dir, resolved.train_plan.run_files)
     test = f"{best.test_objective:.4f}" if best.test_objective is not None else "not scored"
     log.info(
         f"doctune: best trial {best.trial} (validation objective {best.objective:.4f}, test objective "
         f"{test}) exported to {exported.path}",
     )
-    if line := leaderboard.locked_part_line(best):
+    for line in results.verdict_lines(standing):
         log.info(f"doctune: {line}")
-    if noise is not None:
-        for line in ranking.verdict(noise, best.gains):
-            log.info(f"doctune: {line}")
-    else:
-        for against, gain in best.gains.items():
-            log.info(f"doctune: test objective of {best.trial} over {against}: {Gain.from_record(gain).describe()}")
-    for against, gain in best.long_task_gains.items():
-        described = Gain.from_record(gain).describe()
-        log.info(f"doctune: long-document tasks pooled, {best.trial} over {against} on test: {described}")
-    for line in leaderboard.task_gain_lines(best):
-        log.info(f"doctune: {line}")
-    if best.confirmation:
-        log.info(f"doctune: {best.trial}'s configuration {leaderboard.describe_confirmation(best.confirmation)}")
     if exported.sentence_transformers_gap:
         log.info(f"doctune: {exported.path} has no sentence-transformers files: {exported.sentence_transformers_gap}")
     logs = run_dir if resolved.storage is None else f"{resolved.storage} (Tune's logs, under tune/)"
@@ -324,7 +293,7 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> tuple[int, 
         log.info(f"doctune: report in {write_reports(run_dir)[-1]}")
     except Exception as err:
         log.warning(f"doctune: report not written: {type(err).__name__}: {err}")
-    log.info(f"doctune: {write_timings(run_dir, clock.summary(trial_seconds(results, since=clock.started_at)))}")
+    log.info(f"doctune: {write_timings(run_dir, clock.summary(trial_seconds(trials, since=clock.started_at)))}")
     trackers.finish(rows, run_dir, exported.path)
     return EXIT_OK, rows
 

@@ -39,7 +39,6 @@ from platform import tuner
 from platform.autoscaling import cluster_to_plan_for
 from platform.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, UsageError
 from platform.inputs import InputsPlan, check_inputs, prepare_inputs
-from platform.leaderboard import BASELINE_ID
 from platform.plans import ResolvedSearch
 from platform.ray_cluster import ray_init, starts_its_own_ray
 from platform.resolution import fit_to_cluster, resolve
@@ -262,7 +261,7 @@ class Study:
         A search an earlier call started goes on from Tune's saved state (its ended trials are not
         trained again; one that ended whole, the call stopped while its best trial's table scores
         were taken, is only read back); a directory without that state is started afresh."""
-        from platform import leaderboard
+        from platform.results import leaderboard
 
         done = directory / RESULT_FILE
         if done.exists():
@@ -272,12 +271,8 @@ class Study:
             if directory.exists():  # stopped before its search began: nothing to keep
                 shutil.rmtree(directory)
             directory.mkdir(parents=True)
-            # every run shares the study's base, scored once on every table task (base_row)
-            base = {"model": self.model_dir, "status": "base model, untouched"}
-            base["scores"] = json.loads((self.run_dir / BASE_FILE).read_text())
-            write_atomic(directory / "baseline.json", json.dumps({BASELINE_ID: base}, indent=2))
         resolved = self.resolve(spec, directory)
-        _, results = tuner.run_search(resolved, resume=resume)
+        results = tuner.run_search(resolved, resume=resume)
         result = self.result(resolved, leaderboard.rows_from_results(results, resolved))
         write_atomic(done, json.dumps(result, indent=2))
         return result
@@ -330,7 +325,7 @@ class Study:
         """``values`` trained once per seed, the seeds as the trials of one Tune run in ``directory``
         (at once where the cluster allows; a seed finished by an earlier call is read back); each
         seed's hyperparameters and table scores, or its failure, by seed."""
-        from platform import leaderboard
+        from platform.results import leaderboard
 
         done = {seed: directory / f"seed{seed}" / RESULT_FILE for seed in seeds}
         if todo := [seed for seed, path in done.items() if not path.exists()]:

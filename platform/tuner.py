@@ -1,22 +1,21 @@
 """The Tune wiring: from a resolved search to finished trials.
 
-From a ``ResolvedSearch`` (``platform.resolution``), never the spec: ``run_search`` scores the base
-model and runs the search's strategy (``platform.strategies``: Optuna + ASHA, Optuna alone, PBT)
-over Ray Train trials with the evaluator pool up (``evaluator_pool``);
-``train_seeds`` trains one configuration with several seeds (``confirm_winner``: the winner's, with
-more seeds; the recipe study's rows).
+From a ``ResolvedSearch`` (``platform.resolution``), never the spec: ``run_search`` runs the
+search's strategy (``platform.strategies``: Optuna + ASHA, Optuna alone, PBT) over Ray Train trials
+with the evaluator pool up (``evaluator_pool``); ``train_seeds`` trains one configuration with
+several seeds (the winner's confirmation, ``platform.results.winner.confirm_winner``; the recipe
+study's rows). What the trials establish is ``platform.results``'s, which never imports this module.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import os
 from collections.abc import Sequence
 from contextlib import contextmanager
 
-from core.logs import progress, tells_progress
+from core.logs import tells_progress
 from core.run_files import RunFiles
 from platform.plans import ResolvedSearch
 from platform.run_dir import TUNE_DIR
@@ -158,85 +157,6 @@ def _release_ended(results, resolved: ResolvedSearch) -> None:
         log.info(f"doctune: ended trials' checkpoints released ({freed / 1e6:.0f} MB; train.keep_checkpoints: {keep})")
 
 
-def baseline_models(resolved: ResolvedSearch) -> dict[str, tuple[str, str]]:
-    """The leaderboard's baseline rows, id -> (model directory, status): the base encoder as the
-    spec names it and, where the spec converts it (a Longformer backbone), the converted encoder
-    before any training, so a user sees whether the whole pipeline, conversion included, helped;
-    where some trial starts from interpolated positions, that start too, untrained (what such a
-    trial's gain from training is measured against)."""
-    from core.longformer import cached_interpolated
-    from platform.leaderboard import BASELINE_ID, CONVERTED_BASELINE_ID, INTERPOLATED_BASELINE_ID
-
-    rows = {BASELINE_ID: (resolved.source_model, "base model, untouched")}
-    converted = resolved.train_plan.base_model
-    if resolved.source_model != converted:
-        rows[CONVERTED_BASELINE_ID] = (converted, "base model converted to the backbone, untrained")
-    if resolved.inputs.interpolates:
-        interpolated = str(cached_interpolated(resolved.train_plan.base_model))
-        rows[INTERPOLATED_BASELINE_ID] = (interpolated, "base model converted, positions interpolated, untrained")
-    return rows
-
-
-def score_baselines(resolved: ResolvedSearch) -> dict[str, dict]:
-    """Each baseline row's model, status and scores on every task (``baseline.json``)."""
-    from evaluators.pool import score_checkpoint
-
-    evaluation = resolved.evaluation
-    tasks = [*evaluation.tasks, *evaluation.report_tasks]
-    models = baseline_models(resolved)
-    return {
-        row: {
-            "model": model,
-            "status": status,
-            "scores": score_checkpoint(evaluation, model, resolved.fixed.pooling, tasks),
-        }
-        for row, (model, status) in progress(models.items(), len(models), "baseline rows")
-    }
-
-
-REFERENCES_RECORD = "references.json"
-
-
-def search_references(resolved: ResolvedSearch) -> tuple:
-    """The reference rows of a search (``evaluators.references``): the base as the spec names it,
-    as its users run it (the packaged or Hub model itself, not a copy given an MLM head or converted)."""
-    from core.encoder import resolve_model
-    from evaluators.references import references
-
-    return references(resolve_model(resolved.train_plan.base_model_name))
-
-
-def score_references(resolved: ResolvedSearch) -> dict[str, dict]:
-    """What a user already has (``search_references``: BM25, the base as its users run it), each
-    row's description, model, reading and scores on every task. Never steers anything."""
-    from evaluators.pool import score_reference
-
-    evaluation = resolved.evaluation
-    tasks = [*evaluation.tasks, *evaluation.report_tasks]
-    rows = search_references(resolved)
-    return {
-        reference.id: {
-            "description": reference.description,
-            "model": reference.model,
-            "reading": dataclasses.asdict(reference.reading),
-            "scores": score_reference(evaluation, reference, reference.pooling or resolved.fixed.pooling, tasks),
-        }
-        for reference in progress(rows, len(rows), "reference rows")
-    }
-
-
-def reference_record(resolved: ResolvedSearch, clock: PhaseClock) -> dict[str, dict]:
-    """The reference rows' record (``references.json``): scored once per run, read back on a resume."""
-    record_file = resolved.run_dir / REFERENCES_RECORD
-    if record_file.exists():
-        return json.loads(record_file.read_text())
-    log.info("doctune: scoring the reference rows (BM25, the base as its users run it)")
-    with clock.phase("references"):
-        record = score_references(resolved)
-    record_file.write_text(json.dumps(record, indent=2))
-    return record
-
-
 def evaluator_pool(resolved: ResolvedSearch):
     """The search's evaluator actors (``evaluators.pool.EvaluatorPool``), alive for a ``with`` block."""
     from evaluators.pool import EvaluatorPool
@@ -253,17 +173,9 @@ def evaluator_pool(resolved: ResolvedSearch):
 
 
 def run_search(resolved: ResolvedSearch, resume: bool, clock: PhaseClock | None = None, callbacks: Sequence = ()):
-    """Score the baseline encoders, then run the trials (``callbacks``: more Tune callbacks, such as
-    the trackers'). Returns (baselines, Tune results); raises KeyboardInterrupt when the trials were interrupted."""
+    """Run the trials (``callbacks``: more Tune callbacks, such as the trackers'). Returns Tune's
+    results; raises KeyboardInterrupt when the trials were interrupted."""
     clock = clock or PhaseClock()
-    baseline_file = resolved.run_dir / "baseline.json"
-    if baseline_file.exists():
-        baseline = json.loads(baseline_file.read_text())
-    else:
-        log.info("doctune: scoring the base model (the leaderboard's baseline rows)")
-        with clock.phase("baseline"):
-            baseline = score_baselines(resolved)
-        baseline_file.write_text(json.dumps(baseline, indent=2))
     search = resolved.search
     log.info(f"doctune: {search.samples} trial(s), {resolved.resources.describe()}")
     if line := search.strategy.describe():
@@ -278,7 +190,7 @@ def run_search(resolved: ResolvedSearch, resume: bool, clock: PhaseClock | None 
     _release_ended(results, resolved)
     if note := search.strategy.after_search(resolved.run_dir):
         log.info(f"doctune: {note}")
-    return baseline, results
+    return results
 
 
 def finished(results, trials: int, files: RunFiles) -> bool:
@@ -290,9 +202,6 @@ def finished(results, trials: int, files: RunFiles) -> bool:
 
     saved = ExperimentAnalysis(results.experiment_path, storage_filesystem=tune_filesystem(files)).trials
     return len(saved) >= trials and all(trial.status in ("TERMINATED", "ERROR") for trial in saved)
-
-
-CONFIRM_SUFFIX = "-confirm"
 
 
 def train_seeds(resolved: ResolvedSearch, config: dict, seeds: Sequence[int], name: str):
@@ -336,39 +245,3 @@ def train_seeds(resolved: ResolvedSearch, config: dict, seeds: Sequence[int], na
         raise KeyboardInterrupt  # the caller's own handling: the same command continues the run
     _release_ended(results, resolved)
     return results
-
-
-def confirm_winner(resolved: ResolvedSearch, winner) -> dict:
-    """``search.confirm_seeds``: the winner's configuration trained again with that many more
-    training seeds (``train.seed`` + 1, + 2, ...), each run chosen and reported like a trial
-    (best round by the validation objective, test scores reported). Returns the record the
-    leaderboard keeps (``confirmation_record``): mean ± sample std over the new seeds only, the
-    winner's own run apart. An interrupted confirmation continues on ``--resume``."""
-    from platform.leaderboard import confirmation_record, rows_from_results
-
-    search = resolved.search
-    seeds = [resolved.train_plan.seed + i for i in range(1, search.confirm_seeds + 1)]
-    config = {name: winner.hyperparameters[name] for name in search.space if name in winner.hyperparameters}
-    log.info(f"doctune: confirming {winner.trial} with {len(seeds)} more training seed(s): {seeds}")
-    results = train_seeds(resolved, config, seeds, f"{search.name}{CONFIRM_SUFFIX}")
-    runs = {}
-    for result, row in zip(results, rows_from_results(results, resolved)):
-        if row.checkpoint is not None:
-            read_locked_part(resolved, row)
-            runs[int(result.config["seed"])] = row
-    return confirmation_record(winner, resolved.train_plan.seed, runs, len(seeds))
-
-
-def read_locked_part(resolved: ResolvedSearch, row) -> None:
-    """Score ``row``'s chosen checkpoint on the objective's test parts and set its ``test_objective``.
-    A search's rounds read validation only, so a trial's locked test part is read here, once the
-    search has chosen, for the rows it reports (the winner and its confirmation runs)."""
-    from evaluators.pool import score_checkpoint, stored_model
-    from evaluators.scores import main_scores
-
-    evaluation = dataclasses.replace(resolved.evaluation, parts=("test",))
-    model = stored_model(resolved.train_plan.run_files, row.checkpoint)
-    scores = score_checkpoint(evaluation, model, row.hyperparameters["pooling"], list(evaluation.tasks))
-    for task, parts in scores.items():
-        row.scores.setdefault(task, {}).update(parts)
-    row.test_objective = evaluation.objective_of(main_scores(row.scores, "test"))

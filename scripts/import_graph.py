@@ -5,7 +5,9 @@
 Layers, arrows pointing down only: the public API and the command (``doctune``) on top, which
 nothing imports; the driver (``platform``) imports ``trainers`` and ``evaluators``, which never
 import each other and never the driver; both build on ``core``, which imports none of the three.
-Inside a package no module may import itself through others (a cycle), a package's ``__init__``
+Inside the driver, what the trials establish (``platform.results``) never imports the search that
+ran them, and resolving a search imports neither (``CONTRACTS``). Inside a package no module may
+import itself through others (a cycle), a package's ``__init__``
 included: a plug-in imports its registry from its package's ``base`` module, not from the package
 that imports it back. Every import counts, a
 function's own included (they hide tangles just as well), except those under ``if
@@ -30,6 +32,13 @@ FORBIDDEN = {
     "core": {"doctune", "platform", "trainers", "evaluators"},
     "trainers": {"doctune", "platform", "evaluators"},
     "evaluators": {"doctune", "platform", "trainers"},
+}
+# inside the driver: modules (and their sub-modules) -> the driver modules they must never import.
+# What the trials establish never reaches back into the search that ran them; resolving a search
+# knows nothing of either.
+CONTRACTS = {
+    "platform.results": ("platform.tuner", "platform.resolution", "platform.search", "platform.study"),
+    "platform.resolution": ("platform.results", "platform.tuner"),
 }
 MAX_LINES = 400
 
@@ -80,6 +89,11 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> list[tuple[str,
     return sorted(set(found))
 
 
+def _within(module: str, package: str) -> bool:
+    """Whether ``module`` is ``package`` or one of its sub-modules."""
+    return module == package or module.startswith(package + ".")
+
+
 def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """The strongly connected components of more than one module (Tarjan)."""
     index: dict[str, int] = {}
@@ -125,6 +139,9 @@ def check(root: Path = ROOT) -> tuple[dict[str, list[tuple[str, bool]]], list[st
         for target, _ in targets:
             if target.split(".")[0] in FORBIDDEN.get(package, ()):
                 broken.append(f"{name} imports {target}: {package} never imports {target.split('.')[0]}")
+            for importer, never in CONTRACTS.items():
+                if _within(name, importer) and (hit := next((n for n in never if _within(target, n)), None)):
+                    broken.append(f"{name} imports {target}: {importer} never imports {hit}")
     for package in PACKAGES:
         graph = {
             name: {t for t, _ in targets if t.split(".")[0] == package}

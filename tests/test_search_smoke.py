@@ -425,7 +425,7 @@ def test_the_winner_is_placed_against_bm25_and_the_base_as_users_run_it_item_by_
 
 def test_the_ranking_tells_a_sensible_configuration_from_a_bad_one_beyond_noise(smoke_run):
     """The smoke search's two trials differ by a learning rate 100x too high: the ranking's noise
-    check (platform.ranking) must call their difference beyond noise, on validation only."""
+    check (platform.results.ranking) must call their difference beyond noise, on validation only."""
     run_dir, stdout = smoke_run
     board = json.loads((run_dir / "leaderboard.json").read_text())
     noise, rows = board["noise"], board["rows"]

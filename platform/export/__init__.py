@@ -23,7 +23,7 @@ from core.run_files import RunFiles
 from platform.export.model_card import model_card
 from platform.export.record import ExportError, SearchRecord
 from platform.export.st_files import POOLINGS, sentence_transformers_gap, write_sentence_transformers_files
-from platform.leaderboard import Row
+from platform.results.leaderboard import Row
 from trainers.checkpoint import recorded_checkpoint
 
 log = logging.getLogger(f"doctune.{__name__}")

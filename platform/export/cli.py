@@ -22,7 +22,7 @@ from core.run_files import RunFiles
 from platform.exit_codes import EXIT_BAD_INPUT, EXIT_OK, UsageError
 from platform.export import export_trial
 from platform.export.record import ExportError, SearchRecord
-from platform.leaderboard import Row, is_baseline, read_leaderboard, winner
+from platform.results.leaderboard import Row, is_baseline, read_leaderboard, winner
 from platform.run_dir import new_directory_problem
 from platform.storage import RunStorage, run_files_of
 from trainers.checkpoint import recorded_checkpoint

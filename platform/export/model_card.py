@@ -11,7 +11,7 @@ from evaluators.noise import Gain
 from evaluators.scores import coverage, part
 from platform.export.record import SearchRecord
 from platform.export.st_files import POOLINGS, needs_remote_code
-from platform.leaderboard import Row, describe_confirmation, score_with_error
+from platform.results.leaderboard import Row, describe_confirmation, score_with_error
 
 # The texts the model card's usage snippets embed (the tests run the snippets on them).
 USAGE_TEXTS = ["A first document.", "A second, longer document about something else."]

@@ -22,10 +22,10 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from platform.leaderboard import BASELINE_ID
 from platform.report import plots
 from platform.report.page import render
 from platform.report.run import PLOTS_DIR, Plot, PlotSkipped, Run, param_importances, read_run
+from platform.results.leaderboard import BASELINE_ID
 from platform.run_dir import STUDY_FILE, write_atomic
 
 log = logging.getLogger(f"doctune.{__name__}")

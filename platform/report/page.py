@@ -12,7 +12,8 @@ from html import escape
 from evaluators.lengths import bucket_title
 from evaluators.noise import Gain
 from evaluators.scores import part
-from platform.leaderboard import (
+from platform.report.run import PLOTS_DIR, Plot, Run
+from platform.results.leaderboard import (
     coverage_lines,
     describe_confirmation,
     describe_lineage,
@@ -21,8 +22,7 @@ from platform.leaderboard import (
     score_with_error,
     winner,
 )
-from platform.ranking import RankingNoise, verdict
-from platform.report.run import PLOTS_DIR, Plot, Run
+from platform.results.ranking import RankingNoise, verdict
 
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1280px; padding: 0 1rem; color: #222; }
@@ -271,7 +271,7 @@ ERROR_COLUMNS = ("main_se", "main_se_items", "main_se_draws")
 
 
 def _noise_section(run: Run) -> str:
-    """The ranking's noise (``platform.ranking``): each task's standard error, the trials' spread
+    """The ranking's noise (``platform.results.ranking``): each task's standard error, the trials' spread
     against noise, and the verdict in sentences."""
     if run.noise is None:
         return "<p>Not measured for this search (its leaderboard was written without the ranking's noise).</p>"

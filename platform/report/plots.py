@@ -16,8 +16,8 @@ from matplotlib.patches import Patch
 
 from evaluators.lengths import BUCKET_LABELS, bucket_title
 from evaluators.scores import part, strata
-from platform.leaderboard import BASELINE_ID, Row, is_baseline
 from platform.report.run import PlotSkipped
+from platform.results.leaderboard import BASELINE_ID, Row, is_baseline
 
 SIZE = (8.0, 5.0)  # inches; at DPI, 960 x 600 pixels
 DPI = 120

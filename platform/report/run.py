@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from core.run_files import RunFiles
-from platform.leaderboard import Row, read_leaderboard
+from platform.results.leaderboard import Row, read_leaderboard
 from platform.run_dir import TUNE_DIR
 from platform.storage import run_files_of
 
@@ -35,7 +35,7 @@ class Run:
     summary: dict  # search.json
     name: str  # the search's (and its Optuna study's) name
     rows: list[Row]  # ranked, as leaderboard.json has them
-    noise: dict | None  # the ranking's noise (platform.ranking), None where it was not assessed
+    noise: dict | None  # the ranking's noise (platform.results.ranking), None where it was not assessed
     objectives: dict[str, dict[str, float]]  # name -> task weights; a single objective is called "objective"
     tasks: list[str]  # the leaderboard's task columns
     searched: list[str]  # the hyperparameters the search varied

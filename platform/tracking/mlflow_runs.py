@@ -19,7 +19,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from platform import leaderboard
+from platform.results import leaderboard
 from platform.spec import leaves
 from platform.spec.schema import MlflowTracking
 from platform.tracking.base import SEARCH_ARTIFACTS, TrackerState, chosen_round_scores, search_settings

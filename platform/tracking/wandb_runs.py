@@ -29,7 +29,7 @@ import re
 import uuid
 from pathlib import Path
 
-from platform import leaderboard
+from platform.results import leaderboard
 from platform.spec.schema import WandbTracking
 from platform.tracking.base import SEARCH_ARTIFACTS, TrackerState, chosen_round_scores, search_settings
 

@@ -1,5 +1,5 @@
 """``doctune.Leaderboard``: the public view of the leaderboard the driver writes, read back from
-``leaderboard.json`` as ``platform.leaderboard.write_leaderboard`` writes it."""
+``leaderboard.json`` as ``platform.results.leaderboard.write_leaderboard`` writes it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from doctune import Gain, Leaderboard, LeaderboardRow
-from platform.leaderboard import Row, write_leaderboard
+from platform.results.leaderboard import Row, write_leaderboard
 
 
 def _row(trial: str, objective: float | None, **fields) -> Row:

@@ -202,7 +202,7 @@ def test_a_collection_scored_under_a_budget_says_how_much_of_it_was_scored(tmp_p
     """Every part's scores carry what was scored against the collection's totals; a retrieval
     score on a cut corpus is marked as not comparable with one on the whole collection."""
     from evaluators.scores import coverage, subsampled
-    from platform.leaderboard import Row, coverage_lines
+    from platform.results.leaderboard import Row, coverage_lines
 
     news = make_task("news-title-retrieval", EvalBudget(max_queries=30, max_documents=60))
     news.load()

@@ -30,7 +30,7 @@ from platform.export import export_best
 from platform.export.cli import main as export_main
 from platform.export.model_card import USAGE_TEXTS
 from platform.export.st_files import POOLINGS
-from platform.leaderboard import BASELINE_ID, Row, read_leaderboard, write_leaderboard
+from platform.results.leaderboard import BASELINE_ID, Row, read_leaderboard, write_leaderboard
 from platform.spec import load_spec
 from tests.conftest import ROOT
 from trainers.checkpoint import CHECKPOINTS, save_checkpoint, trial_path

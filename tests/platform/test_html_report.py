@@ -31,11 +31,11 @@ from optuna.storages.journal import JournalFileBackend
 
 from evaluators.scores import flatten
 from evaluators.tasks.base import Outcomes, mean_of_rows
-from platform import ranking
 from platform.environment import environment
-from platform.leaderboard import BASELINE_ID, Row, write_leaderboard
 from platform.report import plots, write_reports
 from platform.report.run import PlotSkipped, ReportError, param_importances, read_run
+from platform.results import ranking
+from platform.results.leaderboard import BASELINE_ID, Row, write_leaderboard
 from platform.run_dir import STUDY_FILE
 from tests.conftest import ROOT
 
@@ -175,7 +175,7 @@ def _write_study(path: Path, multi: bool, trials: list[tuple]) -> None:
 
 
 def _ranking_noise(rows: list[Row]) -> dict:
-    """The ranking's noise as a search measures it (``platform.ranking.assess``), on item-level
+    """The ranking's noise as a search measures it (``platform.results.ranking.assess``), on item-level
     outcomes drawn around each row's validation scores (60 items per task)."""
     rng = np.random.default_rng(0)
     items = {task: rng.uniform(-0.1, 0.1, size=60) for task in OBJECTIVES["quality"]}

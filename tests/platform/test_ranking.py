@@ -1,4 +1,4 @@
-"""The ranking's verdict in words (``platform.ranking.verdict``): what the terminal, the report and
+"""The ranking's verdict in words (``platform.results.ranking.verdict``): what the terminal, the report and
 the model card say about the winner's test gains."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 import pytest
 
 from evaluators.noise import Gain, Spread
-from platform.ranking import MAX_ITEMS_FACTOR, RankingNoise, verdict
+from platform.results.ranking import MAX_ITEMS_FACTOR, RankingNoise, verdict
 
 TRIALS_APART = Spread(
     encoders=3, spread=0.013, noise_spread=0.005, p_value=0.01, difference_se=0.009, objective_se=0.016, rounds=1000

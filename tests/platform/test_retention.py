@@ -11,7 +11,7 @@ import torch
 
 from core.encoder import load_encoder
 from evaluators.plan import EvalBudget, EvalPlan
-from platform.leaderboard import chosen_checkpoint
+from platform.results.leaderboard import chosen_checkpoint
 from platform.retention import release
 from trainers.checkpoint import save_checkpoint
 

@@ -12,7 +12,7 @@ import pytest
 from core.run_files import RunFiles
 from evaluators.plan import EvalBudget, EvalPlan
 from evaluators.scores import flatten
-from platform.leaderboard import baseline_row, format_table, rows_from_results, winner, write_leaderboard
+from platform.results.leaderboard import baseline_row, format_table, rows_from_results, winner, write_leaderboard
 from trainers.settings import TrialSettings
 
 PLAN = EvalPlan(
@@ -27,7 +27,7 @@ PLAN = EvalPlan(
 # a run directory holding no trial records (no PBT lineage): the rows come from the Tune results alone
 RESOLVED = SimpleNamespace(
     evaluation=PLAN,
-    plan=SimpleNamespace(eval_rounds=2, run_files=RunFiles.at("no-run-dir")),
+    train_plan=SimpleNamespace(eval_rounds=2, run_files=RunFiles.at("no-run-dir")),
     fixed=TrialSettings(),
     run_dir=Path("no-run-dir"),
 )
@@ -75,7 +75,7 @@ def test_the_winner_and_its_checkpoint_are_chosen_on_validation_and_reported_on_
 def test_rounds_that_read_validation_only_give_rows_with_no_test_score_until_one_is_read(tmp_path):
     """A search's rounds score validation alone: a row's test objective is empty, and the table and
     the coverage lines still read, until the locked part is read for the winner."""
-    from platform.leaderboard import coverage_lines
+    from platform.results.leaderboard import coverage_lines
 
     frame = pd.DataFrame([_round("steady", 2, 0.8, 0.0)]).drop(columns="test_objective")
     frame = frame.drop(columns=[c for c in frame.columns if c.startswith("test/")])
@@ -133,7 +133,7 @@ def test_a_test_score_never_changes_what_is_chosen(rounds):
 def test_the_confirmation_reports_the_new_seeds_alone_and_the_winners_own_run_apart():
     """The winner's own run was chosen as the best of the search, so its test objective is biased
     upwards (the winner's curse): mean ± std over the new seeds only."""
-    from platform.leaderboard import Row, confirmation_record, describe_confirmation
+    from platform.results.leaderboard import Row, confirmation_record, describe_confirmation
 
     winner_row = Row("lucky", "completed", 0.95, 4, None, {}, test_objective=0.90)
     new = {
@@ -159,8 +159,8 @@ def test_with_two_confirmation_runs_the_gains_are_their_mean_with_the_seeds_term
     """``search.confirm_seeds`` >= 2: the gain over a baseline is the confirmation runs' mean paired
     gain (the configuration's), not the winner's own run's, which was chosen for its score."""
     from evaluators.noise import Gain, Outcomes, mean_of_rows
-    from platform.leaderboard import Row, confirmation_record
-    from platform.winner import compare_with_baselines
+    from platform.results.leaderboard import Row, confirmation_record
+    from platform.results.winner import compare_with_baselines
 
     rng = np.random.default_rng(0)
     base = rng.uniform(0.2, 0.8, 300)
@@ -198,8 +198,8 @@ def test_the_seeds_spread_of_any_score_comes_from_the_confirmation_runs_own_scor
     """Each confirmation run keeps its scores, so a task's, a length bucket's or a weighted mean of
     tasks' seed spread can be measured (the winner's own run left out), with its number of runs; a
     score the runs did not read (a report-only task's test part) has none."""
-    from platform.leaderboard import Row, confirmation_record
-    from platform.ranking import seed_spread
+    from platform.results.leaderboard import Row, confirmation_record
+    from platform.results.ranking import seed_spread
 
     winner_row = Row("lucky", "completed", 0.95, 4, None, {}, test_objective=0.90)
     runs = {

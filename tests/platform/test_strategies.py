@@ -186,7 +186,7 @@ def test_a_search_that_may_interpolate_positions_scores_that_start_untrained(min
 
     from core.longformer import cached_longformer
     from core.position_interpolation import CONFIG_KEY
-    from platform.tuner import baseline_models
+    from platform.results.baselines import baseline_models
 
     converted = str(cached_longformer(minilm_dir, 1024, 64, tmp_path / "cache"))
     resolved = _resolved(_strategies()["optuna"], tmp_path)

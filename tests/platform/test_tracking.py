@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from platform.leaderboard import Row
+from platform.results.leaderboard import Row
 from platform.spec import SpecError, load_spec, parse_spec, read_raw
 from platform.spec.schema import MlflowTracking, WandbTracking
 from platform.tracking import Trackers, steering_metrics, wandb_runs

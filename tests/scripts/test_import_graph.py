@@ -69,3 +69,21 @@ def test_a_plugin_importing_the_package_that_imports_it_back_is_a_cycle(tmp_path
     )
     _, broken = import_graph.check(root)
     assert broken == ["cycle in trainers: trainers.losses <-> trainers.losses.hinge"]
+
+
+def test_the_results_side_reaching_back_into_the_search_is_caught(tmp_path):
+    root = _tree(
+        tmp_path,
+        {
+            "platform/results/__init__.py": "",
+            "platform/results/winner.py": "def confirm():\n    from platform.tuner import train_seeds\n",
+            "platform/tuner.py": "from platform.results import winner\ndef train_seeds(): ...\n",
+            "platform/resolution.py": "from platform.results.winner import confirm\n",
+        },
+    )
+    _, broken = import_graph.check(root)
+    assert broken == [
+        "platform.resolution imports platform.results.winner: platform.resolution never imports platform.results",
+        "platform.results.winner imports platform.tuner: platform.results never imports platform.tuner",
+        "cycle in platform: platform.results.winner <-> platform.tuner",
+    ]

@@ -205,7 +205,7 @@ def mark_pareto_front(rows: list[Row]) -> None:
 
 
 def baseline_rows(baselines: dict[str, dict], resolved) -> list[Row]:
-    """The rows of ``baseline.json`` (``tuner.score_baselines``)."""
+    """The rows of ``baseline.json`` (``platform.results.baselines.score_baselines``)."""
     return [baseline_row(row, b["status"], b["model"], b["scores"], resolved) for row, b in baselines.items()]
 
 
@@ -229,7 +229,7 @@ def baseline_row(trial: str, status: str, model: str | None, scores: dict, resol
 
 
 def reference_rows(references: dict[str, dict], resolved) -> list[Row]:
-    """The rows of ``references.json`` (``tuner.score_references``): what a user already has."""
+    """The rows of ``references.json`` (``platform.results.baselines.score_references``): what a user already has."""
     return [
         baseline_row(row, f"reference: {r['description']}", r["model"], r["scores"], resolved)
         for row, r in references.items()
@@ -254,7 +254,7 @@ LEADERBOARD_FILE = "leaderboard.json"
 
 def write_leaderboard(rows: list[Row], run_dir: Path, tasks: list[str], noise: dict | None = None) -> list[Row]:
     """``leaderboard.csv`` (a row per line) and ``leaderboard.json``: ``{"rows": [...], "noise":
-    ...}``, the ranked rows and the ranking's noise (``platform.ranking``; None until assessed)."""
+    ...}``, the ranked rows and the ranking's noise (``platform.results.ranking``; None until assessed)."""
     rows = sorted(rows, key=_rank_key)
     flat = [row.flat(tasks) for row in rows]
     columns = list(dict.fromkeys(key for record in flat for key in record))

@@ -1,20 +1,26 @@
 """What a finished search establishes about its winner, once validation has chosen it: its locked
 test part read once, the report-only tasks for the best trials, its gains over the baseline and
 reference rows (paired on the same test items), and whether the ranking is beyond noise
-(``platform.ranking``). Each step that fails (a checkpoint gone) says so in the row's status: the
+(``platform.results.ranking``). Each step that fails (a checkpoint gone) says so in the row's status: the
 leaderboard, ``best/`` and the report still follow."""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 
 from core.logs import progress
-from platform import ranking
+from platform.results import ranking
 
 log = logging.getLogger(f"doctune.{__name__}")
 
 REPORT_TOP_TRIALS = 3  # trials scored on the report-only tasks, beside the baseline
+CONFIRM_SUFFIX = "-confirm"  # the confirmation's Tune run: the search's name and this
+
+# Trains a configuration (the searched hyperparameters) once per seed as one Tune run of the given
+# name and returns its results (``platform.tuner.train_seeds``, bound to the search).
+Retrain = Callable[[dict, list[int], str], object]
 
 
 class ItemOutcomes:
@@ -95,7 +101,7 @@ def compare_per_task(best, baselines, resolved) -> None:
     is not scored for the extra seeds)."""
     from evaluators.noise import task_gain
     from evaluators.pool import CheckpointMissing, checkpoint_outcomes, reference_outcomes, stored_model
-    from platform import tuner
+    from platform.results.baselines import search_references
 
     evaluation, files = resolved.evaluation, resolved.train_plan.run_files
     tasks = [t for t in (*evaluation.tasks, *evaluation.report_tasks) if t in best.scores]
@@ -110,7 +116,7 @@ def compare_per_task(best, baselines, resolved) -> None:
             b.trial: checkpoint_outcomes(evaluation, b.checkpoint, b.hyperparameters["pooling"], tasks)
             for b in baselines
         }
-        for reference in tuner.search_references(resolved) if evaluation.references else ():
+        for reference in search_references(resolved) if evaluation.references else ():
             pooling = reference.pooling or resolved.fixed.pooling
             against[reference.id] = reference_outcomes(evaluation, reference, pooling, tasks)
     except (CheckpointMissing, RuntimeError) as err:  # the leaderboard, best/ and the report still follow
@@ -132,10 +138,10 @@ def compare_per_task(best, baselines, resolved) -> None:
 
 def assess_ranking(rows, baselines, outcomes: ItemOutcomes) -> ranking.RankingNoise | None:
     """Whether the trials, and the winner against the runner-up and the baselines, differ beyond
-    the validation scores' noise (``platform.ranking``); None, with the reason printed, when a
+    the validation scores' noise (``platform.results.ranking``); None, with the reason printed, when a
     checkpoint it needs is gone."""
     from evaluators.pool import CheckpointMissing
-    from platform.leaderboard import is_baseline, winner
+    from platform.results.leaderboard import is_baseline, winner
 
     trials = [r for r in rows if not is_baseline(r) and r.objective is not None and r.checkpoint]
     log.info(f"doctune: measuring the noise of the ranking ({len(trials)} trials, validation items)")
@@ -159,14 +165,13 @@ def _ranked_trials(scored) -> list:
 
 def read_locked_part_of_winner(scored, resolved) -> None:
     """The winner's test objective: its locked test part, read once, now that validation has chosen
-    it (``tuner.read_locked_part``). The other trials' test parts are never read."""
+    it (``read_locked_part``). The other trials' test parts are never read."""
     from evaluators.pool import CheckpointMissing
-    from platform import tuner
 
     best = _ranked_trials(scored)[0]
     log.info(f"doctune: scoring {best.trial}, the winner on validation, on the locked test part")
     try:
-        tuner.read_locked_part(resolved, best)
+        read_locked_part(resolved, best)
     except (CheckpointMissing, RuntimeError) as err:  # the leaderboard, best/ and the report still follow
         best.status += f"; test part not scored: {err}"
 
@@ -192,3 +197,39 @@ def score_report_tasks(scored, resolved) -> None:
             row.scores |= score_checkpoint(plan, model, row.hyperparameters["pooling"], tasks)
         except CheckpointMissing as err:
             row.status += f"; report-only tasks not scored: {err}"
+
+
+def read_locked_part(resolved, row) -> None:
+    """Score ``row``'s chosen checkpoint on the objective's test parts and set its ``test_objective``.
+    A search's rounds read validation only, so a trial's locked test part is read here, once the
+    search has chosen, for the rows it reports (the winner and its confirmation runs)."""
+    from evaluators.pool import score_checkpoint, stored_model
+    from evaluators.scores import main_scores
+
+    evaluation = dataclasses.replace(resolved.evaluation, parts=("test",))
+    model = stored_model(resolved.train_plan.run_files, row.checkpoint)
+    scores = score_checkpoint(evaluation, model, row.hyperparameters["pooling"], list(evaluation.tasks))
+    for task, parts in scores.items():
+        row.scores.setdefault(task, {}).update(parts)
+    row.test_objective = evaluation.objective_of(main_scores(row.scores, "test"))
+
+
+def confirm_winner(resolved, winner, retrain: Retrain) -> dict:
+    """``search.confirm_seeds``: the winner's configuration trained again (``retrain``) with that
+    many more training seeds (``train.seed`` + 1, + 2, ...), each run chosen and reported like a
+    trial (best round by the validation objective, test scores reported). Returns the record the
+    leaderboard keeps (``confirmation_record``): mean ± sample std over the new seeds only, the
+    winner's own run apart. An interrupted confirmation continues on ``--resume``."""
+    from platform.results.leaderboard import confirmation_record, rows_from_results
+
+    search = resolved.search
+    seeds = [resolved.train_plan.seed + i for i in range(1, search.confirm_seeds + 1)]
+    config = {name: winner.hyperparameters[name] for name in search.space if name in winner.hyperparameters}
+    log.info(f"doctune: confirming {winner.trial} with {len(seeds)} more training seed(s): {seeds}")
+    results = retrain(config, seeds, f"{search.name}{CONFIRM_SUFFIX}")
+    runs = {}
+    for result, row in zip(results, rows_from_results(results, resolved)):
+        if row.checkpoint is not None:
+            read_locked_part(resolved, row)
+            runs[int(result.config["seed"])] = row
+    return confirmation_record(winner, resolved.train_plan.seed, runs, len(seeds))

@@ -1,0 +1,105 @@
+"""What a search establishes once its trials have ended, in one place: the baseline and reference
+rows (``baselines``: scored once a run), the trials' rows, the winner's locked test part, the
+report-only tasks, the winner's confirmation with more seeds, its gains over every baseline and
+reference row, the ranking's noise (``winner``, ``ranking``) and the leaderboard's files
+(``leaderboard``).
+
+The search enters it twice: ``baseline_record`` before its trials (the baselines are scored while
+the evaluators have nothing else to do, and a resumed search reads them back), and ``establish``
+after them, which returns the ``Standing``. No row is changed outside this package, and it never
+imports the search's own modules (``platform.tuner``, ``platform.resolution``, ``platform.search``):
+the one thing it needs of them, training a configuration with more seeds, is handed in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from platform.results.baselines import baseline_record
+from platform.results.ranking import RankingNoise
+from platform.results.winner import Retrain
+from platform.timings import PhaseClock
+
+
+@dataclass(frozen=True)
+class Standing:
+    """A finished search's leaderboard as written (``leaderboard.json``): every row, the task
+    columns, and the ranking's noise (None where no trial scored or a checkpoint it needed was gone)."""
+
+    rows: list
+    columns: list[str]
+    noise: RankingNoise | None
+
+    @property
+    def best(self):
+        """The winner's row: the trial with the best validation objective, never a baseline; None
+        where no trial scored."""
+        from platform.results.leaderboard import winner
+
+        return winner(self.rows)
+
+
+def establish(resolved, results, *, baseline: dict, clock: PhaseClock, retrain: Retrain) -> Standing:
+    """The leaderboard of a search whose trials have ended (``results``: Tune's), its baseline rows'
+    record ``baseline``: the rows chosen and written, the winner's locked part read, the report-only
+    tasks scored, the winner confirmed (``retrain``, where ``search.confirm_seeds`` asks), its gains
+    and the ranking's noise measured, the leaderboard written again with them."""
+    from platform.results import leaderboard, winner
+    from platform.results.baselines import reference_record
+
+    evaluation, run_dir = resolved.evaluation, resolved.run_dir
+    references = reference_record(resolved, clock) if evaluation.references else {}
+    rows = leaderboard.rows_from_results(results, resolved)
+    scored = [r for r in rows if r.objective is not None]
+    if scored:
+        with clock.phase("locked test part"):
+            winner.read_locked_part_of_winner(scored, resolved)
+    if scored and evaluation.report_tasks:
+        with clock.phase("report-only tasks"):
+            winner.score_report_tasks(scored, resolved)
+    columns = [*evaluation.tasks, *evaluation.report_tasks]
+    baselines = leaderboard.baseline_rows(baseline, resolved)
+    reference_rows = leaderboard.reference_rows(references, resolved)
+    rows = leaderboard.write_leaderboard([*baselines, *reference_rows, *rows], run_dir, columns)
+    if not scored:
+        return Standing(rows, columns, None)
+    outcomes = winner.ItemOutcomes(resolved)
+    best = leaderboard.winner(rows)
+    if resolved.search.confirm_seeds:  # first: the training seeds' spread joins every interval below
+        with clock.phase("confirmation"):
+            best.confirmation = winner.confirm_winner(resolved, best, retrain)
+    with clock.phase("noise"):
+        winner.compare_with_baselines(best, baselines, outcomes)
+        winner.compare_per_task(best, baselines, resolved)
+        noise = winner.assess_ranking(rows, baselines, outcomes)
+    rows = leaderboard.write_leaderboard(rows, run_dir, columns, noise.record() if noise else None)
+    return Standing(rows, columns, noise)
+
+
+def verdict_lines(standing: Standing) -> list[str]:
+    """What the standing says of its winner, one line each: its locked part, its gains over the
+    baselines (with the ranking's verdict where its noise was measured), on the long-document tasks
+    pooled, task by task, and its confirmation."""
+    from evaluators.noise import Gain
+    from platform.results import leaderboard, ranking
+
+    best = standing.best
+    lines = [line] if (line := leaderboard.locked_part_line(best)) else []
+    if standing.noise is not None:
+        lines += ranking.verdict(standing.noise, best.gains)
+    else:
+        lines += [
+            f"test objective of {best.trial} over {against}: {Gain.from_record(gain).describe()}"
+            for against, gain in best.gains.items()
+        ]
+    lines += [
+        f"long-document tasks pooled, {best.trial} over {against} on test: {Gain.from_record(gain).describe()}"
+        for against, gain in best.long_task_gains.items()
+    ]
+    lines += leaderboard.task_gain_lines(best)
+    if best.confirmation:
+        lines.append(f"{best.trial}'s configuration {leaderboard.describe_confirmation(best.confirmation)}")
+    return lines
+
+
+__all__ = ["Standing", "baseline_record", "establish", "verdict_lines"]
