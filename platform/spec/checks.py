@@ -21,25 +21,25 @@ def check_model_choice(layer: dict, where: str) -> None:
 
 
 def check_views_choice(merged: dict) -> None:
-    """``views`` (an augmentation type) decides the recipe and whether DocSplit's view A is
-    elongated, so a spec that gives it, fixed or searched, gives neither of those."""
+    """``views`` (an augmentation type) decides the recipe and the recipe's settings the type fixes
+    (as the recipes declare them: DocSplit's ``elongate``), so a spec that gives it, fixed or
+    searched, gives none of those."""
     space = (merged.get("search") or {}).get("space") or {}
     fixed = merged.get("hyperparameters") or {}
     if "views" not in space and "views" not in fixed:
         return
-    given = {
-        "recipe": "recipe" in merged,
-        "search.space.recipe": "recipe" in space,
-        "search.space.elongate": "elongate" in space,
-        "hyperparameters.elongate": "elongate" in fixed,
-    }
+    from trainers.pairs import VIEWS
+
+    decided = list(dict.fromkeys(setting for name in VIEWS for setting in VIEWS[name].settings))
+    given = {"recipe": "recipe" in merged, "search.space.recipe": "recipe" in space}
+    given |= {f"search.space.{setting}": setting in space for setting in decided}
+    given |= {f"hyperparameters.{setting}": setting in fixed for setting in decided}
     clash = next((key for key, present in given.items() if present), None)
     if clash is not None:
         views = "search.space.views" if "views" in space else "hyperparameters.views"
-        from trainers.pairs import VIEWS
-
         made = "; ".join(f"{name}: {VIEWS[name].recipe}" for name in VIEWS)
-        raise SpecError(f"{clash}: {views} decides the recipe and the elongation of view A ({made}); drop {clash}")
+        fixes = " and ".join(["the recipe", *decided])
+        raise SpecError(f"{clash}: {views} decides {fixes} ({made}); drop {clash}")
 
 
 def _check_base(spec: SearchSpec) -> None:
