@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+from collections.abc import Callable
 
 from core.logs import progress
 from platform.plans import ResolvedSearch
@@ -85,23 +86,31 @@ def score_references(resolved: ResolvedSearch) -> dict[str, dict]:
 
 def baseline_record(resolved: ResolvedSearch, clock: PhaseClock) -> dict[str, dict]:
     """The baseline rows' record (``baseline.json``): scored once per run, read back on a resume."""
-    record_file = resolved.run_dir / BASELINES_RECORD
-    if record_file.exists():
-        return json.loads(record_file.read_text())
-    log.info("doctune: scoring the base model (the leaderboard's baseline rows)")
-    with clock.phase("baseline"):
-        record = score_baselines(resolved)
-    record_file.write_text(json.dumps(record, indent=2))
-    return record
+    log_line = "the base model (the leaderboard's baseline rows)"
+    return _scored_once(resolved, clock, BASELINES_RECORD, "baseline", log_line, score_baselines)
 
 
 def reference_record(resolved: ResolvedSearch, clock: PhaseClock) -> dict[str, dict]:
     """The reference rows' record (``references.json``): scored once per run, read back on a resume."""
-    record_file = resolved.run_dir / REFERENCES_RECORD
+    log_line = "the reference rows (BM25, the base as its users run it)"
+    return _scored_once(resolved, clock, REFERENCES_RECORD, "references", log_line, score_references)
+
+
+def _scored_once(
+    resolved: ResolvedSearch,
+    clock: PhaseClock,
+    record: str,
+    phase: str,
+    rows: str,
+    score: Callable[[ResolvedSearch], dict[str, dict]],
+) -> dict[str, dict]:
+    """``record`` in the run directory, or ``score``'s (timed as the clock's ``phase``) where it
+    is not there yet, then written there."""
+    record_file = resolved.run_dir / record
     if record_file.exists():
         return json.loads(record_file.read_text())
-    log.info("doctune: scoring the reference rows (BM25, the base as its users run it)")
-    with clock.phase("references"):
-        record = score_references(resolved)
-    record_file.write_text(json.dumps(record, indent=2))
-    return record
+    log.info(f"doctune: scoring {rows}")
+    with clock.phase(phase):
+        scored = score(resolved)
+    record_file.write_text(json.dumps(scored, indent=2))
+    return scored
