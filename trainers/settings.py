@@ -10,7 +10,9 @@ the elongation range of LA(SER)^3 and DocSplit) is one field, declared once in a
 both inherit; two different declarations of one name are refused at import.
 
 A trial holds a ``TrialSettings``; a plug-in receives only its own settings from it
-(``trainers.config.own_settings``).
+(``trainers.config.own_settings``). For type checkers and editors, ``TrialSettings`` is also declared
+as a class over doctune's own plug-ins' settings classes (a separately installed plug-in's fields
+exist at run time only); a new built-in settings class joins that declaration, which a test checks.
 """
 
 from __future__ import annotations
@@ -87,19 +89,35 @@ PERTURBABLE = tuple(name for name, s in SETTINGS.items() if s.field.metadata.get
 """What a trial may change when it goes on from another trial's checkpoint (PBT), as each setting's
 owner declares it (``core.fields.constraint(perturbable=True)``)."""
 
-TrialSettings = dataclasses.make_dataclass(
-    "TrialSettings",
-    [  # Hyperparameters' own fields come with the base class
-        (name, s.hint, dataclasses.field(default=s.field.default, metadata=s.field.metadata))
-        for name, s in SETTINGS.items()
-        if s.owners
-    ],
-    bases=(Hyperparameters,),
-    frozen=True,
-    namespace={"__post_init__": lambda self: _decide_recipe(self)},
-)
-TrialSettings.__module__ = __name__  # found here by reference when a trial's settings are pickled
-TrialSettings.__doc__ = (
-    "Everything a search may vary per trial: ``Hyperparameters`` and every plug-in's own settings, "
-    "by their names in a spec (``SETTINGS``)."
-)
+if typing.TYPE_CHECKING:
+    from trainers.losses.info_nce import InfoNCESettings
+    from trainers.pairs.deca import DecaSettings
+    from trainers.pairs.docsplit import DocSplitSettings
+    from trainers.pairs.laser import LaserSettings
+
+    # What a type checker reads: the same fields, from doctune's own plug-ins' settings classes (a
+    # separately installed plug-in's are added at run time only). tests/trainers/test_settings.py
+    # checks, with mypy, that every setting of the run-time class is here.
+    @dataclasses.dataclass(frozen=True)
+    class TrialSettings(
+        Hyperparameters, DecaSettings, DocSplitSettings, LaserSettings, InfoNCESettings, BregmanSettings
+    ):
+        """Everything a search may vary per trial."""
+
+else:
+    TrialSettings = dataclasses.make_dataclass(
+        "TrialSettings",
+        [  # Hyperparameters' own fields come with the base class
+            (name, s.hint, dataclasses.field(default=s.field.default, metadata=s.field.metadata))
+            for name, s in SETTINGS.items()
+            if s.owners
+        ],
+        bases=(Hyperparameters,),
+        frozen=True,
+        namespace={"__post_init__": lambda self: _decide_recipe(self)},
+    )
+    TrialSettings.__module__ = __name__  # found here by reference when a trial's settings are pickled
+    TrialSettings.__doc__ = (
+        "Everything a search may vary per trial: ``Hyperparameters`` and every plug-in's own settings, "
+        "by their names in a spec (``SETTINGS``)."
+    )

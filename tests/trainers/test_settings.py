@@ -4,13 +4,17 @@ plug-in's own (trainers.settings)."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import pickle
+import subprocess
+import sys
 from dataclasses import dataclass, field
 
 import cloudpickle
 import pytest
 
 from core.fields import constraint
+from tests.conftest import ROOT
 from trainers.config import Hyperparameters, own_settings
 from trainers.losses import CONTRASTIVE_LOSSES, BregmanSettings
 from trainers.pairs import RECIPES, Recipe
@@ -92,3 +96,30 @@ def test_a_setting_declared_twice_differently_is_refused_naming_both_owners():
         assert "recipe clash" in str(refused.value) and "recipe docsplit" in str(refused.value)
     finally:
         del RECIPES._entries["clash"]
+
+
+# doctune's own modules are read; what they import from elsewhere is not (seconds, not a minute of torch)
+_MYPY_CONFIG = """[mypy]
+follow_imports = skip
+ignore_missing_imports = True
+[mypy-trainers.*,core.*]
+follow_imports = silent
+"""
+
+
+def test_a_type_checker_reads_every_setting_of_a_trial(tmp_path):
+    # TrialSettings is assembled at run time from the registries; what a type checker reads is its
+    # declaration over the plug-ins' settings classes, which must name every setting the run time has
+    uses = "\n".join(f"settings.{name}" for name in SETTINGS)
+    (tmp_path / "uses.py").write_text(
+        "from typing import assert_type\nfrom trainers.settings import TrialSettings\n"
+        f"settings = TrialSettings()\n{uses}\n"
+        "assert_type(settings.split_probability, float)\nassert_type(settings.bregman_k, int)\n"
+        "assert_type(settings.lr, str)\nsettings.no_such_setting\n"  # the two errors a typed class gives
+    )
+    (tmp_path / "mypy.ini").write_text(_MYPY_CONFIG)
+    mypy = [sys.executable, "-m", "mypy", "--config-file", "mypy.ini", "--cache-dir", "cache", "uses.py"]
+    done = subprocess.run(mypy, cwd=tmp_path, env={**os.environ, "MYPYPATH": str(ROOT)}, capture_output=True, text=True)
+    errors = [line for line in done.stdout.splitlines() if ": error:" in line]
+    assert len(errors) == 2, done.stdout + done.stderr
+    assert "[assert-type]" in errors[0] and '"TrialSettings" has no attribute "no_such_setting"' in errors[1], errors
