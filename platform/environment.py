@@ -28,9 +28,7 @@ PACKAGES = (
     "pyarrow",
     "spacy",
     "sentence-transformers",
-    "mlflow",
-    "wandb",
-)
+)  # and each tracker's client library (``platform.tracking.trackers``)
 
 
 def environment(root: Path) -> dict:
@@ -43,7 +41,7 @@ def environment(root: Path) -> dict:
         "gpu": driver["gpu"],
         "nodes": _nodes(driver),
         "git_commit": _git_commit(root),
-        "packages": {name: version for name in PACKAGES if (version := _version(name))},
+        "packages": {name: version for name in (*PACKAGES, *_tracker_packages()) if (version := _version(name))},
     }
 
 
@@ -54,6 +52,12 @@ def _nodes(driver: dict) -> dict[str, dict]:
     if len(nodes) < 2:
         return {nodes[0]["NodeID"] if nodes else "driver": driver}
     return on_every_node(this_node)
+
+
+def _tracker_packages() -> list[str]:
+    from platform.tracking.trackers import TRACKERS
+
+    return [TRACKERS[name].package for name in TRACKERS]
 
 
 def _version(package: str) -> str | None:

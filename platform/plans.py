@@ -14,7 +14,7 @@ from platform.environment import ROOT, environment
 from platform.inputs import InputsPlan
 from platform.resources import ResourcePlan
 from platform.spec import Replacement
-from platform.spec.schema import Distribution, TrackingSection
+from platform.spec.schema import Distribution, TrackerSettings
 from platform.strategies import SearchStrategy
 from trainers.config import TrainPlan
 from trainers.settings import TrialSettings
@@ -56,7 +56,7 @@ class ResolvedSearch:
     corpus_stats: CorpusStats
     source_model: str  # the base encoder before any backbone conversion (train_plan.base_model is after it)
     inputs: InputsPlan
-    tracking: TrackingSection
+    tracking: TrackerSettings
     spec_record: dict
     replaced: tuple[Replacement, ...] = ()  # what the profile's built-in overrides changed in the spec
     fit: str | None = None  # how train.workers: auto was fitted to the cluster

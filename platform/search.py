@@ -105,7 +105,7 @@ def run(
     when the base stage fails, ``KeyboardInterrupt`` when interrupted (the same call with
     ``resume=True`` continues it)."""
     from platform.listeners import listening
-    from platform.tracking.wandb_runs import use_own_service
+    from platform.tracking.trackers.wandb_runs import use_own_service
 
     clock = PhaseClock()
     use_own_service()

@@ -11,6 +11,8 @@ import types
 import typing
 
 from platform.spec import BUILTIN_PROFILES, Distribution, SearchSpec
+from platform.spec.schema import TrackerSettings
+from platform.tracking.trackers import TRACKERS
 from trainers.settings import SETTINGS
 
 
@@ -26,6 +28,8 @@ def type_name(hint) -> str:
         return f"list of {type_name(args[0])}"
     if hint is Distribution:
         return "distribution"
+    if hint is TrackerSettings:
+        return "mapping tracker → its settings (below)"
     if dataclasses.is_dataclass(hint):
         return "mapping (below)"
     return getattr(hint, "__name__", str(hint))
@@ -50,10 +54,12 @@ def _range(meta: dict) -> str:
     return ", ".join(parts)
 
 
-def _section(cls, prefix: str, out: list[str]) -> None:
+def _section(cls, prefix: str, out: list[str], intro: str = "") -> None:
     hints = typing.get_type_hints(cls)
     nested = []
     out.append(f"\n### `{prefix or 'top level'}`\n")
+    if intro:
+        out += [intro, ""]
     out.append("| key | type | default | valid | meaning |")
     out.append("|---|---|---|---|---|")
     for field in dataclasses.fields(cls):
@@ -63,9 +69,15 @@ def _section(cls, prefix: str, out: list[str]) -> None:
         out.append(f"| `{key}` | {type_name(hint)} | {_default(field)} | {_range(meta)} | {meta.get('help', '')} |")
         inner = [a for a in (hint, *typing.get_args(hint)) if dataclasses.is_dataclass(a)]
         if inner:
-            nested.append((key, inner[0]))
-    for key, inner in nested:
-        _section(inner, key, out)
+            nested.append((key, inner[0], ""))
+        if hint is TrackerSettings:  # each tracker's own settings, introduced by its settings class
+            nested += [(f"{key}.{name}", TRACKERS[name].settings, _doc(TRACKERS[name].settings)) for name in TRACKERS]
+    for key, inner, intro in nested:
+        _section(inner, key, out, intro)
+
+
+def _doc(cls) -> str:
+    return " ".join((cls.__doc__ or "").split())
 
 
 def render() -> str:

@@ -152,7 +152,7 @@ def _with_a_w_and_b_service_to_leave_alone() -> dict[str, str]:
 
 def _in_wandb(run_dir, trial: str, step: int) -> bool:
     """Whether W&B's offline run file for ``trial`` in ``run_dir`` holds ``step`` (it writes its file
-    every second: platform.tracking.wandb_runs)."""
+    every second: platform.tracking.trackers.wandb_runs)."""
     try:
         runs = offline_runs(run_dir)
     except Exception:  # a record still being written

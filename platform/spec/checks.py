@@ -158,16 +158,15 @@ def _check_tracking(spec: SearchSpec) -> None:
     """A tracker the spec names is installed (trackers are optional extras, imported only when asked)."""
     import importlib.util
 
-    if spec.tracking.mlflow is not None and importlib.util.find_spec("mlflow") is None:
-        raise SpecError(
-            "tracking.mlflow: MLflow is not installed; pip install 'mlflow-skinny>=3.4' (or doctune's mlflow "
-            "extra), or remove tracking.mlflow"
-        )
-    if spec.tracking.wandb is not None and importlib.util.find_spec("wandb") is None:
-        raise SpecError(
-            "tracking.wandb: Weights & Biases is not installed; pip install 'wandb==0.31.0' (or doctune's wandb "
-            "extra), or remove tracking.wandb"
-        )
+    from platform.tracking.trackers import TRACKERS
+
+    for name in spec.tracking:
+        tracker = TRACKERS[name]
+        if importlib.util.find_spec(tracker.package) is None:
+            raise SpecError(
+                f"tracking.{name}: its client library ({tracker.package}) is not installed; {tracker.install}, "
+                f"or remove tracking.{name}"
+            )
 
 
 def _check_grid(search: SearchSection) -> None:

@@ -10,7 +10,7 @@ import types
 import typing
 from typing import Any, Literal
 
-from platform.spec.schema import Distribution, SpecError
+from platform.spec.schema import Distribution, SpecError, TrackerSettings
 from trainers.settings import SETTINGS
 
 
@@ -85,6 +85,8 @@ def _convert(value: Any, hint: Any, where: str) -> Any:
         return [_convert(v, args[0], f"{where}[{i}]") for i, v in enumerate(value)]
     if hint is Distribution:
         return _distribution(value, where)
+    if hint is TrackerSettings:
+        return _tracker_settings(value, where)
     if dataclasses.is_dataclass(hint):
         return build(hint, value, where)
     raise TypeError(f"no conversion for {hint!r}")  # a bug in the schema, not in the spec
@@ -110,6 +112,22 @@ def build(cls: type, data: Any, where: str) -> Any:
             _check_range(value, spec_field.metadata, key)
         values[name] = value
     return cls(**values)
+
+
+def _tracker_settings(value: Any, where: str) -> TrackerSettings:
+    """``tracking:``: each registered tracker it names with its settings built into the class the
+    tracker declares; a tracker set to null is off."""
+    from platform.tracking.trackers import TRACKERS  # found when a spec names one: not with this module
+
+    if not isinstance(value, dict):
+        raise SpecError(f"{where}: expected a mapping of tracker name -> its settings, got {describe(value)}")
+    built = TrackerSettings()
+    for name, settings in value.items():
+        if name not in TRACKERS:
+            raise SpecError(f"{_join(where, str(name))}: unknown tracker; known: {', '.join(TRACKERS.names())}")
+        if settings is not None:
+            built[name] = build(TRACKERS[name].settings, settings, _join(where, name))
+    return built
 
 
 def _join(where: str, key: str) -> str:

@@ -297,67 +297,9 @@ class StudySection:
     )
 
 
-@dataclass(frozen=True)
-class MlflowTracking:
-    """Every trial an MLflow run, nested under one run for the search (``platform.tracking``)."""
-
-    tracking_uri: str = field(
-        metadata=constraint(
-            "where MLflow keeps runs: a server (http://host:5000) or a local store (sqlite:///mlflow.db, relative "
-            "to the working directory)"
-        )
-    )
-    experiment: str | None = field(default=None, metadata=constraint("the MLflow experiment; default: the spec's name"))
-    artifact_location: str | None = field(
-        default=None,
-        metadata=constraint(
-            "where a new experiment keeps its artifacts (a directory or bucket URI); default: MLflow's own, beside a "
-            "local store or the server's"
-        ),
-    )
-    register_model: bool = field(
-        default=True,
-        metadata=constraint("register the winner (best/) in the model registry under the experiment's name"),
-    )
-
-
-@dataclass(frozen=True)
-class WandbTracking:
-    """Every trial a Weights & Biases run, grouped with the search's own run (``platform.tracking``)."""
-
-    project: str = field(metadata=constraint("the W&B project"))
-    mode: Literal["online", "offline"] = field(
-        default="online",
-        metadata=constraint(
-            "online: to the W&B server (its API key from `wandb login` or WANDB_API_KEY); offline: run files only, "
-            "uploaded later with `wandb sync`"
-        ),
-    )
-    entity: str | None = field(default=None, metadata=constraint("the W&B team or user; default: the key's own"))
-    dir: str | None = field(
-        default=None, metadata=constraint("where W&B writes its run files (a `wandb/` folder); default: the run dir")
-    )
-
-
-@dataclass(frozen=True)
-class TrackingSection:
-    """Where the search's runs are also recorded, beside its run directory."""
-
-    mlflow: MlflowTracking | None = field(
-        default=None,
-        metadata=constraint(
-            "{tracking_uri: ...}: the search a run, each trial a nested run with its hyperparameters and every "
-            "round's validation scores; test scores once, at the end, for the chosen round; the winner a model"
-        ),
-    )
-    wandb: WandbTracking | None = field(
-        default=None,
-        metadata=constraint(
-            "{project: ..., mode: online or offline}: the search a run and each trial a run of one W&B group, with its "
-            "hyperparameters and every round's validation scores; test scores in each run's summary, for the chosen "
-            "round; the winner a model artifact"
-        ),
-    )
+class TrackerSettings(dict):
+    """``tracking:``, each key a tracker's registered name (``platform.tracking.trackers``), its value
+    that tracker's own settings, built into the settings class the tracker declares (``null``: off)."""
 
 
 @dataclass(frozen=True)
@@ -399,8 +341,12 @@ class SearchSpec:
     study: StudySection | None = field(
         default=None, metadata=constraint("rows, seeds and table of a recipe study (python -m platform.study)")
     )
-    tracking: TrackingSection = field(
-        default_factory=TrackingSection, metadata=constraint("experiment trackers (MLflow); none by default")
+    tracking: TrackerSettings = field(
+        default_factory=TrackerSettings,
+        metadata=constraint(
+            "experiment trackers by name (each below, and an installed package's: docs/plugins.md), each with its "
+            "own settings; none by default"
+        ),
     )
     profiles: dict[str, dict] = field(default_factory=dict, metadata=constraint("per-profile overrides"))
 

@@ -13,8 +13,9 @@ A tracker that fails (a server that does not answer, a full disk) warns once and
 the search goes on and loses nothing (``Guarded``). What a tracker has logged is kept in the run
 directory (``tracking.json``), so a resumed search continues the same runs and logs no round twice.
 
-A tracker is one class with ``start``, ``round`` and ``finish`` (``base.Tracker``): ``mlflow_runs`` is
-the MLflow one, ``wandb_runs`` the Weights & Biases one.
+A tracker is one class with ``start``, ``round`` and ``finish`` (``base.Tracker``), registered by
+name (``trackers``: ``mlflow_runs`` the MLflow one, ``wandb_runs`` the Weights & Biases one; another
+package's through the entry point group ``doctune.trackers``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from pathlib import Path
 from ray import tune
 from ray.tune.logger import TBXLoggerCallback
 
-from platform.spec.schema import TrackingSection
+from platform.spec.schema import TrackerSettings
 from platform.tracking.base import (
     SEARCH_ARTIFACTS,
     STATE_FILE,
@@ -144,18 +145,11 @@ class ValidationOnlyTensorBoard(TBXLoggerCallback):
         super().log_trial_result(iteration, trial, kept)
 
 
-def open_trackers(tracking: TrackingSection, name: str, run_dir: Path) -> Trackers:
+def open_trackers(tracking: TrackerSettings, name: str, run_dir: Path) -> Trackers:
     """The trackers a spec's ``tracking:`` section names, for the search ``name`` in ``run_dir``."""
-    trackers: list[Tracker] = []
-    if tracking.mlflow is not None:
-        from platform.tracking.mlflow_runs import MlflowRuns
+    from platform.tracking.trackers import TRACKERS
 
-        trackers.append(MlflowRuns(tracking.mlflow, name, run_dir))
-    if tracking.wandb is not None:
-        from platform.tracking.wandb_runs import WandbRuns
-
-        trackers.append(WandbRuns(tracking.wandb, run_dir))
-    return Trackers(trackers)
+    return Trackers([TRACKERS[tracker](settings, name, run_dir) for tracker, settings in tracking.items()])
 
 
 __all__ = [

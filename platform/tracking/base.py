@@ -1,13 +1,15 @@
-"""What every tracker backend shares (``mlflow_runs``, ``wandb_runs``): the ``Tracker`` it is, the state
-it keeps in the run directory, and what a search's and a row's runs receive. ``platform.tracking``
-guards the backends and hands them the rounds."""
+"""What every tracker backend shares (``trackers.mlflow_runs``, ``trackers.wandb_runs``): the ``Tracker``
+it is, the registry it is found in (``TRACKERS``), the state it keeps in the run directory, and what a
+search's and a row's runs receive. ``platform.tracking`` guards the backends and hands them the
+rounds."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Protocol
+from typing import Any, ClassVar, Protocol
 
+from core.registry import Registry
 from platform.run_dir import write_atomic
 
 STATE_FILE = "tracking.json"
@@ -55,7 +57,17 @@ class TrackerState:
 
 
 class Tracker(Protocol):
-    """One tracking backend. Each call may raise; ``Guarded`` turns the first failure into a warning."""
+    """One tracking backend, registered by name in ``TRACKERS`` (a spec's ``tracking:`` key). It
+    declares its ``settings`` (a frozen dataclass: the spec's ``tracking.<name>`` is built into it),
+    the module its client library installs (``package``, checked before a search starts) and how to
+    install it (``install``), and is made with ``(settings, spec_name, run_dir)``. Each call may
+    raise; ``Guarded`` turns the first failure into a warning."""
+
+    settings: ClassVar[type]
+    package: ClassVar[str]
+    install: ClassVar[str]
+
+    def __init__(self, settings: Any, spec_name: str, run_dir: Path) -> None: ...
 
     def describe(self) -> str: ...
 
@@ -68,3 +80,9 @@ class Tracker(Protocol):
 
     def finish(self, rows: list, run_dir: Path, best_dir: Path | None) -> None:
         """Each row's test scores at its chosen round, the search's artifacts, the winner's model."""
+
+
+TRACKERS: Registry[type[Tracker]] = Registry("tracker")
+"""Every tracker by its name in a spec's ``tracking:``: doctune's own (``platform.tracking.trackers``)
+and an installed package's (entry point group ``doctune.trackers``), loaded when that package is
+imported."""

@@ -65,13 +65,14 @@ def _docstrings(tree: ast.Module) -> set[int]:
 def test_no_module_but_a_plugins_own_names_a_registered_plugin():
     """Central code reads plug-ins through their registries and what they declare (a default, a
     setting's perturbability, the views a recipe makes), never by name: every registered recipe,
-    loss and task name appears, as a string in code, only in modules that register plug-ins (its
+    loss, task and tracker name appears, as a string in code, only in modules that register plug-ins (its
     own, or one declared with it: DECA's recipe names its loss)."""
     from evaluators.tasks import TASKS
+    from platform.tracking.trackers import TRACKERS
     from trainers.losses import CONTRASTIVE_LOSSES
     from trainers.pairs import RECIPES
 
-    registries = (RECIPES, CONTRASTIVE_LOSSES, TASKS)
+    registries = (RECIPES, CONTRASTIVE_LOSSES, TASKS, TRACKERS)
     names = {name for registry in registries for name in registry}
     plugin_modules = {
         Path(inspect.getsourcefile(registry[name])).resolve() for registry in registries for name in registry

@@ -17,7 +17,7 @@ from platform.inputs import InputsPlan
 from platform.plans import ResolvedSearch, SearchPlan
 from platform.resources import ResourcePlan
 from platform.spec import parse_spec
-from platform.spec.schema import AshaSpec, CorpusSpec, Distribution, PbtSpec, TrackingSection
+from platform.spec.schema import AshaSpec, CorpusSpec, Distribution, PbtSpec, TrackerSettings
 from platform.strategies import SearchStrategy, strategy_for
 from platform.strategies.optuna_asha import OptunaAsha
 from platform.strategies.optuna_only import OptunaWithoutEarlyStopping
@@ -129,7 +129,7 @@ def _resolved(strategy: SearchStrategy, run_dir) -> ResolvedSearch:
         corpus_stats=stats,
         source_model="base",
         inputs=inputs,
-        tracking=TrackingSection(),
+        tracking=TrackerSettings(),
         spec_record={"name": "s"},
     )
 

@@ -12,9 +12,10 @@ import pytest
 
 from platform.results.leaderboard import Row
 from platform.spec import SpecError, load_spec, parse_spec, read_raw
-from platform.spec.schema import MlflowTracking, WandbTracking
-from platform.tracking import Trackers, steering_metrics, wandb_runs
-from platform.tracking.mlflow_runs import MlflowRuns, flat_params
+from platform.tracking import Trackers, steering_metrics
+from platform.tracking.trackers import wandb_runs
+from platform.tracking.trackers.mlflow_runs import MlflowRuns, MlflowTracking, flat_params
+from platform.tracking.trackers.wandb_runs import WandbTracking
 from tests.conftest import closed_port
 from tests.wandb_records import offline_runs
 
@@ -52,10 +53,13 @@ def test_nested_settings_become_mlflow_params():
 def test_the_tracking_section_is_typed_and_a_missing_uri_is_named():
     raw = read_raw(load_spec("smoke", "smoke")[1])
     spec = parse_spec(raw | {"tracking": {"mlflow": {"tracking_uri": "sqlite:///m.db"}}}, "smoke")
-    assert spec.tracking.mlflow == MlflowTracking(tracking_uri="sqlite:///m.db")
-    assert parse_spec(raw, "smoke").tracking.mlflow is None
+    assert spec.tracking == {"mlflow": MlflowTracking(tracking_uri="sqlite:///m.db")}
+    assert parse_spec(raw, "smoke").tracking == {}
+    assert parse_spec(raw | {"tracking": {"mlflow": None}}, "smoke").tracking == {}  # null: off
     with pytest.raises(SpecError, match=r"tracking\.mlflow\.tracking_uri"):
         parse_spec(raw | {"tracking": {"mlflow": {"experiment": "x"}}}, "smoke")
+    with pytest.raises(SpecError, match=r"tracking\.neptune: unknown tracker; known: mlflow, wandb"):
+        parse_spec(raw | {"tracking": {"neptune": {"project": "x"}}}, "smoke")
 
 
 def _row(trial: str, step: int | None, objective: float, test: float) -> Row:
@@ -148,7 +152,7 @@ def test_wandb_offline_groups_the_trials_with_the_search_and_a_resumed_search_lo
 
     run_dir = tmp_path / "run"
     settings = WandbTracking(project="doctune-test", mode="offline")
-    _killed_and_resumed(lambda: wandb_runs.WandbRuns(settings, run_dir), run_dir, driver_gone)
+    _killed_and_resumed(lambda: wandb_runs.WandbRuns(settings, "smoke", run_dir), run_dir, driver_gone)
 
     runs = offline_runs(run_dir)
     group = f"smoke ({run_dir.name})"
@@ -173,7 +177,7 @@ def test_wandb_offline_groups_the_trials_with_the_search_and_a_resumed_search_lo
 def test_a_wandb_server_that_does_not_answer_warns_once_and_the_search_goes_on(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("WANDB_BASE_URL", f"http://127.0.0.1:{closed_port()}")
     monkeypatch.setenv("WANDB_API_KEY", "0" * 40)
-    tracker = wandb_runs.WandbRuns(WandbTracking(project="doctune-test"), tmp_path)
+    tracker = wandb_runs.WandbRuns(WandbTracking(project="doctune-test"), "smoke", tmp_path)
     assert "W&B tracking (online, project doctune-test)" in _down_server_warns_once(tracker, tmp_path, capsys)
 
 
@@ -190,7 +194,7 @@ def test_a_tracker_that_is_not_installed_is_refused_with_how_to_install_it(track
     with pytest.raises(SpecError, match=rf"tracking\.{package}: .* is not installed; pip install"):
         parse_spec(raw | {"tracking": tracking}, "smoke")
     monkeypatch.undo()
-    assert getattr(parse_spec(raw | {"tracking": tracking}, "smoke").tracking, package) is not None
+    assert package in parse_spec(raw | {"tracking": tracking}, "smoke").tracking
 
 
 def test_the_round_callback_tune_saved_feeds_the_trackers_of_the_search_that_runs_now(tmp_path, store):

@@ -27,11 +27,19 @@ from __future__ import annotations
 import os
 import re
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
+from core.fields import constraint
 from platform.results import leaderboard
-from platform.spec.schema import WandbTracking
-from platform.tracking.base import SEARCH_ARTIFACTS, TrackerState, chosen_round_scores, search_settings
+from platform.tracking.base import (
+    SEARCH_ARTIFACTS,
+    TRACKERS,
+    TrackerState,
+    chosen_round_scores,
+    search_settings,
+)
 
 INIT_TIMEOUT_S = 15  # a W&B server that does not answer fails the tracker, not the search, this soon
 FLUSH_SECONDS = 1.0  # how often W&B writes a run's records to its file (x_transaction_log_flush_interval)
@@ -51,10 +59,35 @@ def artifact_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.]+", "-", text).strip("-") or "search"
 
 
+@dataclass(frozen=True)
+class WandbTracking:
+    """``tracking: {wandb: {project: ..., mode: online or offline}}``: the search a run and each trial a
+    run of one W&B group, with its hyperparameters and every round's validation scores; test scores in
+    each run's summary, for the chosen round; the winner a model artifact."""
+
+    project: str = field(metadata=constraint("the W&B project"))
+    mode: Literal["online", "offline"] = field(
+        default="online",
+        metadata=constraint(
+            "online: to the W&B server (its API key from `wandb login` or WANDB_API_KEY); offline: run files only, "
+            "uploaded later with `wandb sync`"
+        ),
+    )
+    entity: str | None = field(default=None, metadata=constraint("the W&B team or user; default: the key's own"))
+    dir: str | None = field(
+        default=None, metadata=constraint("where W&B writes its run files (a `wandb/` folder); default: the run dir")
+    )
+
+
+@TRACKERS.register("wandb")
 class WandbRuns:
     """The Weights & Biases tracker (``platform.tracking.base.Tracker``)."""
 
-    def __init__(self, settings: WandbTracking, run_dir: Path) -> None:
+    settings = WandbTracking
+    package = "wandb"
+    install = "pip install 'wandb==0.31.0' (or doctune's wandb extra)"
+
+    def __init__(self, settings: WandbTracking, spec_name: str, run_dir: Path) -> None:
         self.settings = settings
         self.dir = Path(settings.dir) if settings.dir else Path(run_dir)
         self.state = TrackerState(run_dir, "wandb")

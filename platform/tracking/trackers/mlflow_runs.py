@@ -17,14 +17,21 @@ import json
 import os
 import time
 import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.fields import constraint
 from platform.results import leaderboard
 from platform.spec import leaves
-from platform.spec.schema import MlflowTracking
-from platform.tracking.base import SEARCH_ARTIFACTS, TrackerState, chosen_round_scores, search_settings
+from platform.tracking.base import (
+    SEARCH_ARTIFACTS,
+    TRACKERS,
+    TrackerState,
+    chosen_round_scores,
+    search_settings,
+)
 
-MODEL_CODE = Path(__file__).with_name("encoder_model.py")
+MODEL_CODE = Path(__file__).parent.parent / "encoder_model.py"
 MODEL_REQUIREMENTS = ["sentence-transformers>=3", "transformers", "torch"]
 # MLflow takes at most 100 params (and 1000 metrics) in one batch, each param value at most 6000 characters
 PARAMS_PER_BATCH = 100
@@ -48,8 +55,39 @@ def flat_params(tree: dict) -> dict[str, str]:
     }
 
 
+@dataclass(frozen=True)
+class MlflowTracking:
+    """``tracking: {mlflow: {tracking_uri: ...}}``: the search a run, each trial a nested run with its
+    hyperparameters and every round's validation scores; test scores once, at the end, for the chosen
+    round; the winner a model."""
+
+    tracking_uri: str = field(
+        metadata=constraint(
+            "where MLflow keeps runs: a server (http://host:5000) or a local store (sqlite:///mlflow.db, relative "
+            "to the working directory)"
+        )
+    )
+    experiment: str | None = field(default=None, metadata=constraint("the MLflow experiment; default: the spec's name"))
+    artifact_location: str | None = field(
+        default=None,
+        metadata=constraint(
+            "where a new experiment keeps its artifacts (a directory or bucket URI); default: MLflow's own, beside a "
+            "local store or the server's"
+        ),
+    )
+    register_model: bool = field(
+        default=True,
+        metadata=constraint("register the winner (best/) in the model registry under the experiment's name"),
+    )
+
+
+@TRACKERS.register("mlflow")
 class MlflowRuns:
     """The MLflow tracker (``platform.tracking.base.Tracker``)."""
+
+    settings = MlflowTracking
+    package = "mlflow"
+    install = "pip install 'mlflow-skinny>=3.4' (or doctune's mlflow extra)"
 
     def __init__(self, settings: MlflowTracking, spec_name: str, run_dir: Path) -> None:
         self.settings = settings

@@ -1,0 +1,12 @@
+"""Experiment trackers, one module per tracker, each registered by name in ``TRACKERS``
+(``platform.tracking.base.Tracker``): ``mlflow_runs`` and ``wandb_runs`` here, and any installed
+package's, through an entry point of the group ``doctune.trackers`` (docs/plugins.md)."""
+
+from __future__ import annotations
+
+from core.registry import import_plugins
+from platform.tracking.base import TRACKERS
+
+import_plugins(__name__, __path__, "doctune.trackers")
+
+__all__ = ["TRACKERS"]
