@@ -25,8 +25,9 @@ if [ "$#" -gt 0 ]; then
 fi
 # Two lanes at once: the tests that start Ray (searches, studies, corpus preparations; never two at
 # once, as some find their workers among the host's processes) in this process, and every other test
-# beside them, in the CPU a search leaves idle (about a third); its output follows the Ray lane's.
-# Ctrl-C (or a kill) stops both lanes.
+# beside them, at a lower priority so that it takes the CPU a search leaves idle (about a third)
+# rather than slowing the Ray lane, the longer one; its output follows the Ray lane's. Ctrl-C (or a
+# kill) stops both lanes.
 other_log="$(mktemp)"
 other_lane=""
 stop_other_lane() {
@@ -35,7 +36,7 @@ stop_other_lane() {
 }
 trap stop_other_lane EXIT
 trap 'exit 130' INT TERM
-"$python" -m pytest -m "not ray" -p no:cacheprovider >"$other_log" 2>&1 &
+nice -n 10 "$python" -m pytest -m "not ray" -p no:cacheprovider >"$other_log" 2>&1 &
 other_lane=$!
 ray_status=0
 "$python" -m pytest -m "ray and not onprem and not autoscaling" || ray_status=$?
