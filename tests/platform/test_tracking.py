@@ -221,3 +221,11 @@ def test_the_round_callback_tune_saved_feeds_the_trackers_of_the_search_that_run
     assert steps == [{}, {"t1": 4}]
     with Trackers([]).fed({}) as none:
         assert none is None  # no trackers, no callback
+
+
+def test_the_search_record_names_the_distribution_that_installed_each_trackers_library():
+    from platform.environment import _tracker_packages, _version
+
+    # the test extra installs MLflow as mlflow-skinny, whose module is mlflow: its version is recorded
+    versions = {name: _version(name) for name in _tracker_packages()}
+    assert versions["mlflow-skinny"] and versions["wandb"] == "0.31.0", versions

@@ -90,7 +90,7 @@ class MlflowRuns:
     install = "pip install 'mlflow-skinny>=3.4' (or doctune's mlflow extra)"
 
     def __init__(self, settings: MlflowTracking, spec_name: str, run_dir: Path) -> None:
-        self.settings = settings
+        self.config = settings
         self.experiment = settings.experiment or spec_name
         self.state = TrackerState(run_dir, "mlflow")
         self._client = None
@@ -99,14 +99,14 @@ class MlflowRuns:
         return {**self.__dict__, "_client": None}
 
     def describe(self) -> str:
-        return f"MLflow tracking at {self.settings.tracking_uri}"
+        return f"MLflow tracking at {self.config.tracking_uri}"
 
     @property
     def client(self):
         if self._client is None:
             for name, value in MLFLOW_SETTINGS.items():
                 os.environ.setdefault(name, value)
-            uri = self.settings.tracking_uri
+            uri = self.config.tracking_uri
             if uri.startswith(("http://", "https://")):  # one short probe before any of MLflow's retries
                 urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=PROBE_TIMEOUT_S).close()
             from mlflow import MlflowClient
@@ -125,7 +125,7 @@ class MlflowRuns:
             experiment_id = experiment.experiment_id
         else:
             experiment_id = self.client.create_experiment(
-                self.experiment, artifact_location=self.settings.artifact_location
+                self.experiment, artifact_location=self.config.artifact_location
             )
         tags = {"doctune.run_dir": str(run_dir), "doctune.profile": profile}
         run = self.client.create_run(experiment_id, run_name=f"{spec['name']} ({run_dir.name})", tags=tags)
@@ -197,14 +197,14 @@ class MlflowRuns:
         """The winner as a pyfunc model from code, logged from the search's run (and registered)."""
         import mlflow
 
-        mlflow.set_tracking_uri(self.settings.tracking_uri)
+        mlflow.set_tracking_uri(self.config.tracking_uri)
         with mlflow.start_run(run_id=search_run):  # log_model writes into the active run
             info = mlflow.pyfunc.log_model(
                 name="encoder",
                 python_model=str(MODEL_CODE),
                 artifacts={"encoder": str(best_dir)},
                 pip_requirements=MODEL_REQUIREMENTS,
-                registered_model_name=self.experiment if self.settings.register_model else None,
+                registered_model_name=self.experiment if self.config.register_model else None,
             )
         if info.registered_model_version is not None:
             self.client.set_tag(

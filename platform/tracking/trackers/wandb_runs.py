@@ -88,12 +88,12 @@ class WandbRuns:
     install = "pip install 'wandb==0.31.0' (or doctune's wandb extra)"
 
     def __init__(self, settings: WandbTracking, spec_name: str, run_dir: Path) -> None:
-        self.settings = settings
+        self.config = settings
         self.dir = Path(settings.dir) if settings.dir else Path(run_dir)
         self.state = TrackerState(run_dir, "wandb")
 
     def describe(self) -> str:
-        return f"W&B tracking ({self.settings.mode}, project {self.settings.project})"
+        return f"W&B tracking ({self.config.mode}, project {self.config.project})"
 
     # tracking.json: {"wandb": {"group", "search_run", "trial_runs": {trial: id}, "steps": {trial: step},
     # "finished": bool}}
@@ -167,14 +167,14 @@ class WandbRuns:
 
         self.dir.mkdir(parents=True, exist_ok=True)
         run = wandb.init(
-            project=self.settings.project,
-            entity=self.settings.entity,
+            project=self.config.project,
+            entity=self.config.entity,
             group=group,
             job_type=job_type,
             name=name,
             id=run_id,
             resume="allow",
-            mode=self.settings.mode,
+            mode=self.config.mode,
             dir=str(self.dir),
             config=config,
             reinit="create_new",
