@@ -343,7 +343,7 @@ class CheckpointScorer:
     def metrics(self, scores: Scores) -> dict[str, float]:
         """What a round reports of its scores: every score flattened and the objectives, which read
         validation scores only (what Optuna, ASHA and the best round see). A search's rounds score
-        validation alone (``platform.resolution``); where a plan scores the test part too, its
+        validation alone (``platform.search_path.resolution``); where a plan scores the test part too, its
         objective is logged beside them and never steers anything."""
         reported = {**flatten(scores), **self.plan.reported_objectives(main_scores(scores, "val"))}
         if "test" in self.plan.parts:

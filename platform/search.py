@@ -18,26 +18,26 @@ from typing import TYPE_CHECKING
 
 from core.logs import add_verbosity_options, show_on_console
 from evaluators.part_sizes import small_parts
-from platform.autoscaling import cluster_to_plan_for
+from platform.cluster.autoscaling import cluster_to_plan_for
+from platform.cluster.ray_cluster import ray_init, starts_its_own_ray
+from platform.cluster.resources import InfeasibleResources
 from platform.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, UsageError
-from platform.inputs import InputsPlan, check_inputs, prepare_inputs
-from platform.ray_cluster import ray_init, starts_its_own_ray
-from platform.resolution import (
+from platform.runs.run_dir import write_atomic
+from platform.runs.timings import PhaseClock
+from platform.search_path.inputs import InputsPlan, check_inputs, prepare_inputs
+from platform.search_path.resolution import (
     SEARCH_RECORD,
     SearchRequest,
     resolve,
     settle,
     this_machine,
 )
-from platform.resources import InfeasibleResources
-from platform.run_dir import write_atomic
 from platform.spec import PROFILES, SpecError
-from platform.timings import PhaseClock
 
 log = logging.getLogger(f"doctune.{__name__}")
 
 if TYPE_CHECKING:
-    from platform.listeners import TrialListener
+    from platform.search_path.listeners import TrialListener
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -54,7 +54,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--storage",
         metavar="URI",
         help="keep the run's trials and records there, for nodes that share no file system (s3://bucket/prefix, "
-        "gs://..., a path; platform/storage.py); with --resume and no run dir yet, its records are fetched first",
+        "gs://..., a path; platform/runs/storage.py); with --resume and no run dir yet, its records are fetched first",
     )
     resuming = parser.add_mutually_exclusive_group()
     resuming.add_argument("--resume", action="store_true", help="continue the search in an existing run dir")
@@ -104,7 +104,7 @@ def run(
     trial's id and every round it reports). Raises ``bad_input()``'s errors, ``BaseStageFailed``
     when the base stage fails, ``KeyboardInterrupt`` when interrupted (the same call with
     ``resume=True`` continues it)."""
-    from platform.listeners import listening
+    from platform.search_path.listeners import listening
     from platform.tracking.trackers.wandb_runs import use_own_service
 
     clock = PhaseClock()
@@ -193,7 +193,7 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> SearchOutc
         if not request.storage:
             code, rows = _prepare_and_search(resolved, request.resume, clock)
             return SearchOutcome(code, rows, run_dir, summary)
-        from platform.records import RunRecords
+        from platform.runs.records import RunRecords
 
         records = RunRecords(request.storage, run_dir)
         with records.kept_current():  # the driver's records follow in the storage, whatever ends the search
@@ -206,7 +206,7 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> SearchOutc
 def _prepare_and_search(resolved, resume: bool, clock: PhaseClock) -> tuple[int, list]:
     """In a run directory that exists: the base stage (when the spec has one), the evaluator pool,
     then the search and its report. The exit code and the leaderboard's rows."""
-    from platform import tuner
+    from platform.search_path import tuner
 
     inputs, run_dir, profile = resolved.inputs, resolved.run_dir, resolved.profile
     if inputs.base is not None:  # trained (or taken from the cache) now that Ray runs and the run is recorded
@@ -251,9 +251,10 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> tuple[int, 
     """With the evaluators up: the baselines and the trials, then what they establish
     (``platform.results``: the leaderboard, the winner's comparison with the baselines), the
     winner's export to ``best/``, the report and the timings."""
-    from platform import export, results, tracking, tuner
+    from platform import export, results, tracking
     from platform.results import leaderboard
-    from platform.timings import trial_seconds, write_timings
+    from platform.runs.timings import trial_seconds, write_timings
+    from platform.search_path import tuner
 
     run_dir = resolved.run_dir
     trackers = tracking.open_trackers(resolved.tracking, resolved.search.name, run_dir)

@@ -35,18 +35,18 @@ import time
 from pathlib import Path
 
 from core.logs import add_verbosity_options, show_on_console
-from platform import tuner
-from platform.autoscaling import cluster_to_plan_for
+from platform.cluster.autoscaling import cluster_to_plan_for
+from platform.cluster.ray_cluster import ray_init, starts_its_own_ray
+from platform.cluster.resources import InfeasibleResources
 from platform.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, UsageError
-from platform.inputs import InputsPlan, check_inputs, prepare_inputs
-from platform.plans import ResolvedSearch
-from platform.ray_cluster import ray_init, starts_its_own_ray
-from platform.resolution import fit_to_cluster, resolve
-from platform.resources import InfeasibleResources
-from platform.run_dir import check_run_dir, write_atomic
+from platform.results.study_table import RowResult, rank_rows, write_table
+from platform.runs.run_dir import check_run_dir, write_atomic
+from platform.runs.timings import TIMINGS_FILE, PhaseClock
+from platform.search_path import tuner
+from platform.search_path.inputs import InputsPlan, check_inputs, prepare_inputs
+from platform.search_path.plans import ResolvedSearch
+from platform.search_path.resolution import fit_to_cluster, resolve
 from platform.spec import SearchSpec, SpecError, load_spec
-from platform.study_table import RowResult, rank_rows, write_table
-from platform.timings import TIMINGS_FILE, PhaseClock
 
 log = logging.getLogger(f"doctune.{__name__}")
 

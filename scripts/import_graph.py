@@ -37,8 +37,13 @@ FORBIDDEN = {
 # What the trials establish never reaches back into the search that ran them; resolving a search
 # knows nothing of either.
 CONTRACTS = {
-    "platform.results": ("platform.tuner", "platform.resolution", "platform.search", "platform.study"),
-    "platform.resolution": ("platform.results", "platform.tuner"),
+    "platform.results": (
+        "platform.search_path.tuner",
+        "platform.search_path.resolution",
+        "platform.search",
+        "platform.study",
+    ),
+    "platform.search_path.resolution": ("platform.results", "platform.search_path.tuner"),
 }
 MAX_LINES = 400
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from core.run_files import RunFiles
-from platform.ray_cluster import LOCAL_RAY_START_LIMITS
+from platform.cluster.ray_cluster import LOCAL_RAY_START_LIMITS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # no test may reach a model hub
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

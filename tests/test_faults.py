@@ -63,7 +63,7 @@ def test_killed_workers_resume_from_their_checkpoints_and_a_later_divergence_end
        the search goes on to its report."""
     import optuna
 
-    from platform.strategies.optuna_study import study_storage
+    from platform.strategies.optuna_base import optuna_storage
 
     changes = {
         "train.steps": 8,
@@ -125,7 +125,7 @@ def test_killed_workers_resume_from_their_checkpoints_and_a_later_divergence_end
     reports = [json.loads(line) for line in result_file.read_text().splitlines() if line.strip()]
     assert all(r["report_step"] == r["step"] and r["eval_seconds"] >= r["scoring_seconds"] for r in reports)
     assert (run_dir / "best" / "doctune.json").exists()  # the search went on to its report and export
-    study = optuna.load_study(study_name="smoke", storage=study_storage(run_dir))
+    study = optuna.load_study(study_name="smoke", storage=optuna_storage(run_dir))
     assert len(study.trials) == 1 and study.trials[0].state.is_finished()
 
 

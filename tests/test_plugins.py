@@ -105,7 +105,7 @@ CHECK = textwrap.dedent(
     else:
         raise AssertionError("a misspelt recipe was accepted")
 
-    from platform.spec_docs import render
+    from platform.spec.docs import render
 
     rows = {line.split("|")[1].strip(): line for line in render().splitlines() if line.startswith("| `")}
     assert "recipe shuffled" in rows["`shuffled_share`"] and "≥ 2, ≤ 1000" in rows["`shuffled_min_sentences`"], rows

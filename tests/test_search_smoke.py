@@ -162,7 +162,7 @@ def _in_wandb(run_dir, trial: str, step: int) -> bool:
 
 def _in_the_buckets_wandb(storage, into: Path, trial: str, step: int) -> bool:
     """``_in_wandb`` of W&B's offline run files as the bucket holds them (the driver uploads its
-    records every few seconds: platform.records)."""
+    records every few seconds: platform.runs.records)."""
     shutil.rmtree(into, ignore_errors=True)
     try:
         storage.pull(into, under=("wandb/",))
@@ -207,7 +207,7 @@ def killed(tmp_path_factory, tracking_server, bucket, smoke_corpus):
     inside that window); then both nodes are stopped and the driver's run directory deleted: the
     resumed trial goes on from its first round, as the bucket alone holds it, and trains and reports
     the second again. Returns the spec, the run directory and ``Killed``."""
-    from platform.storage import RunStorage
+    from platform.runs.storage import RunStorage
     from trainers.checkpoint import staging_dir
 
     storage = RunStorage.open(bucket, writable=False)
@@ -271,7 +271,7 @@ def kept(smoke_run, bucket, tmp_path_factory):
     """The finished smoke search as its bucket holds it, fetched whole into a directory: the trials'
     and Tune's files (written there by them, never in the driver's run directory) and the driver's
     records."""
-    from platform.storage import RunStorage
+    from platform.runs.storage import RunStorage
 
     view = tmp_path_factory.mktemp("kept") / "smoke"
     RunStorage.open(bucket, writable=False).pull(view, under=("",))
@@ -286,7 +286,7 @@ def test_a_search_killed_with_sigkill_resumes_losing_and_rerunning_nothing(kille
     import optuna
 
     from core.run_files import RunFiles
-    from platform.strategies.optuna_study import study_storage
+    from platform.strategies.optuna_base import optuna_storage
 
     _, run_dir, before = killed
     _, stdout = smoke_run
@@ -303,7 +303,7 @@ def test_a_search_killed_with_sigkill_resumes_losing_and_rerunning_nothing(kille
     assert f"[{before.interrupted}] resumed from step_000002" in stdout
     assert f"doctune: fetched the run's records from {bucket} into {run_dir}" in stdout
     assert "scoring the base model" not in stdout  # its scores were in the bucket: not scored again
-    study = optuna.load_study(study_name="smoke", storage=study_storage(run_dir))
+    study = optuna.load_study(study_name="smoke", storage=optuna_storage(run_dir))
     assert [t.state for t in study.trials] == [optuna.trial.TrialState.COMPLETE] * 2
     params = sorted(t.params["temperature"] for t in study.trials)
     assert params == pytest.approx(sorted(r["hyperparameters"]["temperature"] for r in trials))
@@ -586,7 +586,7 @@ def float_kernels() -> str:
     they train)."""
     import torch
 
-    from platform.environment import cpu_model
+    from platform.cluster.environment import cpu_model
 
     return f"torch {torch.__version__}, ATen CPU capability {torch.backends.cpu.get_cpu_capability()}, {cpu_model()}"
 
@@ -766,7 +766,7 @@ def test_the_bucket_alone_holds_the_run_and_exports_its_winner_and_its_report(sm
 def test_a_fresh_machine_resumes_the_finished_search_from_its_bucket_and_reruns_nothing(
     smoke_run, tracking_server, bucket, tmp_path
 ):
-    from platform.storage import RunStorage
+    from platform.runs.storage import RunStorage
 
     run_dir, _ = smoke_run
     fresh = tmp_path / "smoke"  # the same name: the trackers find the search's runs by it
@@ -1009,7 +1009,7 @@ def test_each_recipes_gpu_sized_spec_runs_real_trials_under_the_smoke_profile(
 def test_two_objectives_give_a_pareto_front_from_warm_started_trials(tmp_path):
     import optuna
 
-    from platform.strategies.optuna_study import study_storage
+    from platform.strategies.optuna_base import optuna_storage
 
     run_dir = tmp_path / "run"
     # one worker per trial: the two trials fit the machine at once (each trial's start-up overlaps the
@@ -1046,7 +1046,7 @@ def test_two_objectives_give_a_pareto_front_from_warm_started_trials(tmp_path):
     laser = next(r for r in trials if r["hyperparameters"]["recipe"] == "laser")["hyperparameters"]
     assert (laser["laser_mode"], laser["elongation_max"], laser["lr"]) == ("self", 256, 3e-5)
     # the Optuna study is in the run dir, for optuna-dashboard, with both objectives told
-    study = optuna.load_study(study_name="quality_vs_length", storage=study_storage(run_dir))
+    study = optuna.load_study(study_name="quality_vs_length", storage=optuna_storage(run_dir))
     assert len(study.directions) == 2 and len(study.trials) == 2
     assert sorted(t.values for t in study.trials) == sorted(
         [[r["objectives"]["quality"], r["objectives"]["robustness"]] for r in trials]

@@ -3,7 +3,7 @@
 A replica of Ray Tune's ``ASHAScheduler`` rather than the scheduler itself: importing ``ray.tune``
 takes seconds, longer than replaying thousands of seeds of the methods without TPE, and the
 scheduler is fed ``Trial`` objects. ``tests/bench/test_asha_against_ray.py`` holds the replica to
-Ray's decisions: it drives the installed ``ASHAScheduler`` (built as ``platform/tuner.py`` builds it)
+Ray's decisions: it drives the installed ``ASHAScheduler`` (built as ``platform/search_path/tuner.py`` builds it)
 with the same results and requires the same stop/continue decision at every one, so a Ray upgrade
 that changes ASHA fails there instead of drifting from the replay.
 """

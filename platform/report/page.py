@@ -161,7 +161,7 @@ def _search_section(run: Run) -> str:
 
 
 def _environment(env: dict | None) -> str:
-    """``search.json``'s environment in one line (``platform.environment``)."""
+    """``search.json``'s environment in one line (``platform.cluster.environment``)."""
     if not env:
         return "not recorded (a run directory from before the environment was kept)"
     gpu = env["gpu"]

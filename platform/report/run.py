@@ -13,8 +13,8 @@ import pandas as pd
 
 from core.run_files import RunFiles
 from platform.results.leaderboard import Row, read_leaderboard
-from platform.run_dir import TUNE_DIR
-from platform.storage import run_files_of
+from platform.runs.run_dir import TUNE_DIR
+from platform.runs.storage import run_files_of
 
 PLOTS_DIR = "plots"  # under the run directory
 
@@ -162,7 +162,7 @@ def _read_trial_log(data: bytes, name: str) -> pd.DataFrame | None:
 
 def param_importances(journal: Path, study_name: str) -> dict[str, float]:
     """Optuna's importance of each searched hyperparameter for the (first) objective, read from the
-    study the search kept in ``journal``; PlotSkipped where there is too little to judge from."""
+    Optuna study the search kept in ``journal``; PlotSkipped where there is too little to judge from."""
     if not journal.is_file():
         raise PlotSkipped(f"the run directory holds no {journal.name} (no Optuna study was kept)")
     import optuna
@@ -171,22 +171,24 @@ def param_importances(journal: Path, study_name: str) -> dict[str, float]:
     from optuna.trial import TrialState
 
     try:
-        study = optuna.load_study(study_name=study_name, storage=JournalStorage(JournalFileBackend(str(journal))))
+        optuna_study = optuna.load_study(
+            study_name=study_name, storage=JournalStorage(JournalFileBackend(str(journal)))
+        )
     except KeyError:
-        raise PlotSkipped(f"{journal.name} holds no study named {study_name!r}") from None
-    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        raise PlotSkipped(f"{journal.name} holds no Optuna study named {study_name!r}") from None
+    complete = optuna_study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     if len(complete) < 2:
         raise PlotSkipped(f"the Optuna study has {len(complete)} completed trial(s); importance needs at least 2")
     names = {name for trial in complete for name in trial.params}
     if not any(len({trial.params.get(name) for trial in complete}) > 1 for name in names):
         raise PlotSkipped("no hyperparameter took more than one value in the completed trials")
-    if len(study.directions) == 1:
-        importances = optuna.importance.get_param_importances(study)
+    if len(optuna_study.directions) == 1:
+        importances = optuna.importance.get_param_importances(optuna_study)
     else:
         # several objectives need a target: the first, which ranks. Optuna's default evaluator
         # (PED-ANOVA) then reads low values as good, so a maximised objective is negated.
-        sign = -1.0 if study.directions[0] == optuna.study.StudyDirection.MAXIMIZE else 1.0
+        sign = -1.0 if optuna_study.directions[0] == optuna.study.StudyDirection.MAXIMIZE else 1.0
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="PedAnovaImportanceEvaluator computes the importances")
-            importances = optuna.importance.get_param_importances(study, target=lambda t: sign * t.values[0])
+            importances = optuna.importance.get_param_importances(optuna_study, target=lambda t: sign * t.values[0])
     return {name: float(value) for name, value in importances.items()}

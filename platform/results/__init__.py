@@ -7,8 +7,9 @@ reference row, the ranking's noise (``winner``, ``ranking``) and the leaderboard
 The search enters it twice: ``baseline_record`` before its trials (the baselines are scored while
 the evaluators have nothing else to do, and a resumed search reads them back), and ``establish``
 after them, which returns the ``Standing``. No row is changed outside this package, and it never
-imports the search's own modules (``platform.tuner``, ``platform.resolution``, ``platform.search``):
-the one thing it needs of them, training a configuration with more seeds, is handed in.
+imports the search's own modules (``platform.search_path.tuner``, ``platform.search_path.resolution``,
+``platform.search``): the one thing it needs of them, training a configuration with more seeds, is
+handed in.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from platform.results.baselines import baseline_record
 from platform.results.ranking import RankingNoise
 from platform.results.winner import Retrain
-from platform.timings import PhaseClock
+from platform.runs.timings import PhaseClock
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ import logging
 from collections.abc import Callable
 
 from core.logs import progress
-from platform.plans import ResolvedSearch
-from platform.timings import PhaseClock
+from platform.runs.timings import PhaseClock
+from platform.search_path.plans import ResolvedSearch
 
 log = logging.getLogger(f"doctune.{__name__}")
 

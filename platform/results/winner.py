@@ -19,7 +19,7 @@ REPORT_TOP_TRIALS = 3  # trials scored on the report-only tasks, beside the base
 CONFIRM_SUFFIX = "-confirm"  # the confirmation's Tune run: the search's name and this
 
 # Trains a configuration (the searched hyperparameters) once per seed as one Tune run of the given
-# name and returns its results (``platform.tuner.train_seeds``, bound to the search).
+# name and returns its results (``platform.search_path.tuner.train_seeds``, bound to the search).
 Retrain = Callable[[dict, list[int], str], object]
 
 

@@ -312,7 +312,7 @@ def _check_warm_start(search: SearchSection) -> None:
 
 def workers_checked(spec: SearchSpec) -> int:
     """The worker count the checks hold the batch to: ``auto`` is fitted to the cluster later, to a
-    count that divides every batch size (``platform.resolution.fit_to_cluster``), so 1 here."""
+    count that divides every batch size (``platform.search_path.resolution.fit_to_cluster``), so 1 here."""
     return 1 if spec.train.workers == "auto" else spec.train.workers
 
 

@@ -5,7 +5,7 @@ driver reads the strategy, never the spec.
 - ``optuna_asha``: Optuna draws each trial, ASHA stops the trials behind (the default);
 - ``optuna_only``: Optuna without early stopping (one round, ``asha: null``, several objectives);
 - ``population``: Population Based Training (``scheduler: {pbt: ...}``);
-- ``samplers``: the Optuna sampler sized to the budget; ``optuna_study``: the study the two Optuna
+- ``samplers``: the Optuna sampler sized to the budget; ``optuna_base``: the Optuna study the two Optuna
   modes share.
 """
 

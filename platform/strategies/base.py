@@ -3,7 +3,7 @@
 Each search mode is one module here, built once by ``platform.strategies.build.strategy_for``:
 Optuna with ASHA stopping the trials behind (``optuna_asha``), Optuna without early stopping
 (``optuna_only``: one round, ``asha: null`` or several objectives), and Population Based Training
-(``population``). A strategy holds its whole plan; ``platform.tuner`` hands its parts to Tune.
+(``population``). A strategy holds its whole plan; ``platform.search_path.tuner`` hands its parts to Tune.
 """
 
 from __future__ import annotations

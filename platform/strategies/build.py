@@ -1,4 +1,4 @@
-"""The one place a spec's ``search:`` section becomes a strategy (``platform.resolution.resolve``
+"""The one place a spec's ``search:`` section becomes a strategy (``platform.search_path.resolution.resolve``
 calls it once); past it, the driver reads the strategy."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ def strategy_for(
     ``metrics`` (several: NSGA-II, and no early stopping), with trials of ``rounds`` evaluation
     rounds, ``concurrent``: several at once. Its modules load here: PBT's imports Ray Tune."""
     from platform.strategies.optuna_asha import OptunaAsha
+    from platform.strategies.optuna_base import OptunaPlan
     from platform.strategies.optuna_only import OptunaWithoutEarlyStopping
-    from platform.strategies.optuna_study import OptunaPlan
     from platform.strategies.samplers import plan_sampler
 
     warm_start = tuple(dict(point) for point in search.warm_start[: search.samples])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from platform.spec.schema import AshaSpec
 from platform.strategies.base import TuneParts
-from platform.strategies.optuna_study import OptunaPlan, OptunaStrategy
+from platform.strategies.optuna_base import OptunaPlan, OptunaStrategy
 
 
 @dataclass(frozen=True)

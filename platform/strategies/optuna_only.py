@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from platform.strategies.base import TuneParts
-from platform.strategies.optuna_study import OptunaPlan, OptunaStrategy
+from platform.strategies.optuna_base import OptunaPlan, OptunaStrategy
 
 
 @dataclass(frozen=True)

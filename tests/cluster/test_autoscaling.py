@@ -1,5 +1,5 @@
 """A search on an autoscaling cluster that starts with no GPU node plans for the GPU nodes its
-autoscaler may launch, and its trials get them (``platform.autoscaling``).
+autoscaler may launch, and its trials get them (``platform.cluster.autoscaling``).
 
 The cluster is real: a Ray head started with ``--autoscaling-config`` runs Ray's autoscaler, whose
 ``fake_multinode`` provider launches worker nodes as local processes of the declared node types

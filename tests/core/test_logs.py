@@ -36,7 +36,7 @@ def test_the_console_sends_progress_to_stdout_and_warnings_to_stderr(doctune_log
     show_on_console(verbosity)  # again: one console, at the level asked last
     assert sum(h.__class__.__name__ == "_Console" for h in doctune_logger.handlers) == 1
     assert tells_progress() == (verbosity >= 0)
-    module = logging.getLogger(f"{LOGGER}.platform.tuner")
+    module = logging.getLogger(f"{LOGGER}.platform.search_path.tuner")
     module.debug("doctune: debug")
     for level in ("info", "warning", "error"):
         getattr(module, level)(f"doctune: {level}")

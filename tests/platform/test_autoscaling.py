@@ -1,14 +1,14 @@
 """What an autoscaler may launch, read from the config ``ray up`` leaves on the head, and the plan
-made for it (``platform.autoscaling``). The autoscaler itself, launching nodes for a search's
+made for it (``platform.cluster.autoscaling``). The autoscaler itself, launching nodes for a search's
 trials: tests/cluster/test_autoscaling.py."""
 
 from __future__ import annotations
 
 import yaml
 
-from platform.autoscaling import from_cluster_config, launchable, plan_for_growth
-from platform.resolution import fit_to_cluster, plan_search_resources
-from platform.resources import LARGEST_NODE_GPUS
+from platform.cluster.autoscaling import from_cluster_config, launchable, plan_for_growth
+from platform.cluster.resources import LARGEST_NODE_GPUS
+from platform.search_path.resolution import fit_to_cluster, plan_search_resources
 from platform.spec import load_spec
 from tests.conftest import ROOT
 

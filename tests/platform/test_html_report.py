@@ -31,12 +31,12 @@ from optuna.storages.journal import JournalFileBackend
 
 from evaluators.scores import flatten
 from evaluators.tasks.base import Outcomes, mean_of_rows
-from platform.environment import environment
+from platform.cluster.environment import environment
 from platform.report import plots, write_reports
 from platform.report.run import PlotSkipped, ReportError, param_importances, read_run
 from platform.results import ranking
 from platform.results.leaderboard import BASELINE_ID, Row, write_leaderboard
-from platform.run_dir import STUDY_FILE
+from platform.runs.run_dir import OPTUNA_JOURNAL
 from tests.conftest import ROOT
 
 NAME = "report_test"
@@ -246,7 +246,7 @@ def make_run_dir(root: Path, multi: bool = True, journal: bool = True) -> Path:
     )
     write_leaderboard(rows, run_dir, TASKS, _ranking_noise(rows))
     if journal:
-        _write_study(run_dir / STUDY_FILE, multi, TRIALS)
+        _write_study(run_dir / OPTUNA_JOURNAL, multi, TRIALS)
     winner_dir = run_dir / "best"
     winner_dir.mkdir()
     (winner_dir / "doctune.json").write_text(json.dumps({"trial_id": TRIALS[0][0], "pooling": "mean"}))
@@ -398,19 +398,19 @@ def test_a_single_objective_run_without_a_journal_says_why_importance_is_missing
     ids=["one-trial", "nothing-varied"],
 )
 def test_importance_is_skipped_with_a_reason_when_the_study_cannot_judge(tmp_path, trials, message):
-    journal = tmp_path / STUDY_FILE
+    journal = tmp_path / OPTUNA_JOURNAL
     _write_study(journal, multi=False, trials=trials)
     with pytest.raises(PlotSkipped, match=message):
         param_importances(journal, NAME)
 
 
 def test_importance_of_a_multi_objective_study_is_for_the_first_objective(tmp_path):
-    journal = tmp_path / STUDY_FILE
+    journal = tmp_path / OPTUNA_JOURNAL
     _write_study(journal, multi=True, trials=TRIALS)
     importances = param_importances(journal, NAME)
     assert set(importances) == {"lr", "temperature", "mlm_weight"}
     assert sum(importances.values()) == pytest.approx(1.0)
-    with pytest.raises(PlotSkipped, match="holds no study named 'elsewhere'"):
+    with pytest.raises(PlotSkipped, match="holds no Optuna study named 'elsewhere'"):
         param_importances(journal, "elsewhere")
 
 
@@ -495,7 +495,7 @@ def test_the_report_of_a_run_kept_at_a_storage_uri_is_written_locally_and_whole(
     # the same plots as the run directory's own report (the timeline needs Tune's logs, the importance
     # the Optuna journal)
     assert page.count("<img") == local.count("<img") == 4
-    assert (out / STUDY_FILE).is_file() and not (out / "trials").exists()  # the records, no checkpoint
+    assert (out / OPTUNA_JOURNAL).is_file() and not (out / "trials").exists()  # the records, no checkpoint
     # the page names the run where it is kept, and exports from there (no weights were fetched)
     assert f"run {copy.as_uri()}" in page and ".doctune-report-" not in page and "Exported to" not in page
     assert f"python -m platform.export {copy.as_uri()} --trial {TRIALS[0][0]} --to DIR" in page

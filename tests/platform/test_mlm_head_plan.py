@@ -9,9 +9,9 @@ import optuna
 import pytest
 
 from core.encoder import has_mlm_head, resolve_model
-from platform.inputs import InputsPlan, needs_mlm_head, prepare_inputs
+from platform.search_path.inputs import InputsPlan, needs_mlm_head, prepare_inputs
 from platform.spec import PROFILES, SPACES_DIR, parse_spec, read_raw
-from platform.strategies.optuna_study import ConditionalSpace
+from platform.strategies.optuna_base import ConditionalSpace
 from tests.conftest import run_smoke_search, spec_variant
 from trainers.settings import TrialSettings
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from platform.resources import TRIAL_CPU, InfeasibleResources, gpus_taken, plan_resources
+from platform.cluster.resources import TRIAL_CPU, InfeasibleResources, gpus_taken, plan_resources
 from platform.spec.schema import EvaluationSection, TrainSection
 
 

@@ -117,14 +117,14 @@ def test_grid_specs_are_checked():
 
 
 def test_trials_a_killed_search_left_running_are_failed_when_the_search_ends(tmp_path):
-    from platform.strategies.optuna_study import fail_unfinished_study_trials, study_storage
+    from platform.strategies.optuna_base import fail_unfinished_optuna_trials, optuna_storage
 
-    assert fail_unfinished_study_trials(tmp_path, "s") == 0  # no study yet
-    study = optuna.create_study(study_name="s", storage=study_storage(tmp_path), direction="maximize")
+    assert fail_unfinished_optuna_trials(tmp_path, "s") == 0  # no study yet
+    study = optuna.create_study(study_name="s", storage=optuna_storage(tmp_path), direction="maximize")
     study.tell(study.ask(), 0.5)
     study.ask()  # suggested, never told: what a driver killed at the wrong moment leaves
-    assert fail_unfinished_study_trials(tmp_path, "s") == 1
-    states = [t.state for t in optuna.load_study(study_name="s", storage=study_storage(tmp_path)).trials]
+    assert fail_unfinished_optuna_trials(tmp_path, "s") == 1
+    states = [t.state for t in optuna.load_study(study_name="s", storage=optuna_storage(tmp_path)).trials]
     assert states == [optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL]
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from platform.ray_cluster import WORKERS_START_TIMEOUT_S, recorded_address_if_alive
+from platform.cluster.ray_cluster import WORKERS_START_TIMEOUT_S, recorded_address_if_alive
 from tests.conftest import ROOT
 
 
@@ -52,7 +52,10 @@ def test_the_driver_starts_its_own_ray_beside_a_stale_record():
     with tempfile.TemporaryDirectory(dir="/tmp", prefix="r") as short:
         _record(Path(short) / "ray", f"127.0.0.1:{_closed_port()}")
         env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"} | {"TMPDIR": short}
-        probe = "from platform.ray_cluster import ray_init; import ray; print(ray_init(None)['CPU']); ray.shutdown()"
+        probe = (
+            "from platform.cluster.ray_cluster import ray_init; import ray; "
+            "print(ray_init(None)['CPU']); ray.shutdown()"
+        )
         done = subprocess.run(
             [sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
         )
@@ -69,7 +72,7 @@ def test_a_resumed_search_lets_restored_trials_wait_for_workers():
     instead of erroring after 60 s. Read off a real Ray's workers, resumed and not."""
     probe = (
         "import os, sys, ray\n"
-        "from platform.ray_cluster import ray_init\n"
+        "from platform.cluster.ray_cluster import ray_init\n"
         "ray_init(None, trials_may_wait=sys.argv[1] == 'resume')\n"
         "name = 'RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S'\n"
         "print(ray.get(ray.remote(lambda: os.environ.get(name, 'unset')).remote()))\n"
@@ -92,7 +95,7 @@ import ray
 from ray._private.services import find_gcs_addresses
 from ray.util.state import get_actor
 
-from platform.ray_cluster import ray_init
+from platform.cluster.ray_cluster import ray_init
 
 ray_init(None)
 

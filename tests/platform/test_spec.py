@@ -373,10 +373,10 @@ def test_cli_refuses_an_existing_run_dir_without_resume(tmp_path):
 
 
 def test_the_spec_reference_is_generated_from_the_schema():
-    from platform.spec_docs import render
+    from platform.spec.docs import render
 
     assert (ROOT / "docs" / "spec.md").read_text() == render(), (
-        "regenerate: python -m platform.spec_docs > docs/spec.md"
+        "regenerate: python -m platform.spec.docs > docs/spec.md"
     )
 
 
@@ -428,8 +428,8 @@ def test_a_search_parses_its_spec_once(tmp_path, monkeypatch):
     provisional spec before Ray and a resumed run's checks read those specs, never the YAML again."""
     import json
 
-    import platform.resolution as resolution
-    from platform.resolution import SearchRequest
+    import platform.search_path.resolution as resolution
+    from platform.search_path.resolution import SearchRequest
 
     parsed = []
     monkeypatch.setattr(resolution, "parse_profiles", lambda raw: parsed.append(raw) or parse_profiles(raw))

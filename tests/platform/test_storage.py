@@ -1,4 +1,4 @@
-"""A run kept at a storage URI (platform/storage.py, platform/records.py), on a real S3-compatible
+"""A run kept at a storage URI (platform/runs/storage.py, platform/runs/records.py), on a real S3-compatible
 server (moto): the trials' and Tune's files are written there by them; the driver's records follow."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import re
 import pytest
 
 from platform.exit_codes import UsageError
-from platform.records import RunRecords, UploadRecords
-from platform.storage import RunStorage
+from platform.runs.records import RunRecords, UploadRecords
+from platform.runs.storage import RunStorage
 
 TRIAL_FILE = "trials/t1/checkpoints/step_000002/model.safetensors"  # as a trial persists it, in the storage
 
@@ -108,7 +108,7 @@ def _kept(uri: str, run_dir, **recorded) -> RunStorage:
 
 
 def test_a_resume_fetches_the_driver_records_once_the_spec_matches(s3, tmp_path):
-    from platform.resolution import SearchRequest
+    from platform.search_path.resolution import SearchRequest
 
     uri = s3.uri("runs", "kept-3")
     _kept(uri, tmp_path / "run")
@@ -126,7 +126,7 @@ def test_a_resume_fetches_the_driver_records_once_the_spec_matches(s3, tmp_path)
 
 
 def test_a_resumed_run_stays_where_its_trials_are(s3, tmp_path):
-    from platform.resolution import SearchRequest
+    from platform.search_path.resolution import SearchRequest
 
     uri = s3.uri("runs", "kept-6")
     _kept(uri, tmp_path / "run")
@@ -142,7 +142,7 @@ def test_a_resumed_run_stays_where_its_trials_are(s3, tmp_path):
 
 
 def test_a_run_an_earlier_doctune_copied_goes_on_in_its_directory_alone(s3, tmp_path, capsys):
-    from platform.resolution import SearchRequest
+    from platform.search_path.resolution import SearchRequest
 
     uri = s3.uri("runs", "kept-8")
     _kept(uri, tmp_path / "run", earlier=True)
@@ -156,8 +156,8 @@ def test_a_run_an_earlier_doctune_copied_goes_on_in_its_directory_alone(s3, tmp_
 
 def test_a_retried_command_starts_the_search_once_and_resumes_it_after(s3, tmp_path):
     """``--resume-if-started``, the command a RayJob or a requeued Slurm job runs again as it is."""
-    from platform.resolution import SearchRequest
     from platform.search import parse_args
+    from platform.search_path.resolution import SearchRequest
 
     args = parse_args(["smoke", "--resume-if-started", "--run-dir", str(tmp_path / "run")])
     assert args.resume_if_started and not args.resume
@@ -179,7 +179,7 @@ def test_a_retried_command_starts_the_search_once_and_resumes_it_after(s3, tmp_p
 
 
 def test_a_search_never_writes_over_what_is_not_its_own(s3, tmp_path):
-    from platform.resolution import SearchRequest
+    from platform.search_path.resolution import SearchRequest
 
     uri = s3.uri("runs", "kept-4")
     _kept(uri, tmp_path / "run")

@@ -1,5 +1,5 @@
-"""The search modes (platform.strategies) and Tune's set-up (platform.tuner.tune_setup) built from a
-plan alone: no spec is made or read past platform.resolution.resolve."""
+"""The search modes (platform.strategies) and Tune's set-up (platform.search_path.tuner.tune_setup) built from a
+plan alone: no spec is made or read past platform.search_path.resolution.resolve."""
 
 from __future__ import annotations
 
@@ -13,18 +13,18 @@ from ray.tune.search.optuna import OptunaSearch
 from core.data.corpus import CorpusStats
 from evaluators.plan import EvalBudget, EvalPlan
 from evaluators.pool import CheckpointScorer
-from platform.inputs import InputsPlan
-from platform.plans import ResolvedSearch, SearchPlan
-from platform.resources import ResourcePlan
+from platform.cluster.resources import ResourcePlan
+from platform.search_path.inputs import InputsPlan
+from platform.search_path.plans import ResolvedSearch, SearchPlan
+from platform.search_path.tuner import tune_setup
 from platform.spec import parse_spec
 from platform.spec.schema import AshaSpec, CorpusSpec, Distribution, PbtSpec, TrackerSettings
 from platform.strategies import SearchStrategy, strategy_for
 from platform.strategies.optuna_asha import OptunaAsha
+from platform.strategies.optuna_base import OptunaPlan
 from platform.strategies.optuna_only import OptunaWithoutEarlyStopping
-from platform.strategies.optuna_study import OptunaPlan
 from platform.strategies.population import Population
 from platform.strategies.samplers import plan_sampler
-from platform.tuner import tune_setup
 from trainers.config import MlmHeadSettings, TrainPlan
 from trainers.settings import TrialSettings
 
@@ -136,7 +136,7 @@ def _resolved(strategy: SearchStrategy, run_dir) -> ResolvedSearch:
 
 @pytest.mark.parametrize("mode", ["optuna+asha", "optuna", "pbt"])
 def test_tunes_set_up_is_built_from_the_plan_alone(tmp_path, mode):
-    from platform.retention import ReleaseEndedTrials
+    from platform.runs.retention import ReleaseEndedTrials
 
     resolved = _resolved(_strategies()[mode], tmp_path)
     assert not any(type(value).__name__ == "SearchSpec" for value in vars(resolved).values())

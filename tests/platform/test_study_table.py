@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
+from platform.results.study_table import RowResult, write_table
 from platform.spec import load_spec
-from platform.study_table import RowResult, write_table
 
 
 def _scores(val: float, test: float | None) -> dict:

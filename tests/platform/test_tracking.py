@@ -224,7 +224,7 @@ def test_the_round_callback_tune_saved_feeds_the_trackers_of_the_search_that_run
 
 
 def test_the_search_record_names_the_distribution_that_installed_each_trackers_library():
-    from platform.environment import _tracker_packages, _version
+    from platform.cluster.environment import _tracker_packages, _version
 
     # the test extra installs MLflow as mlflow-skinny, whose module is mlflow: its version is recorded
     versions = {name: _version(name) for name in _tracker_packages()}

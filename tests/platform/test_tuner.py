@@ -12,7 +12,7 @@ import optuna
 import pytest
 
 from platform.spec import SpecError, load_spec, parse_spec
-from platform.strategies.optuna_study import ConditionalSpace
+from platform.strategies.optuna_base import ConditionalSpace
 from trainers.settings import TrialSettings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -170,7 +170,7 @@ import os, signal, sys, threading, time
 import ray
 from ray import tune
 from core.run_files import RunFiles
-from platform.tuner import finished
+from platform.search_path.tuner import finished
 
 def count(config):
     for i in range(config["rounds"]):

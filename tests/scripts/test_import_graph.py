@@ -76,14 +76,16 @@ def test_the_results_side_reaching_back_into_the_search_is_caught(tmp_path):
         tmp_path,
         {
             "platform/results/__init__.py": "",
-            "platform/results/winner.py": "def confirm():\n    from platform.tuner import train_seeds\n",
-            "platform/tuner.py": "from platform.results import winner\ndef train_seeds(): ...\n",
-            "platform/resolution.py": "from platform.results.winner import confirm\n",
+            "platform/results/winner.py": "def confirm():\n    from platform.search_path.tuner import train_seeds\n",
+            "platform/search_path/tuner.py": "from platform.results import winner\ndef train_seeds(): ...\n",
+            "platform/search_path/resolution.py": "from platform.results.winner import confirm\n",
         },
     )
     _, broken = import_graph.check(root)
     assert broken == [
-        "platform.resolution imports platform.results.winner: platform.resolution never imports platform.results",
-        "platform.results.winner imports platform.tuner: platform.results never imports platform.tuner",
-        "cycle in platform: platform.results.winner <-> platform.tuner",
+        "platform.results.winner imports platform.search_path.tuner: "
+        "platform.results never imports platform.search_path.tuner",
+        "platform.search_path.resolution imports platform.results.winner: "
+        "platform.search_path.resolution never imports platform.results",
+        "cycle in platform: platform.results.winner <-> platform.search_path.tuner",
     ]

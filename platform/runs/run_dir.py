@@ -11,7 +11,7 @@ from pathlib import Path
 from core.data.atomic import atomic_file
 from platform.exit_codes import UsageError
 
-STUDY_FILE = "optuna.journal"  # the search's Optuna study (``optuna-dashboard RUN_DIR/optuna.journal``)
+OPTUNA_JOURNAL = "optuna.journal"  # the search's Optuna study (``optuna-dashboard RUN_DIR/optuna.journal``)
 TUNE_DIR = "tune"  # Tune's experiments, in the run's files: tune/<spec name>/<trial directory>/
 
 

@@ -1,6 +1,6 @@
 """Render the spec schema (the dataclasses in ``platform.spec``) as Markdown.
 
-``python -m platform.spec_docs > docs/spec.md`` regenerates the reference; a test keeps the
+``python -m platform.spec.docs > docs/spec.md`` regenerates the reference; a test keeps the
 file equal to this output, so the documentation cannot drift from the schema.
 """
 
@@ -84,7 +84,7 @@ def render() -> str:
     out = [
         "# Spec reference",
         "",
-        "Generated from the schema by `python -m platform.spec_docs`; a test keeps this file in step.",
+        "Generated from the schema by `python -m platform.spec.docs`; a test keeps this file in step.",
         "A spec is YAML. Unknown keys, wrong types, out-of-range values and empty or inverted ranges",
         "are refused with a message naming the key (exit code 2) before anything starts.",
     ]

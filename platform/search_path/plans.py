@@ -1,4 +1,4 @@
-"""A search as the driver runs it, once resolved (``platform.resolution.resolve`` builds it): the
+"""A search as the driver runs it, once resolved (``platform.search_path.resolution.resolve`` builds it): the
 search's own plan, the training and evaluation plans, the fixed hyperparameters, the resource plan
 and the inputs' plan. Past ``resolve`` the driver reads these, never the spec."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 from core.data.corpus import CorpusStats
 from evaluators.plan import EvalPlan
-from platform.environment import ROOT, environment
-from platform.inputs import InputsPlan
-from platform.resources import ResourcePlan
+from platform.cluster.environment import ROOT, environment
+from platform.cluster.resources import ResourcePlan
+from platform.search_path.inputs import InputsPlan
 from platform.spec import Replacement
 from platform.spec.schema import Distribution, TrackerSettings
 from platform.strategies import SearchStrategy
@@ -31,7 +31,7 @@ class SearchPlan:
     space: dict[str, Distribution]  # the searched dimensions (a winner's configuration is their values)
     strategy: SearchStrategy
     max_trial_failures: int  # Tune's retries of a trial that failed (it goes on from its last checkpoint)
-    keep_checkpoints: str  # what an ended trial keeps (platform.retention)
+    keep_checkpoints: str  # what an ended trial keeps (platform.runs.retention)
     confirm_seeds: int  # the winner retrained with this many more training seeds
     evaluators: int
     cpus_per_evaluator: float
@@ -60,8 +60,8 @@ class ResolvedSearch:
     spec_record: dict
     replaced: tuple[Replacement, ...] = ()  # what the profile's built-in overrides changed in the spec
     fit: str | None = None  # how train.workers: auto was fitted to the cluster
-    growth: str | None = None  # what an autoscaler may add that the plan counted (platform.autoscaling)
-    storage: str | None = None  # the URI the run is kept at (``--storage``, platform/storage.py)
+    growth: str | None = None  # what an autoscaler may add that the plan counted (platform.cluster.autoscaling)
+    storage: str | None = None  # the URI the run is kept at (``--storage``, platform/runs/storage.py)
 
     def stored_at(self, uri: str) -> ResolvedSearch:
         """The same search with its trials and Tune's records at the storage ``uri``."""

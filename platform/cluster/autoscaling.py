@@ -15,7 +15,7 @@ what the autoscaler may launch, read from (the first found):
 The plan is then made for the head's resources plus each worker type's ``max_workers`` nodes (the
 top-level ``max_workers`` capping their sum, the GPU types counted first), or the nodes up where
 they are more. The trials' pending placement groups make the autoscaler launch the nodes; their
-Train worker groups wait for them (``platform.ray_cluster.ray_init``).
+Train worker groups wait for them (``platform.cluster.ray_cluster.ray_init``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import yaml
 
-from platform.resources import LARGEST_NODE_GPUS
+from platform.cluster.resources import LARGEST_NODE_GPUS
 
 log = logging.getLogger(f"doctune.{__name__}")
 
@@ -157,7 +157,7 @@ def plan_for_growth(
 
 
 def cluster_to_plan_for(cluster: dict[str, float]) -> tuple[dict[str, float], str | None]:
-    """``cluster`` (the connected cluster's resources, ``platform.ray_cluster.ray_init``) grown by what
+    """``cluster`` (the connected cluster's resources, ``platform.cluster.ray_cluster.ray_init``) grown by what
     its autoscaler may launch, and a line saying what was counted (None without an autoscaler).
     A Ray this driver started has none; the launcher's file is read only on the head node it
     describes (a driver elsewhere has no business with this machine's file)."""

@@ -9,7 +9,7 @@ cluster has, the Train controller waits for workers forever, so the rule is
 
 and likewise for GPUs, counted as Ray places them: a worker holding a fraction of a GPU sits on one
 GPU, so workers of 0.75 each take whole GPUs and leave a quarter of each free, where evaluators of
-an eighth fit (``gpus_per_evaluator: auto``, ``platform.resolution``). A search
+an eighth fit (``gpus_per_evaluator: auto``, ``platform.search_path.resolution``). A search
 that cannot fit even one trial is refused before it starts.
 """
 

@@ -9,8 +9,8 @@ import socket
 from pathlib import Path
 
 from core.logs import tells_progress
-from platform.environment import ROOT
-from platform.resources import LARGEST_NODE_GPUS
+from platform.cluster.environment import ROOT
+from platform.cluster.resources import LARGEST_NODE_GPUS
 
 log = logging.getLogger(f"doctune.{__name__}")
 

@@ -13,7 +13,7 @@
    a GPU where the cluster has one, and ``evaluation.cpus_per_evaluator: auto`` what one trial
    leaves of the cluster's CPUs (a resumed search keeps what it started with);
 5. ``resolve``: with the prepared inputs (base encoder, corpus) and the cluster's resources, the
-   ``ResolvedSearch`` (``platform.plans``) that ``--dry-run`` prints, ``search.json`` records and
+   ``ResolvedSearch`` (``platform.search_path.plans``) that ``--dry-run`` prints, ``search.json`` records and
    the search runs; past it nothing reads the spec.
 
 ``settle`` runs steps 2-4 for a cluster and says what it chose.
@@ -39,10 +39,7 @@ from core.data.corpus import PreparedCorpus
 from core.data.wheels import cache_dir
 from evaluators.plan import EvalPlan
 from evaluators.pool import CheckpointScorer
-from platform.exit_codes import UsageError
-from platform.inputs import InputsPlan
-from platform.plans import ResolvedSearch, SearchPlan
-from platform.resources import (
+from platform.cluster.resources import (
     EVALUATOR_CPUS_CAP,
     EVALUATOR_GPU_SHARE,
     EVALUATORS_GPU_CAP,
@@ -53,11 +50,14 @@ from platform.resources import (
     auto_workers,
     plan_resources,
 )
-from platform.run_dir import check_run_dir
+from platform.exit_codes import UsageError
+from platform.runs.run_dir import check_run_dir
+from platform.runs.storage import RunStorage, copied_by_an_earlier_doctune, refuse_earlier_copy
+from platform.search_path.inputs import InputsPlan
+from platform.search_path.plans import ResolvedSearch, SearchPlan
 from platform.spec import Replacement, SearchSpec, find_spec_file, parse_profiles, profile_replacements, read_raw
 from platform.spec.checks import check_semantics, losses_of, values_of
 from platform.spec.convert import plugin_registries
-from platform.storage import RunStorage, copied_by_an_earlier_doctune, refuse_earlier_copy
 from platform.strategies import strategy_for
 from trainers.config import TrainPlan
 

@@ -29,7 +29,7 @@ class InputsPlan:
     interpolates: bool  # some trial may start from interpolated positions (core.longformer.interpolate_positions)
     recipes: tuple[str, ...]  # every recipe a trial may train: each may refuse the corpus
     # how the base stage's Ray Train run and the MLM head train (the spec's train: section)
-    workers: int | str  # a count once fitted to the cluster (platform.resolution.fit_to_cluster)
+    workers: int | str  # a count once fitted to the cluster (platform.search_path.resolution.fit_to_cluster)
     cpus_per_worker: float
     gpus_per_worker: float
     bf16: bool

@@ -1,6 +1,6 @@
 """The Tune wiring: from a resolved search to finished trials.
 
-From a ``ResolvedSearch`` (``platform.resolution``), never the spec: ``run_search`` runs the
+From a ``ResolvedSearch`` (``platform.search_path.resolution``), never the spec: ``run_search`` runs the
 search's strategy (``platform.strategies``: Optuna + ASHA, Optuna alone, PBT) over Ray Train trials
 with the evaluator pool up (``evaluator_pool``); ``train_seeds`` trains one configuration with
 several seeds (the winner's confirmation, ``platform.results.winner.confirm_winner``; the recipe
@@ -17,9 +17,9 @@ from contextlib import contextmanager
 
 from core.logs import tells_progress
 from core.run_files import RunFiles
-from platform.plans import ResolvedSearch
-from platform.run_dir import TUNE_DIR
-from platform.timings import PhaseClock
+from platform.runs.run_dir import TUNE_DIR
+from platform.runs.timings import PhaseClock
+from platform.search_path.plans import ResolvedSearch
 
 log = logging.getLogger(f"doctune.{__name__}")
 
@@ -132,10 +132,10 @@ def _callbacks(resolved: ResolvedSearch, more: Sequence = ()) -> list:
     """Every Tune run's callbacks: ended trials' checkpoints released (not under PBT: a trial may go
     on from any round of another until the search ends), TensorBoard without the per-round test
     scores (``platform.tracking``), every round to the calling code's listeners
-    (``platform.listeners``), ``more`` (the trackers'), and last the driver's records uploaded to
-    the run's storage (``platform.records``), so that they hold what the others recorded."""
-    from platform.listeners import TrialListeners
-    from platform.records import UploadRecords
+    (``platform.search_path.listeners``), ``more`` (the trackers'), and last the driver's records uploaded to
+    the run's storage (``platform.runs.records``), so that they hold what the others recorded."""
+    from platform.runs.records import UploadRecords
+    from platform.search_path.listeners import TrialListeners
     from platform.tracking import ValidationOnlyTensorBoard
 
     released = [] if resolved.search.strategy.population else [_release_callback(resolved)]
@@ -143,13 +143,13 @@ def _callbacks(resolved: ResolvedSearch, more: Sequence = ()) -> list:
 
 
 def _release_callback(resolved: ResolvedSearch):
-    from platform.retention import ReleaseEndedTrials
+    from platform.runs.retention import ReleaseEndedTrials
 
     return ReleaseEndedTrials(resolved.train_plan.run_files, resolved.evaluation, resolved.search.keep_checkpoints)
 
 
 def _release_ended(results, resolved: ResolvedSearch) -> None:
-    from platform.retention import release_ended_trials
+    from platform.runs.retention import release_ended_trials
 
     keep = resolved.search.keep_checkpoints
     freed = release_ended_trials(results, resolved.train_plan.run_files, resolved.evaluation, keep)

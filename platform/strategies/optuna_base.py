@@ -1,13 +1,13 @@
 """The Optuna side of a search, shared by the strategies that let Optuna choose the trials
 (``optuna_asha``, ``optuna_only``): the define-by-run space, the sampler sized to the budget
-(``samplers``) and the study kept in the run directory."""
+(``samplers``) and the Optuna study kept in the run directory."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from platform.run_dir import STUDY_FILE
+from platform.runs.run_dir import OPTUNA_JOURNAL
 from platform.spec.schema import Distribution
 from platform.strategies.base import SearchStrategy
 from platform.strategies.samplers import SamplerPlan, make_sampler
@@ -45,11 +45,11 @@ class OptunaPlan:
     seed: int
     metrics: tuple[str, ...]
     # only as many warm starts as trials: Optuna enqueues each, and one past the last trial would
-    # stay in the study as a trial that never ran
+    # stay in the Optuna study as a trial that never ran
     warm_start: tuple[dict, ...] = field(default=())
 
     def searcher(self, run_dir: Path):
-        """Ray Tune's ``OptunaSearch`` for this study, its journal in ``run_dir``."""
+        """Ray Tune's ``OptunaSearch`` for this Optuna study, its journal in ``run_dir``."""
         from ray.tune.search.optuna import OptunaSearch
 
         several = len(self.metrics) > 1
@@ -60,7 +60,7 @@ class OptunaPlan:
             sampler=make_sampler(self.sampler, self.space, self.seed),
             points_to_evaluate=[dict(point) for point in self.warm_start] or None,
             study_name=self.study_name,
-            storage=study_storage(run_dir),
+            storage=optuna_storage(run_dir),
         )
 
 
@@ -76,10 +76,10 @@ class OptunaStrategy(SearchStrategy):
         return self.optuna.sampler.warning() if self.optuna else None
 
     def after_search(self, run_dir: Path) -> str | None:
-        if self.optuna and (zombies := fail_unfinished_study_trials(run_dir, self.optuna.study_name)):
+        if self.optuna and (zombies := fail_unfinished_optuna_trials(run_dir, self.optuna.study_name)):
             return (
                 f"note: {zombies} Optuna trial(s) a killed search left RUNNING were never reported; "
-                "marked failed in the study"
+                "marked failed in the Optuna study"
             )
         return None
 
@@ -87,22 +87,22 @@ class OptunaStrategy(SearchStrategy):
         return self.optuna.searcher(run_dir) if self.optuna else None
 
 
-def study_storage(run_dir: Path):
+def optuna_storage(run_dir: Path):
     """The Optuna study's storage: a journal file in the run dir (``optuna-dashboard RUN_DIR/optuna.journal``)."""
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
 
-    return JournalStorage(JournalFileBackend(str((run_dir / STUDY_FILE).resolve())))
+    return JournalStorage(JournalFileBackend(str((run_dir / OPTUNA_JOURNAL).resolve())))
 
 
-def fail_unfinished_study_trials(run_dir: Path, name: str) -> int:
-    """Mark FAIL every trial the study still holds as RUNNING once the search has ended, and return
+def fail_unfinished_optuna_trials(run_dir: Path, name: str) -> int:
+    """Mark FAIL every trial the Optuna study still holds as RUNNING once the search has ended, and return
     how many. A driver killed between Optuna's suggestion and Tune's record of the trial leaves one
     behind that no resumed Tune trial will ever report; left RUNNING, TPE's constant liar would keep
     treating it as under way, and optuna-dashboard would show it running forever."""
     import optuna
 
-    storage = study_storage(run_dir)
+    storage = optuna_storage(run_dir)
     try:
         study_id = storage.get_study_id_from_name(name)
     except KeyError:
