@@ -1,6 +1,6 @@
 """Packages and files of the doctune distribution (the metadata is in pyproject.toml).
 
-The worker-side packages (core, trainers, evaluators) and the ``doctune`` command install as they
+The worker-side packages (doctune_core, trainers, evaluators) and the ``doctune`` command install as they
 are. The driver package ``platform`` shares its name with the standard library's module, so it
 installs under ``doctune/_driver/platform``, beside the shipped ``search_spaces``; only the
 ``doctune`` command puts that directory on ``sys.path`` (doctune/cli.py).
@@ -16,7 +16,7 @@ spaces = ["search_spaces", "search_spaces.profiles"]
 
 setup(
     packages=[
-        *find_packages(include=["core*", "trainers*", "evaluators*", "doctune*"]),
+        *find_packages(include=["doctune*", "trainers*", "evaluators*"]),
         *(f"{DRIVER}.{name}" for name in driver_packages + spaces),
     ],
     package_dir={f"{DRIVER}.{name}": name.replace(".", "/") for name in driver_packages + spaces},

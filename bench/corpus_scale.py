@@ -12,7 +12,7 @@ sentences: document ``i`` has as many sentences as packaged article ``i mod 3321
 Preparation, at ``--prep-size``: documents per second of
 
 - one process, the baseline: the same reading, clean-up and spaCy sentencizer
-  (``core.data.corpus.Sentencizer``) in one Python process, written to one Parquet file: what
+  (``doctune_core.data.corpus.Sentencizer``) in one Python process, written to one Parquet file: what
   preparation was before it became a Ray Data job;
 - ``prepare_corpus`` (the Ray Data job) on a local Ray of each ``--cpus``, into an empty cache;
 
@@ -52,7 +52,7 @@ DOCUMENTS_PER_FILE = 10_000
 
 def assemble_corpus(size: int, out: Path) -> Path:
     """``size`` x the packaged corpus, from its sentences (see the module docstring)."""
-    from core.data import prepare_corpus
+    from doctune_core.data import prepare_corpus
 
     folder = out / "corpora" / f"{size}x"
     if (folder / "done").exists():
@@ -81,13 +81,13 @@ def child(config: dict) -> dict:
         import ray
 
         ray.init(address="local", num_cpus=config["cpus"], include_dashboard=False, log_to_driver=False)
-        from core.data import prepare_corpus
+        from doctune_core.data import prepare_corpus
 
         began = time.perf_counter()
         corpus = prepare_corpus(config["source"])
         return {"seconds": time.perf_counter() - began, "documents": corpus.stats.documents}
     if kind == "whole_part_in_memory":
-        from core.data import PreparedCorpus
+        from doctune_core.data import PreparedCorpus
 
         corpus = PreparedCorpus.load(config["corpus"])
         before = rss_mib()
@@ -104,7 +104,7 @@ def prepare_in_one_process(source: Path, target: Path) -> dict:
     import numpy as np
     import pyarrow.parquet as pq
 
-    from core.data.corpus import Sentencizer
+    from doctune_core.data.corpus import Sentencizer
 
     began = time.perf_counter()
     sentencizer, writer, documents = Sentencizer(), None, 0
@@ -177,7 +177,7 @@ def measure_workers(args, results: Results, size: int, source: Path) -> None:
     began = time.perf_counter()
     prepared = run_child({"kind": "ray_data", "source": str(source), "cpus": os.cpu_count()})
     prepare_seconds = time.perf_counter() - began
-    from core.data import prepare_corpus
+    from doctune_core.data import prepare_corpus
 
     corpus_dir = str(prepare_corpus(str(source)).directory)  # from the cache the child filled
     before = run_child({"kind": "whole_part_in_memory", "corpus": corpus_dir})

@@ -55,7 +55,7 @@ def _evaluator(tasks: tuple[str, ...], limits: dict, threads: int, run_dir: str)
 
 def _timed_encoder(evaluator) -> dict:
     """Wrap the encoder calls so their time and text count are known."""
-    import core.encoder as encoder
+    import doctune_core.encoder as encoder
 
     spent = {"seconds": 0.0, "texts": 0}
     plain = encoder.embed_texts
@@ -74,7 +74,7 @@ def _timed_encoder(evaluator) -> dict:
 def _padded_collection(directory: str, size: int) -> str:
     """news-title-retrieval's queries and documents plus distractor documents, ``size`` in all,
     written as a BEIR directory; returns the ``beir:`` task name."""
-    from core.data.news import held_out_articles, pretraining_articles
+    from doctune_core.data.news import held_out_articles, pretraining_articles
     from evaluators.tasks.probe import read_orange_splits
 
     held_out = held_out_articles("val") + held_out_articles("retired")  # never the locked test part
@@ -94,7 +94,7 @@ def _padded_collection(directory: str, size: int) -> str:
 
 def child(config: dict) -> dict:
     sys.path.insert(0, str(ROOT))
-    from core.encoder import resolve_model
+    from doctune_core.encoder import resolve_model
 
     model = resolve_model("all-minilm-l6-v2")
     run_dir = config["run_dir"]

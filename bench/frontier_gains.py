@@ -90,7 +90,7 @@ def main() -> None:
     args = parser.parse_args()
     import torch
 
-    from core.longformer import cached_interpolated
+    from doctune_core.longformer import cached_interpolated
     from evaluators.noise import Gain, paired_gain, seed_mean_gain
     from evaluators.pool import Evaluator
     from evaluators.tasks import task_class

@@ -22,7 +22,7 @@ symmetric InfoNCE at tau 0.05 (DocSplit's setting, the search's first trial), ba
 at norm 1, AdamW. ``--chunks 0`` is the plain step (one forward of both views, one backward);
 ``--chunks N`` is GradCache in chunks of N sequences (``trainers.grad_cache.cached_step``), exact
 gradients of the same loss at the cost of a second forward. ``--precision bf16`` runs the forward
-under ``core.encoder.bf16_autocast`` as ``train.bf16`` does (on a CPU with bf16 instructions; on
+under ``doctune_core.encoder.bf16_autocast`` as ``train.bf16`` does (on a CPU with bf16 instructions; on
 another the script refuses it). ``--check-bf16`` compares, on the same weights and batches, the
 loss and the gradients of a bf16 step with the fp32 step's: the relative difference of the losses,
 the cosine between the flattened gradients and their norms' ratio, per batch. ``--trainable``
@@ -58,7 +58,7 @@ def measure(config: dict) -> dict:
     import torch
 
     sys.path.insert(0, str(ROOT))
-    from core.encoder import bf16_autocast, tokenize
+    from doctune_core.encoder import bf16_autocast, tokenize
     from trainers.grad_cache import all_reduce_gradients, cached_step
     from trainers.loop import _mlm_inputs, build_module
     from trainers.settings import TrialSettings
@@ -125,7 +125,7 @@ def _bf16_against_fp32(module, hp, tokenizer, views: tuple[list[str], list[str]]
     cosine and their norms' ratio (bf16 / fp32)."""
     import torch
 
-    from core.encoder import bf16_autocast, tokenize
+    from doctune_core.encoder import bf16_autocast, tokenize
     from trainers.training_loss import training_loss
 
     batch = tokenize(tokenizer, views[0] + views[1], length)
@@ -215,7 +215,7 @@ def main() -> None:
         parser.exit(2, f"--model: not a model directory: {args.model} (give the trials' converted base)\n")
     import torch
 
-    from core.encoder import cpu_computes_bf16
+    from doctune_core.encoder import cpu_computes_bf16
 
     if ("bf16" in args.precision or args.check_bf16) and not cpu_computes_bf16():
         parser.exit(2, "--precision bf16: this CPU has no bf16 instructions (AVX512-BF16); bf16 would be emulated\n")

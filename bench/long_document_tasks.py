@@ -45,9 +45,9 @@ PAIRS = (("minilm-256-windowed", "minilm-256"), ("minilm-256-windowed", "minilm-
 
 def _row(name: str):
     """(model directory or None for BM25, Reading) of a row."""
-    from core.data import cache_dir
-    from core.encoder import resolve_model
-    from core.longformer import cached_longformer
+    from doctune_core.data import cache_dir
+    from doctune_core.encoder import resolve_model
+    from doctune_core.longformer import cached_longformer
     from evaluators.references import Reading
 
     minilm = resolve_model("all-minilm-l6-v2")
@@ -61,8 +61,8 @@ def _row(name: str):
 
 
 def retired_collection(scratch: str) -> str:
-    """The retired news articles as a collection file (``core.data.sources``)."""
-    from core.data.news import held_out_articles
+    """The retired news articles as a collection file (``doctune_core.data.sources``)."""
+    from doctune_core.data.news import held_out_articles
 
     path = Path(scratch) / "retired.jsonl"
     path.write_text("".join(json.dumps({"text": a.text}) + "\n" for a in held_out_articles("retired")))

@@ -40,9 +40,9 @@ def measure(config: dict) -> dict:
     import torch
 
     sys.path.insert(0, str(ROOT))
-    from core.data import cache_dir
-    from core.encoder import resolve_model, tokenize
-    from core.longformer import cached_longformer
+    from doctune_core.data import cache_dir
+    from doctune_core.encoder import resolve_model, tokenize
+    from doctune_core.longformer import cached_longformer
     from trainers.grad_cache import cached_step
     from trainers.loop import build_module
     from trainers.settings import TrialSettings

@@ -1,4 +1,4 @@
-"""A Longformer training step with doctune's attention (core/longformer_attention.py) against
+"""A Longformer training step with doctune's attention (doctune_core/longformer_attention.py) against
 Hugging Face's, at 512 to 4096 tokens.
 
     python bench/longformer_attention.py [--threads 2] [--rounds 3] [--steps 3] [--device cpu|cuda]
@@ -63,10 +63,10 @@ def measure(config: dict) -> dict:
     from transformers.models.longformer.modeling_longformer import LongformerSelfAttention
 
     sys.path.insert(0, str(ROOT))
-    from core.data import cache_dir
-    from core.encoder import bf16_autocast, resolve_model, tokenize
-    from core.longformer import cached_longformer
-    from core.longformer_attention import FusedLongformerSelfAttention
+    from doctune_core.data import cache_dir
+    from doctune_core.encoder import bf16_autocast, resolve_model, tokenize
+    from doctune_core.longformer import cached_longformer
+    from doctune_core.longformer_attention import FusedLongformerSelfAttention
     from trainers.loop import build_module
     from trainers.settings import TrialSettings
     from trainers.training_loss import training_loss
@@ -138,7 +138,7 @@ def main() -> None:
 
     if args.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: no CUDA device is visible")
-    from core.encoder import cpu_computes_bf16
+    from doctune_core.encoder import cpu_computes_bf16
 
     bf16 = args.bf16 and (args.device == "cuda" or cpu_computes_bf16())
     precision = " (bf16 autocast)" if bf16 else ""

@@ -43,8 +43,8 @@ PAIRS, LENGTH = 8, 128  # the local profile's train.batch_size and train.max_len
 
 def batches(count: int, tokenizer) -> list[dict]:
     """``count`` tokenised batches of DocSplit pairs, as rank 0 of a one-worker trial builds them."""
-    from core.data import DocumentStream, PreparedCorpus, prepare_corpus
-    from core.encoder import tokenize
+    from doctune_core.data import DocumentStream, PreparedCorpus, prepare_corpus
+    from doctune_core.encoder import tokenize
     from trainers.batches import PairStream
     from trainers.pairs import STATISTICS_DOCUMENTS, build_pairs
     from trainers.settings import TrialSettings
@@ -66,8 +66,8 @@ def batches(count: int, tokenizer) -> list[dict]:
 
 def trained_head() -> tuple[str, dict]:
     """The head the local profile's search trains for all-MiniLM-L6-v2 on the packaged corpus."""
-    from core.data import prepare_corpus
-    from core.encoder import embedding_length, resolve_model
+    from doctune_core.data import prepare_corpus
+    from doctune_core.encoder import embedding_length, resolve_model
     from platform.spec import BUILTIN_PROFILES
     from trainers.config import MlmHeadSettings
     from trainers.mlm_head import RECORD, ensure_mlm_head
@@ -90,7 +90,7 @@ def measure(model_dir: str, new_head: bool, inputs: list[dict], seed: int) -> li
     per weight the MLM term's share of the gradient norm."""
     import torch
 
-    from core.encoder import load_encoder
+    from doctune_core.encoder import load_encoder
     from trainers.loop import ContrastiveModel
     from trainers.losses import mask_tokens
     from trainers.settings import TrialSettings
@@ -160,7 +160,7 @@ def main() -> None:
     import transformers
     from child import gpus  # bench/child.py, beside this script
 
-    from core.encoder import resolve_model
+    from doctune_core.encoder import resolve_model
     from platform import machine  # the project's package keeps the standard library's functions
 
     torch.set_num_threads(args.threads)

@@ -49,8 +49,8 @@ def child(config: dict) -> dict:
     sys.path.insert(0, str(ROOT))
     import torch
 
-    from core.data import prepare_corpus
-    from core.encoder import resolve_model
+    from doctune_core.data import prepare_corpus
+    from doctune_core.encoder import resolve_model
     from trainers.config import MlmHeadSettings
     from trainers.mlm_head import ensure_mlm_head
 

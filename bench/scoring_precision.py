@@ -12,7 +12,7 @@ spec's base converted as the search converts it (a Longformer where the spec has
 ``--model``. Printed: each round's wall time, the bf16 / fp32 ratio of each pair with their median,
 and each task's validation score in both precisions (every repeat scores the same items, so the
 scores repeat exactly and one pair gives them). Bf16 computes only on a GPU or a CPU with
-AVX512-BF16 (``core.encoder.computes_bf16``): elsewhere the script says so and stops.
+AVX512-BF16 (``doctune_core.encoder.computes_bf16``): elsewhere the script says so and stops.
 """
 
 from __future__ import annotations
@@ -62,8 +62,8 @@ def child(config: dict) -> dict:
 
 def scored_model(spec_name: str, profile: str, scratch: str) -> tuple[str, str]:
     """The spec's base as its search scores it (converted where the spec converts it), and the pooling."""
-    from core.encoder import resolve_model
-    from core.longformer import convert_to_longformer
+    from doctune_core.encoder import resolve_model
+    from doctune_core.longformer import convert_to_longformer
     from platform.spec import load_spec
 
     spec, _ = load_spec(spec_name, profile)
@@ -88,7 +88,7 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     import torch
 
-    from core.encoder import computes_bf16
+    from doctune_core.encoder import computes_bf16
 
     if not computes_bf16(torch.device("cpu")):
         raise SystemExit("this CPU has no AVX512-BF16: evaluation.bf16 scores in fp32 here, nothing to compare")

@@ -1,4 +1,4 @@
-"""Reading a checkpoint's weights from a bucket: ``core.run_files.RunFiles.read`` (the driver sends a
+"""Reading a checkpoint's weights from a bucket: ``doctune_core.run_files.RunFiles.read`` (the driver sends a
 checkpoint's files to the evaluator pool so, ``evaluators.pool.stored_model``) against reading the
 object store's input stream whole, as it did before, in the same run.
 
@@ -37,7 +37,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
 
-    from core.run_files import RunFiles
+    from doctune_core.run_files import RunFiles
     from tests.servers import s3_server
 
     directory = Path(tempfile.mkdtemp(prefix="storage-reads-"))

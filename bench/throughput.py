@@ -27,7 +27,7 @@ batches of text, the same maximum length and the same torch thread count.
   anchor column in a forward of its own and the positive column in another (``embed_columns``,
   ``separate_first=True``), each padded to its own column's width; doctune embeds both views
   together, on the CPU in up to 4 forwards over rows of similar length, each cut to its own longest
-  row (``core.encoder.embed_in_length_groups``), on a GPU in one forward padded to one width.
+  row (``doctune_core.encoder.embed_in_length_groups``), on a GPU in one forward padded to one width.
 
 One-directional InfoNCE (``symmetric=False``) is the like-for-like row for MNRL's default
 (``query_to_doc``); the symmetric rows compare doctune's default with MNRL's
@@ -88,8 +88,8 @@ def build_batches(pairs: int, steps: int) -> list[tuple[list[str], list[str]]]:
     sys.path.insert(0, str(ROOT))
     from transformers import AutoTokenizer
 
-    from core.data import DocumentStream, prepare_corpus
-    from core.encoder import resolve_model
+    from doctune_core.data import DocumentStream, prepare_corpus
+    from doctune_core.encoder import resolve_model
     from trainers.batches import PairStream
     from trainers.pairs import STATISTICS_DOCUMENTS, build_pairs
     from trainers.settings import TrialSettings
@@ -121,7 +121,7 @@ def _synchronizer(device: str) -> Callable[[], None]:
 def train_doctune(config: dict) -> dict:
     import torch
 
-    from core.encoder import bf16_autocast, computed_widths, resolve_model, tokenize
+    from doctune_core.encoder import bf16_autocast, computed_widths, resolve_model, tokenize
     from trainers.loop import build_module
     from trainers.settings import TrialSettings
     from trainers.training_loss import training_loss
@@ -164,7 +164,7 @@ def train_sentence_transformers(config: dict) -> dict:
     from sentence_transformers.sentence_transformer.data_collator import SentenceTransformerDataCollator
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
-    from core.encoder import bf16_autocast, resolve_model
+    from doctune_core.encoder import bf16_autocast, resolve_model
 
     device = torch.device(config["device"])
     model = SentenceTransformer(resolve_model("all-minilm-l6-v2"), device=config["device"])

@@ -109,9 +109,9 @@ def main(argv: list[str] | None = None) -> int:
             check_task_name(task)
         model = args.model
         if args.longformer:
-            from core.data import cache_dir
-            from core.encoder import ModelUnavailable, resolve_model
-            from core.longformer import cached_longformer
+            from doctune_core.data import cache_dir
+            from doctune_core.encoder import ModelUnavailable, resolve_model
+            from doctune_core.longformer import cached_longformer
 
             if args.attention_window % 2 or not 0 < args.attention_window <= args.longformer:
                 raise UnknownTask(

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from core.data.atomic import atomic_file
-from core.encoder import weights_digest
+from doctune_core.data.atomic import atomic_file
+from doctune_core.encoder import weights_digest
 
 MEMORY_TABLES = 8  # tables (one per model and task policy) kept in memory; the rest are read back from disk
 # what besides the weights decides an embedding: the architecture and the tokenisation

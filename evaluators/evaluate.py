@@ -54,7 +54,7 @@ def evaluate(
     unless the locked test part is asked for (read it once a choice is made: it reports, never
     chooses). Raises ``UnknownTask`` for an unknown task or a
     model that is not found."""
-    from core.encoder import ModelUnavailable, resolve_model
+    from doctune_core.encoder import ModelUnavailable, resolve_model
     from evaluators.pool import Evaluator
 
     if not parts or not set(parts) <= set(SPLITS):

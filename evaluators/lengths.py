@@ -19,7 +19,7 @@ from functools import lru_cache
 
 import numpy as np
 
-LENGTH_TOKENIZER = "all-minilm-l6-v2"  # a packaged alias (core.encoder.PACKAGED_MODELS)
+LENGTH_TOKENIZER = "all-minilm-l6-v2"  # a packaged alias (doctune_core.encoder.PACKAGED_MODELS)
 BUCKET_EDGES = (512, 1024, 2048, 4096)  # upper bounds, inclusive
 
 
@@ -27,7 +27,7 @@ BUCKET_EDGES = (512, 1024, 2048, 4096)  # upper bounds, inclusive
 def length_tokenizer():
     from transformers import AutoTokenizer
 
-    from core.encoder import resolve_model
+    from doctune_core.encoder import resolve_model
 
     return AutoTokenizer.from_pretrained(resolve_model(LENGTH_TOKENIZER))
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from core.fields import constraint
+from doctune_core.fields import constraint
 
 ProbeHead = Literal["logistic", "mlp"]
 
@@ -89,7 +89,7 @@ class EvalPlan:
     def scoring_length(self, long_documents: bool) -> int:
         """The tokens per text a task is embedded at: the long length for a long-document task
         (``TaskMetadata.long_documents``), ``max_length`` for any other (a model with fewer
-        positions embeds at its own: ``core.encoder.embedding_length``)."""
+        positions embeds at its own: ``doctune_core.encoder.embedding_length``)."""
         return self.budget.long_length if long_documents else self.max_length
 
     @property

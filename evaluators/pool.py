@@ -5,7 +5,7 @@ task data once. The driver hands every trial a ``CheckpointScorer``; the trial's
 on each saved checkpoint and reports what it returns, so the scores reach Optuna and ASHA.
 Actors are restarted if they die and the call is retried on another actor.
 
-A model to score travels to the actor as its files (``core.model_files``), through Ray's object
+A model to score travels to the actor as its files (``doctune_core.model_files``), through Ray's object
 store: an actor reads no directory of another node, so it may run where the checkpoint was not
 written. Reference encoders, installed with the package on every node, go by path.
 """
@@ -20,8 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.model_files import ModelFiles
-from core.run_files import RunFiles
+from doctune_core.model_files import ModelFiles
+from doctune_core.run_files import RunFiles
 from evaluators.plan import EvalPlan
 from evaluators.references import AS_TASKS_SAY, Reading, Reference
 from evaluators.scores import Scores, flatten, main_scores
@@ -167,7 +167,7 @@ class Evaluator:
     def scoring_length(self, model_dir: str, task_name: str, reading: Reading = AS_TASKS_SAY) -> int:
         """The tokens per text ``task_name`` embeds ``model_dir``'s texts at: ``EvalPlan.scoring_length``,
         at most ``reading.max_length`` and the model's positions."""
-        from core.encoder import embedding_length
+        from doctune_core.encoder import embedding_length
 
         length = self.plan.scoring_length(self.tasks[task_name].metadata.long_documents)
         return embedding_length(model_dir, min(length, reading.max_length or length))
@@ -177,7 +177,7 @@ class Evaluator:
         loaded on the first miss only."""
         import torch
 
-        from core.encoder import computes_bf16, embed_texts, load_encoder
+        from doctune_core.encoder import computes_bf16, embed_texts, load_encoder
         from evaluators.cache import embedding_digest
 
         digest = embedding_digest(model_dir)
@@ -215,7 +215,7 @@ class Evaluator:
         if measured not in self._over_length:
             from transformers import AutoTokenizer
 
-            from core.encoder import over_length_share
+            from doctune_core.encoder import over_length_share
 
             tokenizer = AutoTokenizer.from_pretrained(model_dir)
             self._over_length[measured] = over_length_share(tokenizer, list(embed.seen), embed.max_length)

@@ -11,7 +11,7 @@ as given, and converted, untrained):
   for all-MiniLM-L6-v2; else its positions) and its own pooling (``1_Pooling``; else the search's),
   texts over it truncated;
 - ``reference-off-the-shelf-windowed``: the same model over windows of that length covering the
-  whole text, their pooled vectors averaged (``core.encoder.embed_texts``).
+  whole text, their pooled vectors averaged (``doctune_core.encoder.embed_texts``).
 
 An encoder reference is embedded through the evaluators' cache like the base (``EvalPlan.
 shared_embeddings``), so every search from the same base computes it once.
@@ -68,7 +68,7 @@ class Reference:
 def own_max_length(model_dir: str) -> int:
     """The tokens a model's users embed with: sentence-transformers' ``max_seq_length`` where the
     model directory has one, else its positions (at most 512)."""
-    from core.encoder import embedding_length
+    from doctune_core.encoder import embedding_length
 
     config = Path(model_dir) / "sentence_bert_config.json"
     if config.exists():

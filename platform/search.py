@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.logs import add_verbosity_options, show_on_console
+from doctune_core.logs import add_verbosity_options, show_on_console
 from evaluators.part_sizes import small_parts
 from platform.cluster.autoscaling import cluster_to_plan_for
 from platform.cluster.ray_cluster import ray_init, starts_its_own_ray
@@ -84,8 +84,8 @@ class SearchOutcome:
 def bad_input() -> tuple[type[Exception], ...]:
     """The errors a search raises for bad input (spec, model, corpus, run directory, storage,
     resources), each with one message naming what is wrong and how to fix it; nothing was started."""
-    from core.data import DataUnavailable
-    from core.encoder import ModelUnavailable
+    from doctune_core.data import DataUnavailable
+    from doctune_core.encoder import ModelUnavailable
 
     return (SpecError, UsageError, InfeasibleResources, ModelUnavailable, DataUnavailable)
 
@@ -237,7 +237,7 @@ def _prepare_and_search(resolved, resume: bool, clock: PhaseClock) -> tuple[int,
 def _share_inputs(resolved):
     """The search with its inputs in the driver's cache uploaded to the run's storage, once
     (``trainers.inputs``), for Train workers on nodes that do not see this machine's cache."""
-    from core.data import cache_dir
+    from doctune_core.data import cache_dir
     from trainers.inputs import share_inputs
 
     plan = resolved.train_plan

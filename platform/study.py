@@ -34,7 +34,7 @@ import sys
 import time
 from pathlib import Path
 
-from core.logs import add_verbosity_options, show_on_console
+from doctune_core.logs import add_verbosity_options, show_on_console
 from platform.cluster.autoscaling import cluster_to_plan_for
 from platform.cluster.ray_cluster import ray_init, starts_its_own_ray
 from platform.cluster.resources import InfeasibleResources
@@ -293,7 +293,7 @@ class Study:
     def base_rows(self, pool_plan: ResolvedSearch) -> list[RowResult]:
         """The base model, untouched, on every table task (scored once); where some row starts from
         interpolated positions, the base so converted, untrained, too."""
-        from core.longformer import cached_interpolated
+        from doctune_core.longformer import cached_interpolated
 
         rows = [self.untrained_row(base_row_name(self.spec), self.model_dir, BASE_FILE, pool_plan)]
         if self.spec.may_interpolate_positions():
@@ -390,8 +390,8 @@ def summed_timings(path: Path, wall_seconds: float, rows: dict[str, float]) -> d
 def _run(spec: SearchSpec, spec_path: Path, profile: str, columns, run_dir: Path, marker: str, shown: str) -> int:
     import ray
 
-    from core.data import DataUnavailable
-    from core.encoder import ModelUnavailable
+    from doctune_core.data import DataUnavailable
+    from doctune_core.encoder import ModelUnavailable
     from trainers.base_stage import BaseStageFailed
 
     tasks = list(dict.fromkeys(task for task, _ in columns))

@@ -4,7 +4,7 @@
 
 Layers, arrows pointing down only: the public API and the command (``doctune``) on top, which
 nothing imports; the driver (``platform``) imports ``trainers`` and ``evaluators``, which never
-import each other and never the driver; both build on ``core``, which imports none of the three.
+import each other and never the driver; both build on ``doctune_core``, which imports none of the three.
 Inside the driver, what the trials establish (``platform.results``) never imports the search that
 ran them, and resolving a search imports neither (``CONTRACTS``). Inside a package no module may
 import itself through others (a cycle), a package's ``__init__``
@@ -25,11 +25,11 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("doctune", "platform", "trainers", "evaluators", "core")
+PACKAGES = ("doctune", "platform", "trainers", "evaluators", "doctune_core")
 # package -> the project packages it must never import
 FORBIDDEN = {
     "platform": {"doctune"},
-    "core": {"doctune", "platform", "trainers", "evaluators"},
+    "doctune_core": {"doctune", "platform", "trainers", "evaluators"},
     "trainers": {"doctune", "platform", "evaluators"},
     "evaluators": {"doctune", "platform", "trainers"},
 }

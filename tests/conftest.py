@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from core.run_files import RunFiles
+from doctune_core.run_files import RunFiles
 from platform.cluster.ray_cluster import LOCAL_RAY_START_LIMITS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # no test may reach a model hub
@@ -52,11 +52,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(autouse=True)
 def console_output():
-    """Each test sees doctune's output as the command line shows it (``core.logs.show_on_console``:
+    """Each test sees doctune's output as the command line shows it (``doctune_core.logs.show_on_console``:
     progress on stdout, warnings on stderr, for capsys); the ``doctune`` logger is put back after."""
     import logging
 
-    from core.logs import LOGGER, show_on_console
+    from doctune_core.logs import LOGGER, show_on_console
 
     logger = logging.getLogger(LOGGER)
     kept = (logger.handlers[:], logger.level, logger.propagate)
@@ -94,7 +94,7 @@ def s3(tmp_path_factory):
 
 @pytest.fixture(params=["directory", "bucket"])
 def run_files(request, tmp_path) -> RunFiles:
-    """A run's files (``core.run_files``) in a directory, and in a bucket of a real S3 server."""
+    """A run's files (``doctune_core.run_files``) in a directory, and in a bucket of a real S3 server."""
     if request.param == "directory":
         return RunFiles.at(tmp_path / "run")
     return RunFiles.at(request.getfixturevalue("s3").uri("runs", tmp_path.name))
@@ -102,7 +102,7 @@ def run_files(request, tmp_path) -> RunFiles:
 
 @pytest.fixture(scope="session")
 def minilm_dir() -> str:
-    from core.encoder import resolve_model
+    from doctune_core.encoder import resolve_model
 
     return resolve_model("all-minilm-l6-v2")
 
@@ -118,12 +118,12 @@ def default_corpus() -> Path:
 def prepared_here(spec: str, profile: str) -> Path:
     """``spec``'s corpus at ``profile`` in doctune's cache, prepared, if it is not yet, by a Ray of
     this machine's own (a cluster's Ray Data workers would write its shards on their own nodes)."""
-    from core.data import cache_dir
+    from doctune_core.data import cache_dir
     from platform.spec import load_spec
 
     corpus = load_spec(spec, profile)[0].corpus
     prepare = (
-        "import json, sys; from core.data import prepare_corpus; "
+        "import json, sys; from doctune_core.data import prepare_corpus; "
         "print(prepare_corpus(sys.argv[1], json.loads(sys.argv[2])).directory)"
     )
     done = subprocess.run(
@@ -139,7 +139,7 @@ def prepared_here(spec: str, profile: str) -> Path:
 def minilm_with_mlm_head(minilm_dir, tmp_path_factory) -> str:
     """all-MiniLM-L6-v2 with a masked-LM head trained for it (``trainers.mlm_head``) at the smoke
     profile's size on the packaged news text: the base a trial with an MLM term loads (seconds, no Ray)."""
-    from core.data.news import pretraining_articles
+    from doctune_core.data.news import pretraining_articles
     from platform.spec import BUILTIN_PROFILES
     from trainers.config import MlmHeadSettings
     from trainers.mlm_head import train_mlm_head

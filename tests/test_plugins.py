@@ -11,7 +11,7 @@ import textwrap
 
 from tests.conftest import ROOT, documented_plugins
 
-PACKAGES = ("core", "trainers", "evaluators", "platform", "search_spaces")
+PACKAGES = ("doctune_core", "trainers", "evaluators", "platform", "search_spaces")
 
 CHECK = textwrap.dedent(
     """
@@ -21,7 +21,7 @@ CHECK = textwrap.dedent(
     import numpy as np
     import torch
 
-    from core.data.corpus import CorpusStats
+    from doctune_core.data.corpus import CorpusStats
     from evaluators.plan import EvalBudget
     from evaluators.tasks import TASKS, make_task
     from platform.spec import SpecError, parse_spec, read_raw, find_spec_file

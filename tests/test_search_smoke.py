@@ -177,7 +177,7 @@ def _two_nodes() -> Iterator[tuple[LocalNodes, dict[str, str]]]:
     of its own, where a tmpfs hides ``/tmp`` (the driver's run directory under it, its own Ray temp
     directory there) and doctune's cache: every trial, Train worker and evaluator runs on a node that
     shares no directory with the driver. Yields the nodes and the driver's environment."""
-    from core.data import cache_dir
+    from doctune_core.data import cache_dir
 
     assert os.geteuid() == 0 and shutil.which("unshare"), "the smoke search's second node needs unshare, as root"
     env = {name: value for name, value in os.environ.items() if name != "RAY_ADDRESS"}  # the suite's "local"
@@ -285,7 +285,7 @@ def test_a_search_killed_with_sigkill_resumes_losing_and_rerunning_nothing(kille
     run files merged: test_wandb_has_each_trial_every_round_and_the_winner_as_a_model)."""
     import optuna
 
-    from core.run_files import RunFiles
+    from doctune_core.run_files import RunFiles
     from platform.strategies.optuna_base import optuna_storage
 
     _, run_dir, before = killed

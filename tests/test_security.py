@@ -48,7 +48,7 @@ def test_nothing_is_unpickled(package):
 def test_a_checkpoint_holds_no_pickle(tmp_path, minilm_dir):
     import torch
 
-    from core.encoder import load_encoder
+    from doctune_core.encoder import load_encoder
     from trainers.checkpoint import load_training_state, save_checkpoint
 
     model, tokenizer = load_encoder(minilm_dir)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
-from core.data import StreamPosition
+from doctune_core.data import StreamPosition
 
 T = TypeVar("T")
 

@@ -12,12 +12,12 @@ Layout of ``<run_dir>/trials/<trial_id>/checkpoints/step_000040/``::
 
 Rank 0 saves a round to a staging directory on its own node (``staging_dir``: written under
 ``step_N.partial`` and renamed when whole), the evaluators score it from there (its files travel
-through Ray's object store, ``core.model_files``), and its report to Ray Train carries it: Ray
+through Ray's object store, ``doctune_core.model_files``), and its report to Ray Train carries it: Ray
 Train persists it to the trial's storage (``trainers.trial``: the directory above, named
 ``step_N``) and the staged copy is deleted. So every ``step_N`` in storage was reported, with its
 scores and report, and a resumed trial goes on from the latest one (``ray.train.get_checkpoint``);
 a round saved but not yet reported when its trial was killed is trained again. A trial reaches
-storage, and its records beside the checkpoints, only through the run's files (``core.run_files``,
+storage, and its records beside the checkpoints, only through the run's files (``doctune_core.run_files``,
 ``TrainPlan.run_files``), named relative to the run (``trial_path``). Once a newer round
 is reported, an older one loses its ``training_state/`` (``drop_superseded_training_state``). Once
 the trial has ended, ``release_finished_trial`` frees the rest the spec's ``train.keep_checkpoints``
@@ -38,7 +38,7 @@ from pathlib import Path, PurePosixPath
 import torch
 from safetensors.torch import load_file, load_model, save_file, save_model
 
-from core.run_files import RunFiles
+from doctune_core.run_files import RunFiles
 
 STEP_PREFIX = "step_"
 RECORD_FILE = "doctune.json"
@@ -68,7 +68,7 @@ DIVERGED_FILE = "diverged.json"
 
 
 def trial_path(trial_id: str, *parts: str) -> str:
-    """A path inside a trial's directory, relative to the run (``core.run_files``)."""
+    """A path inside a trial's directory, relative to the run (``doctune_core.run_files``)."""
     return "/".join(("trials", trial_id, *parts))
 
 

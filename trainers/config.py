@@ -9,13 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Literal, Protocol, TypeVar
 
-from core.fields import constraint
-from core.run_files import RunFiles
+from doctune_core.fields import constraint
+from doctune_core.run_files import RunFiles
 
 Pooling = Literal["cls", "mean", "max"]
 T = TypeVar("T")
 Trainable = Literal["all", "positions", "positions+top"]  # trainers.trainable
-PositionInit = Literal["copy", "interpolate"]  # core.longformer.interpolate_positions
+PositionInit = Literal["copy", "interpolate"]  # doctune_core.longformer.interpolate_positions
 
 
 class Scorer(Protocol):
@@ -48,7 +48,7 @@ class Hyperparameters:
     """The settings every trial reads, whatever its recipe and loss: ``recipe`` (or ``views``, which
     decides it), ``loss``, ``lr``, ``weight_decay``, ``warmup_ratio``, ``batch_size``, ``pooling``,
     ``contrastive_weight``, ``mlm_weight``, ``trainable`` (``trainers.trainable``) and ``position_init``
-    (``core.longformer.interpolate_positions``). Each recipe's
+    (``doctune_core.longformer.interpolate_positions``). Each recipe's
     and loss's own settings live in its module (its ``settings`` class; the Bregman term's in
     ``trainers.losses.bregman``); ``trainers.settings.TrialSettings`` assembles them with these into
     the one flat namespace a spec and Optuna see, and turns ``views`` into the recipe and the
@@ -103,7 +103,7 @@ class Hyperparameters:
         metadata=constraint(
             "how a converted Longformer's new positions start: copy (the base's rows block by block, as the "
             "conversion makes them); interpolate (LongEmbed's interpolation, read so that inputs as long as the "
-            "base read embed as before; core.position_interpolation)"
+            "base read embed as before; doctune_core.position_interpolation)"
         ),
     )
     warmup_ratio: float = field(default=0.1, metadata=constraint("share of steps with linear warm-up", 0.0, 1.0))
@@ -180,10 +180,10 @@ class MlmHeadSettings:
 class TrainPlan:
     """The fixed part of every trial in one search (what does not vary per trial)."""
 
-    run_uri: str  # where the run's shared files are: its directory, or --storage's URI (core.run_files)
+    run_uri: str  # where the run's shared files are: its directory, or --storage's URI (doctune_core.run_files)
     base_model: str  # a local directory, resolved by the driver
     base_model_name: str  # as the user wrote it, for the record
-    corpus_path: str  # prepared corpus directory (core.data.PreparedCorpus)
+    corpus_path: str  # prepared corpus directory (doctune_core.data.PreparedCorpus)
     corpus_name: str
     steps: int
     eval_every: int
@@ -210,7 +210,7 @@ class TrainPlan:
 
     @property
     def run_files(self) -> RunFiles:
-        """The run's files, through which a trial shares its checkpoints and records (``core.run_files``)."""
+        """The run's files, through which a trial shares its checkpoints and records (``doctune_core.run_files``)."""
         return RunFiles.at(self.run_uri)
 
     @property

@@ -12,7 +12,7 @@ import socket
 import torch
 import torch.distributed as dist
 
-from core.run_files import RunFiles
+from doctune_core.run_files import RunFiles
 from trainers.checkpoint import trial_path
 
 PLACEMENT_FILE = "placement.json"

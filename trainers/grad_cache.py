@@ -28,7 +28,7 @@ from contextlib import nullcontext
 import torch
 import torch.distributed as dist
 
-from core.encoder import by_length, trimmed
+from doctune_core.encoder import by_length, trimmed
 from trainers.config import Hyperparameters
 from trainers.training_loss import training_loss
 

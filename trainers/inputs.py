@@ -1,6 +1,6 @@
 """The search's inputs (the prepared corpus, the base model) on a trial's node.
 
-The driver prepares them in its cache (``core.data.cache_dir``: the corpus's Parquet shards, a
+The driver prepares them in its cache (``doctune_core.data.cache_dir``: the corpus's Parquet shards, a
 base given a masked-LM head, converted to a Longformer or trained by the base stage). Where the
 run is kept at a storage URI (``--storage``), nodes may share no file system with the driver, so
 the driver uploads each input found in its cache to the run's files once, under
@@ -18,8 +18,8 @@ import io
 from collections.abc import Iterable
 from pathlib import Path
 
-from core.data import cache_dir
-from core.run_files import RunFiles
+from doctune_core.data import cache_dir
+from doctune_core.run_files import RunFiles
 
 INPUTS = "inputs"  # in the run's files
 WHOLE = ".whole"  # written last: an input's upload that holds it was not interrupted

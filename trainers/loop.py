@@ -15,9 +15,9 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-from core.data import DocumentStream, PreparedCorpus, StreamPosition
-from core.encoder import bf16_autocast, embed_in_length_groups, load_encoder, tokenize
-from core.longformer import base_position_rows, first_new_position, interpolate_positions
+from doctune_core.data import DocumentStream, PreparedCorpus, StreamPosition
+from doctune_core.encoder import bf16_autocast, embed_in_length_groups, load_encoder, tokenize
+from doctune_core.longformer import base_position_rows, first_new_position, interpolate_positions
 from trainers.batches import PairStream, Prefetched
 from trainers.checkpoint import (
     CHECKPOINTS,

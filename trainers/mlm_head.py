@@ -3,8 +3,8 @@ term (SimDE / DocSplit assume BERT's trained head) never reaches the encoder thr
 
 ``ensure_mlm_head(model_dir, corpus_path, settings, ...)`` returns a model directory holding the
 base's encoder, unchanged, and a masked-LM head trained for it on the search's corpus with the
-encoder frozen. Trials load it as their base (``core.encoder.load_encoder``), and a Longformer
-converted from it keeps the head (``core.longformer``).
+encoder frozen. Trials load it as their base (``doctune_core.encoder.load_encoder``), and a Longformer
+converted from it keeps the head (``doctune_core.longformer``).
 
 Training. The corpus's first documents are packed into sequences of ``max_length`` tokens
 (``trainers.base_stage.pack_blocks``) and masked with BERT's rule (``trainers.losses.mask_tokens``);
@@ -56,11 +56,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from core.data.atomic import exclusive_lock
-from core.data.corpus import PreparedCorpus
-from core.data.wheels import cache_dir
-from core.encoder import ModelUnavailable, encode, load_encoder, weights_digest
-from core.logs import progress
+from doctune_core.data.atomic import exclusive_lock
+from doctune_core.data.corpus import PreparedCorpus
+from doctune_core.data.wheels import cache_dir
+from doctune_core.encoder import ModelUnavailable, encode, load_encoder, weights_digest
+from doctune_core.logs import progress
 from trainers.base_stage import pack_blocks
 from trainers.config import MlmHeadSettings
 from trainers.losses import mask_tokens, prediction_head

@@ -6,7 +6,7 @@ Ray 2.60's Train-in-Tune (``TuneReportCallback``) forwards a Train report's metr
 and PBT has nothing to exploit. Under PBT the Train run's reports go onto a queue instead
 (``ReportsToQueue``); the trial function runs ``fit`` in a thread and reports each round to Tune
 itself (``fit_reporting_to_tune``) with a pointer checkpoint: a small directory naming the round's
-doctune checkpoint in the run's files (``core.run_files``), which every node reaches, rather than a
+doctune checkpoint in the run's files (``doctune_core.run_files``), which every node reaches, rather than a
 copy of its weights.
 
 PBT runs synchronously here (every trial reaches the perturbation round before any exploits), so a
@@ -32,7 +32,7 @@ from pathlib import Path, PurePosixPath
 
 import torch
 
-from core.run_files import RunFiles
+from doctune_core.run_files import RunFiles
 from trainers.checkpoint import CHECKPOINTS, RECORD_FILE, trial_path, weights_digest
 
 POINTER_FILE = "doctune_checkpoint.json"  # inside a reported Tune checkpoint: which round it stands for

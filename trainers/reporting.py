@@ -37,7 +37,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from core.data.atomic import atomic_file
+from doctune_core.data.atomic import atomic_file
 from trainers.checkpoint import CHECKPOINTS, REPORT_FILE, SCORES_FILE, drop_superseded_training_state, trial_path
 from trainers.config import Hyperparameters, TrainPlan
 

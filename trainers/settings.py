@@ -87,7 +87,7 @@ SETTINGS: dict[str, Setting] = _settings()
 
 PERTURBABLE = tuple(name for name, s in SETTINGS.items() if s.field.metadata.get("perturbable"))
 """What a trial may change when it goes on from another trial's checkpoint (PBT), as each setting's
-owner declares it (``core.fields.constraint(perturbable=True)``)."""
+owner declares it (``doctune_core.fields.constraint(perturbable=True)``)."""
 
 if typing.TYPE_CHECKING:
     from trainers.losses.info_nce import InfoNCESettings

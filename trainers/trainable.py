@@ -27,7 +27,7 @@ TOP_LAYERS = 2
 
 def freeze_for(model: nn.Module, trainable: Trainable, base_rows: torch.Tensor | None) -> None:
     """Turn off ``requires_grad`` on what ``trainable`` leaves frozen in ``model`` (an encoder, or a
-    masked-LM model whose ``base_model`` is one); ``base_rows``: ``core.longformer.base_position_rows``
+    masked-LM model whose ``base_model`` is one); ``base_rows``: ``doctune_core.longformer.base_position_rows``
     of it, the position rows that stay as the base had them (the first rows where the conversion copied,
     every s-th where it interpolated). Refuses a model without new position rows for anything but ``all``."""
     if trainable == "all":

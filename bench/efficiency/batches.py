@@ -26,7 +26,7 @@ import optuna
 from bench.efficiency.methods import METHODS
 from bench.efficiency.replay import Replay, replay_decided
 from bench.efficiency.table import Table
-from core.data.atomic import atomic_file
+from doctune_core.data.atomic import atomic_file
 from platform.strategies import samplers
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from core.registry import import_plugins
+from doctune_core.registry import import_plugins
 from evaluators.plan import EvalBudget
 from evaluators.tasks.base import TASK_FAMILIES, TASKS, Task, TaskMetadata, register_task
 

@@ -19,7 +19,7 @@ from typing import ClassVar, Literal
 
 import numpy as np
 
-from core.registry import Registry
+from doctune_core.registry import Registry
 from evaluators.plan import EvalBudget
 
 Embedder = Callable[[list[str]], np.ndarray]  # texts -> (n, d) L2-normalised embeddings
@@ -39,7 +39,7 @@ class TaskMetadata:
     main_score: str
     license: str = "see source"
     # texts longer than the evaluation's max_length: truncated, or cut into windows whose pooled
-    # vectors are averaged (core.encoder.embed_texts); the share affected is reported
+    # vectors are averaged (doctune_core.encoder.embed_texts); the share affected is reported
     long_inputs: Literal["truncate", "chunk"] = "truncate"
     # a long-document task is embedded at the evaluation's long length (``EvalBudget.long_length``),
     # every other task at its max_length (``EvalPlan.scoring_length``)

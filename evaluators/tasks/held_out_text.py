@@ -1,9 +1,10 @@
 """The held-out text long-document tasks are built from, per part, and its sentences.
 
 ``packaged``: the NewsArticles articles held out of pretraining, each part its own articles
-(``core.data.news.held_out_articles``; the test part is locked). Any other source is a user's collection (a ``.jsonl``,
-``.txt`` or ``.parquet`` file or a directory of them, read as a corpus is: ``core.data.sources``),
-halved by a hash of each document's text, so validation and test never share a document.
+(``doctune_core.data.news.held_out_articles``; the test part is locked). Any other source is a
+user's collection (a ``.jsonl``, ``.txt`` or ``.parquet`` file or a directory of them, read as a
+corpus is: ``doctune_core.data.sources``), halved by a hash of each document's text, so validation
+and test never share a document.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from core.data.news import NEWS_PARTS
+from doctune_core.data.news import NEWS_PARTS
 from evaluators.tasks.base import Split
 
 PACKAGED = "news-articles"
@@ -23,11 +24,11 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[\"“‘(\[]?[A-Z0-
 def part_texts(source: str, split: Split) -> list[str]:
     """The documents of ``source`` in part ``split``, in source order, blank ones and repeats dropped."""
     if source == PACKAGED:
-        from core.data.news import held_out_articles
+        from doctune_core.data.news import held_out_articles
 
         texts = [a.text for a in held_out_articles(split)]
     else:
-        from core.data.sources import local_texts
+        from doctune_core.data.sources import local_texts
 
         texts = [t for t in local_texts(source) if text_part(t) == split]
     return list(dict.fromkeys(t.strip() for t in texts if t.strip()))
@@ -39,8 +40,8 @@ class CollectionTask:
 
     @classmethod
     def location_problem(cls, name: str, location: str) -> str | None:
-        from core.data import DataUnavailable
-        from core.data.sources import check_source
+        from doctune_core.data import DataUnavailable
+        from doctune_core.data.sources import check_source
 
         try:
             check_source(location)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.data.news import NEWS_PARTS
+from doctune_core.data.news import NEWS_PARTS
 from evaluators.tasks.base import SPLITS, Embedder, Outcomes, Split, Task, TaskMetadata, register_task
 
 ELONGATIONS = (2, 4, 8)
@@ -45,7 +45,7 @@ class LengthRobustness(Task):
     def load(self) -> None:
         import spacy
 
-        from core.data.news import held_out_articles
+        from doctune_core.data.news import held_out_articles
 
         nlp = spacy.blank("en")
         nlp.add_pipe("sentencizer")

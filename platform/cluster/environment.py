@@ -13,7 +13,7 @@ from importlib import metadata
 from pathlib import Path
 
 import platform  # the package re-exports the standard library's platform functions
-from core.nodes import live_nodes, on_every_node, this_node
+from doctune_core.nodes import live_nodes, on_every_node, this_node
 
 ROOT = Path(__file__).resolve().parent.parent  # the checkout (or installed tree) this driver runs from
 
@@ -46,7 +46,7 @@ def environment(root: Path) -> dict:
 
 
 def _nodes(driver: dict) -> dict[str, dict]:
-    """Node id → what that node runs (``core.nodes.this_node``). Asked of each live node on a
+    """Node id → what that node runs (``doctune_core.nodes.this_node``). Asked of each live node on a
     cluster of several; on one node (or without Ray) the driver's own answer stands for it."""
     nodes = live_nodes()
     if len(nodes) < 2:

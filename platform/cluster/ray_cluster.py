@@ -8,7 +8,7 @@ import os
 import socket
 from pathlib import Path
 
-from core.logs import tells_progress
+from doctune_core.logs import tells_progress
 from platform.cluster.environment import ROOT
 from platform.cluster.resources import LARGEST_NODE_GPUS
 
@@ -52,7 +52,7 @@ def ray_init(address: str | None, trials_may_wait: bool = False, log_to_driver: 
     restarting the trials it paused), so their worker groups wait for the trials ahead.
     ``log_to_driver``: print the workers' output here (off for a dry run, whose standard output is
     its plan as JSON: on a running cluster, Ray's forwarded lines would otherwise follow it), and only
-    where doctune's progress is shown (``core.logs.tells_progress``: not from Python at WARNING,
+    where doctune's progress is shown (``doctune_core.logs.tells_progress``: not from Python at WARNING,
     where Ray's own warnings are left out too)."""
     import ray
 
@@ -66,8 +66,8 @@ def ray_init(address: str | None, trials_may_wait: bool = False, log_to_driver: 
     for name, value in os.environ.items():  # DOCTUNE_CACHE and the other DOCTUNE_ settings
         if name in ("HF_HUB_OFFLINE", "HF_HOME") or name.startswith("DOCTUNE_"):
             env_vars[name] = value
-    # every worker process asks Ray's state API about its own cluster (core.nodes.pin_ray_address)
-    runtime_env: dict = {"env_vars": env_vars, "worker_process_setup_hook": "core.nodes.pin_ray_address"}
+    # every worker process asks Ray's state API about its own cluster (doctune_core.nodes.pin_ray_address)
+    runtime_env: dict = {"env_vars": env_vars, "worker_process_setup_hook": "doctune_core.nodes.pin_ray_address"}
     if "RAY_JOB_CONFIG_JSON_ENV_VAR" in os.environ:
         # inside `ray job submit --working-dir .`: the job's working directory reaches every node,
         # and these env_vars join the job's runtime env (Ray refuses a driver's that repeats a field)

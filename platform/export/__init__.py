@@ -19,7 +19,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.run_files import RunFiles
+from doctune_core.run_files import RunFiles
 from platform.export.model_card import model_card
 from platform.export.record import ExportError, SearchRecord
 from platform.export.st_files import POOLINGS, sentence_transformers_gap, write_sentence_transformers_files

@@ -17,8 +17,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from core.logs import add_verbosity_options, show_on_console
-from core.run_files import RunFiles
+from doctune_core.logs import add_verbosity_options, show_on_console
+from doctune_core.run_files import RunFiles
 from platform.exit_codes import EXIT_BAD_INPUT, EXIT_OK, UsageError
 from platform.export import export_trial
 from platform.export.record import ExportError, SearchRecord

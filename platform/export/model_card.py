@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from core.position_interpolation import CONFIG_KEY
+from doctune_core.position_interpolation import CONFIG_KEY
 from evaluators.noise import Gain
 from evaluators.scores import coverage, part
 from platform.export.record import SearchRecord
@@ -134,7 +134,7 @@ def _usage(pooling: str, config: dict, path: Path, max_length: int, gap: str | N
         ]
     else:
         sentence_transformers = [f"No sentence-transformers files: {gap}. Use transformers as below."]
-    global_attention = (  # [CLS] attends globally, as core.encoder.encode has it
+    global_attention = (  # [CLS] attends globally, as doctune_core.encoder.encode has it
         [
             'batch["global_attention_mask"] = torch.zeros_like(batch["input_ids"])',
             'batch["global_attention_mask"][:, 0] = 1',
@@ -142,7 +142,7 @@ def _usage(pooling: str, config: dict, path: Path, max_length: int, gap: str | N
         if model_type == "longformer"
         else []
     )
-    if config.get(CONFIG_KEY):  # interpolated positions, read as core.encoder.position_inputs reads them
+    if config.get(CONFIG_KEY):  # interpolated positions, read as doctune_core.encoder.position_inputs reads them
         global_attention += [
             "import sys",
             "sys.path.insert(0, path)  # position_interpolation.py, beside the model",
@@ -154,7 +154,7 @@ def _usage(pooling: str, config: dict, path: Path, max_length: int, gap: str | N
     if pooling in POOLINGS:
         pooled, imports = POOLINGS[pooling].torch_expression, []
     else:  # doctune's own pooling function
-        pooled, imports = f'pool(hidden, mask[..., 0], "{pooling}")', ["from core.encoder import pool"]
+        pooled, imports = f'pool(hidden, mask[..., 0], "{pooling}")', ["from doctune_core.encoder import pool"]
     transformers = [
         "With transformers:",
         "",

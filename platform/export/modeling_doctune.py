@@ -9,7 +9,7 @@ Copied beside an exported Longformer (``best/modeling_doctune.py``) and named in
 embeds as doctune's evaluators did, texts longer than the attention window included (without it,
 sentence-transformers would give no token global attention). A model whose positions were
 interpolated (``position_init: interpolate``) reads them as doctune does, through
-``position_interpolation.py`` (doctune's ``core/position_interpolation.py``, copied beside this
+``position_interpolation.py`` (doctune's ``doctune_core/position_interpolation.py``, copied beside this
 file: the relative import below resolves there, in the exported directory, not in doctune). It
 imports nothing but sentence-transformers and torch, so the exported directory needs no doctune
 installed.

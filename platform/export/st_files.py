@@ -14,13 +14,13 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class PoolingExport:
-    """How one of doctune's poolings (``core.encoder.pool``) is written outside doctune."""
+    """How one of doctune's poolings (``doctune_core.encoder.pool``) is written outside doctune."""
 
     st_flag: str  # the sentence-transformers Pooling flag that computes the same vector
     torch_expression: str  # the same pooling over ``hidden`` (N, L, d) and ``mask`` (N, L, 1), for the card
 
 
-# Every pooling core.encoder.pool offers, each with its exact sentence-transformers equivalent
+# Every pooling doctune_core.encoder.pool offers, each with its exact sentence-transformers equivalent
 # (tests/platform/test_export.py compares the embeddings). A pooling missing here gets no
 # sentence-transformers files rather than wrong ones.
 POOLINGS: dict[str, PoolingExport] = {
@@ -42,11 +42,11 @@ ST_POOLING_FLAGS = (
 
 
 # A Longformer's first module: sentence-transformers' Transformer with [CLS] attending globally, as
-# core.encoder.encode has it (modeling_doctune.py, copied beside the model: trust_remote_code loads it)
+# doctune_core.encoder.encode has it (modeling_doctune.py, copied beside the model: trust_remote_code loads it)
 GLOBAL_ATTENTION_MODULE = Path(__file__).with_name("modeling_doctune.py")
 GLOBAL_ATTENTION_TYPE = "modeling_doctune.GlobalAttentionTransformer"
 # what it imports beside it: how a model with interpolated positions reads them
-POSITIONS_MODULE = Path(importlib.util.find_spec("core.position_interpolation").origin)
+POSITIONS_MODULE = Path(importlib.util.find_spec("doctune_core.position_interpolation").origin)
 
 
 def needs_remote_code(model_type: str) -> bool:
@@ -72,7 +72,7 @@ def write_sentence_transformers_files(directory: Path, pooling: PoolingExport, c
     modules = [
         {"idx": 0, "name": "0", "path": "", "type": transformer},
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-        # doctune's embeddings are L2-normalised (core.encoder.embed_texts)
+        # doctune's embeddings are L2-normalised (doctune_core.encoder.embed_texts)
         {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
     ]
     _write_json(directory / "modules.json", modules)

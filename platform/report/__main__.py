@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from core.logs import add_verbosity_options, show_on_console
+from doctune_core.logs import add_verbosity_options, show_on_console
 from platform.exit_codes import EXIT_BAD_INPUT, EXIT_OK, UsageError
 from platform.report import write_reports
 from platform.report.run import ReportError

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from core.run_files import RunFiles
+from doctune_core.run_files import RunFiles
 from platform.results.leaderboard import Row, read_leaderboard
 from platform.runs.run_dir import TUNE_DIR
 from platform.runs.storage import run_files_of

@@ -10,7 +10,7 @@ import json
 import logging
 from collections.abc import Callable
 
-from core.logs import progress
+from doctune_core.logs import progress
 from platform.runs.timings import PhaseClock
 from platform.search_path.plans import ResolvedSearch
 
@@ -26,7 +26,7 @@ def baseline_models(resolved: ResolvedSearch) -> dict[str, tuple[str, str]]:
     before any training, so a user sees whether the whole pipeline, conversion included, helped;
     where some trial starts from interpolated positions, that start too, untrained (what such a
     trial's gain from training is measured against)."""
-    from core.longformer import cached_interpolated
+    from doctune_core.longformer import cached_interpolated
     from platform.results.leaderboard import BASELINE_ID, CONVERTED_BASELINE_ID, INTERPOLATED_BASELINE_ID
 
     rows = {BASELINE_ID: (resolved.source_model, "base model, untouched")}
@@ -59,7 +59,7 @@ def score_baselines(resolved: ResolvedSearch) -> dict[str, dict]:
 def search_references(resolved: ResolvedSearch) -> tuple:
     """The reference rows of a search (``evaluators.references``): the base as the spec names it,
     as its users run it (the packaged or Hub model itself, not a copy given an MLM head or converted)."""
-    from core.encoder import resolve_model
+    from doctune_core.encoder import resolve_model
     from evaluators.references import references
 
     return references(resolve_model(resolved.train_plan.base_model_name))

@@ -14,7 +14,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from core.run_files import RunFiles
+from doctune_core.run_files import RunFiles
 from evaluators.lengths import bucket_title
 from evaluators.noise import Gain
 from evaluators.references import BASELINE_PREFIX, row_kind

@@ -10,7 +10,7 @@ import dataclasses
 import logging
 from collections.abc import Callable
 
-from core.logs import progress
+from doctune_core.logs import progress
 from platform.results import ranking
 
 log = logging.getLogger(f"doctune.{__name__}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ray import tune
 
-from core.run_files import RunFiles
+from doctune_core.run_files import RunFiles
 from evaluators.plan import EvalPlan
 from platform.results.leaderboard import chosen_checkpoint
 from trainers.checkpoint import release_finished_trial, trial_path

@@ -8,7 +8,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from core.data.atomic import atomic_file
+from doctune_core.data.atomic import atomic_file
 from platform.exit_codes import UsageError
 
 OPTUNA_JOURNAL = "optuna.journal"  # the search's Optuna study (``optuna-dashboard RUN_DIR/optuna.journal``)
@@ -52,6 +52,6 @@ def check_run_dir(run_dir: Path, resume: bool) -> None:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """``text`` as the whole of ``path``, replaced in one rename (``core.data.atomic``)."""
+    """``text`` as the whole of ``path``, replaced in one rename (``doctune_core.data.atomic``)."""
     with atomic_file(path, "w", encoding="utf-8") as handle:
         handle.write(text)

@@ -1,7 +1,7 @@
 """A run kept at a storage URI (``--storage``): a bucket, or a directory elsewhere, that every node reaches.
 
 ``python -m platform.search SPEC --storage s3://bucket/runs/name`` makes the URI the run's files
-(``core.run_files``): each trial persists its checkpoints there and reads and writes its records
+(``doctune_core.run_files``): each trial persists its checkpoints there and reads and writes its records
 there (``trials/``), Ray Tune keeps its experiment there (``tune/``), and the driver keeps its own
 records in its run directory and uploads them as they change (``platform.runs.records``: ``search.json``,
 the Optuna journal, the baselines, the leaderboard, the report, ``best/``, the timings). So the
@@ -22,7 +22,7 @@ import json
 import uuid
 from pathlib import Path
 
-from core.run_files import RunFiles
+from doctune_core.run_files import RunFiles
 from platform.exit_codes import UsageError
 from platform.runs.run_dir import OPTUNA_JOURNAL, TUNE_DIR
 from trainers.inputs import INPUTS
@@ -73,7 +73,7 @@ def run_files_of(run_dir: Path) -> RunFiles:
 
 
 class RunStorage(RunFiles):
-    """A run's storage: its files (``core.run_files``), checked as a search or a reader opens it."""
+    """A run's storage: its files (``doctune_core.run_files``), checked as a search or a reader opens it."""
 
     @classmethod
     def open(cls, uri: str, writable: bool = True) -> RunStorage:

@@ -8,7 +8,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.run_files import RunFiles
+from doctune_core.run_files import RunFiles
 from platform.spec.schema import CorpusSpec, LongformerSpec, SearchSpec
 from trainers.config import BaseSettings, MlmHeadSettings
 
@@ -26,7 +26,9 @@ class InputsPlan:
     longformer: LongformerSpec | None
     mlm_head: MlmHeadSettings
     may_weight_mlm: bool  # some trial may train with an MLM term (the base then needs a head)
-    interpolates: bool  # some trial may start from interpolated positions (core.longformer.interpolate_positions)
+    interpolates: (
+        bool  # some trial may start from interpolated positions (doctune_core.longformer.interpolate_positions)
+    )
     recipes: tuple[str, ...]  # every recipe a trial may train: each may refuse the corpus
     # how the base stage's Ray Train run and the MLM head train (the spec's train: section)
     workers: int | str  # a count once fitted to the cluster (platform.search_path.resolution.fit_to_cluster)
@@ -76,15 +78,15 @@ def prepare_inputs(
     ``MlmHeadUnavailable`` (a ``ModelUnavailable``: bad input). With ``plan_only`` (``--dry-run``)
     a head not in the cache yet is only named, as a base not trained yet is. ``storage``: the files
     of a run kept at a storage URI, through which the trials receive the inputs (``trainers.inputs``)
-    and a corpus prepared now reaches this machine (``core.data.corpus``), so no node need see
+    and a corpus prepared now reaches this machine (``doctune_core.data.corpus``), so no node need see
     this machine's cache (the base stage's work goes through them too: ``trainers.base_stage.staging``).
     A conversion whose positions
     some trial would interpolate but cannot (a length not a multiple of the base's) is a
     ``SpecError``.
     """
-    from core.data import cache_dir, prepare_corpus
-    from core.encoder import embedding_length, resolve_model
-    from core.longformer import cached_longformer, check_interpolable
+    from doctune_core.data import cache_dir, prepare_corpus
+    from doctune_core.encoder import embedding_length, resolve_model
+    from doctune_core.longformer import cached_longformer, check_interpolable
     from platform.spec import SpecError
     from trainers.base_stage import base_entry, ensure_base
     from trainers.mlm_head import ensure_mlm_head, mlm_head_entry
@@ -146,7 +148,7 @@ def needs_mlm_head(inputs: InputsPlan, model_dir: str) -> bool:
     """Whether ``prepare_inputs`` trains a masked-LM head for the base in ``model_dir``: some trial
     may weight an MLM term and the base carries no head (a base not trained yet will: the base
     stage trains one)."""
-    from core.encoder import has_mlm_head
+    from doctune_core.encoder import has_mlm_head
 
     return inputs.may_weight_mlm and Path(model_dir).is_dir() and not has_mlm_head(model_dir)
 
@@ -154,8 +156,8 @@ def needs_mlm_head(inputs: InputsPlan, model_dir: str) -> bool:
 def check_inputs(inputs: InputsPlan) -> None:
     """What can be checked of the inputs before Ray starts: the base model resolves, the corpus
     source exists in a format doctune reads. Raises ``ModelUnavailable`` or ``DataUnavailable``."""
-    from core.data import check_source
-    from core.encoder import resolve_model
+    from doctune_core.data import check_source
+    from doctune_core.encoder import resolve_model
 
     if inputs.base is None:
         resolve_model(inputs.base_model)
@@ -164,7 +166,7 @@ def check_inputs(inputs: InputsPlan) -> None:
 
 def check_corpus_suits_recipes(inputs: InputsPlan, stats) -> None:
     """Each recipe the search may train refuses a corpus it cannot train on (``Recipe.corpus_problem``)."""
-    from core.data import DataUnavailable
+    from doctune_core.data import DataUnavailable
     from trainers.pairs import RECIPES
 
     for recipe in inputs.recipes:

@@ -8,7 +8,7 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.data.corpus import CorpusStats
+from doctune_core.data.corpus import CorpusStats
 from evaluators.plan import EvalPlan
 from platform.cluster.environment import ROOT, environment
 from platform.cluster.resources import ResourcePlan

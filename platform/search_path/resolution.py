@@ -35,8 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.data.corpus import PreparedCorpus
-from core.data.wheels import cache_dir
+from doctune_core.data.corpus import PreparedCorpus
+from doctune_core.data.wheels import cache_dir
 from evaluators.plan import EvalPlan
 from evaluators.pool import CheckpointScorer
 from platform.cluster.resources import (

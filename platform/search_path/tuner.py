@@ -15,8 +15,8 @@ import os
 from collections.abc import Sequence
 from contextlib import contextmanager
 
-from core.logs import tells_progress
-from core.run_files import RunFiles
+from doctune_core.logs import tells_progress
+from doctune_core.run_files import RunFiles
 from platform.runs.run_dir import TUNE_DIR
 from platform.runs.timings import PhaseClock
 from platform.search_path.plans import ResolvedSearch

@@ -1,5 +1,5 @@
 """The spec's schema: every section of a search spec as a typed, frozen dataclass. Field metadata
-(``core.fields.constraint``) holds each key's help line and valid range; ``platform.spec.convert``
+(``doctune_core.fields.constraint``) holds each key's help line and valid range; ``platform.spec.convert``
 checks a YAML mapping against these types."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from core.fields import constraint
+from doctune_core.fields import constraint
 from evaluators.plan import EvalBudget
 from trainers.config import BaseSettings, MlmHeadSettings
 from trainers.settings import TrialSettings

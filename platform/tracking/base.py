@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from core.registry import Registry
+from doctune_core.registry import Registry
 from platform.runs.run_dir import write_atomic
 
 STATE_FILE = "tracking.json"

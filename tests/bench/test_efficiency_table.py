@@ -29,7 +29,7 @@ from bench.efficiency_table import (
     newest_run_dir,
     would_retrain,
 )
-from core.data.corpus import CorpusStats
+from doctune_core.data.corpus import CorpusStats
 from platform.spec import load_spec, parse_spec, read_raw
 from tests.conftest import ROOT
 from trainers.base_stage import base_entry

@@ -6,7 +6,7 @@ choose, no near duplicate of text trained on or validated on, and read in one re
   the tenth locked before it is worn (``dev``).
 - R8's test part is drawn fresh out of its training split, among documents no earlier validation part
   held; the published test split (the tables' part, the worn part) is scored by nothing.
-- No locked text near-duplicates pretraining, validation or development text (``core.data.duplicates``).
+- No locked text near-duplicates pretraining, validation or development text (``doctune_core.data.duplicates``).
 - Every part's scores carry a ``part_digest`` (a checksum of what the part holds): a benchmark file
   (any JSON file under ``bench/``) that holds the digest of a locked part, a test part's scores, or a
   table built after the lock (``test_part: locked``), fails here; so does any tracked file but
@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from core.data.duplicates import near_duplicated
-from core.data.news import held_out_articles, pretraining_articles
+from doctune_core.data.duplicates import near_duplicated
+from doctune_core.data.news import held_out_articles, pretraining_articles
 from evaluators.plan import EvalBudget
 from evaluators.tasks import make_task
 from evaluators.tasks.probe import (

@@ -21,7 +21,7 @@ import time
 import pytest
 import yaml
 
-from core.data import cache_dir
+from doctune_core.data import cache_dir
 from tests.conftest import FEW_ITEMS, ROOT, patched_search_env, run_smoke_search, spec_variant
 from tests.local_nodes import LocalNodes
 

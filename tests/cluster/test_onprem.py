@@ -28,8 +28,8 @@ import pytest
 import yaml
 from ray._private.utils import get_ray_address_file
 
-from core.data import cache_dir
-from core.encoder import embed_texts, load_encoder
+from doctune_core.data import cache_dir
+from doctune_core.encoder import embed_texts, load_encoder
 from tests.conftest import FEW_ITEMS, ROOT, spec_variant
 
 pytestmark = [pytest.mark.onprem, pytest.mark.ray]

@@ -26,7 +26,7 @@ import pytest
 import torch
 
 import platform
-from core.data import cache_dir
+from doctune_core.data import cache_dir
 from tests.conftest import ROOT, closed_port
 
 pytestmark = pytest.mark.ray

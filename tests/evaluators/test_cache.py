@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.encoder import weights_digest
+from doctune_core.encoder import weights_digest
 from evaluators.cache import EmbeddingCache
 
 
@@ -91,7 +91,7 @@ def _news_titles_plan(**changes):
 
 def test_two_longformers_with_the_same_weights_and_other_windows_get_their_own_entries(minilm_dir, tmp_path):
     """Converted from one encoder at two attention windows: identical weights, other embeddings."""
-    from core.longformer import convert_to_longformer
+    from doctune_core.longformer import convert_to_longformer
     from evaluators.cache import embedding_digest
     from evaluators.pool import Evaluator
 
@@ -108,7 +108,7 @@ def test_two_longformers_with_the_same_weights_and_other_windows_get_their_own_e
 def test_bf16_embeddings_are_kept_apart_from_fp32_ones_where_the_cpu_computes_bf16(minilm_dir, tmp_path):
     """``evaluation.bf16``: a run embedding in bf16 never reads another's fp32 vectors (a run compares
     rows embedded alike); on a CPU without bf16 instructions both are fp32, one entry."""
-    from core.encoder import cpu_computes_bf16
+    from doctune_core.encoder import cpu_computes_bf16
     from evaluators.pool import Evaluator
 
     run = str(tmp_path / "run")
@@ -144,12 +144,12 @@ def test_a_checkpoint_sent_as_files_scores_as_its_directory_with_the_runs_cache_
     minilm_dir, tmp_path
 ):
     """A trial on another node sends the files of a round staged on its node, under the path its
-    report will persist it to (``core.model_files``): the evaluator never reads the staged
+    report will persist it to (``doctune_core.model_files``): the evaluator never reads the staged
     directory, scores what it would score, keeps the embeddings in the run's cache (the checkpoint
     is the run's) and removes its copy afterwards."""
     import shutil
 
-    from core.model_files import ModelFiles
+    from doctune_core.model_files import ModelFiles
     from evaluators.pool import Evaluator
 
     run = tmp_path / "run"

@@ -260,7 +260,7 @@ def test_a_span_gives_the_passage_that_shares_least_with_the_documents_opening()
 
 
 def test_every_retrieval_score_is_broken_down_by_the_length_of_the_document_to_find(minilm_dir):
-    from core.encoder import embed_texts, load_encoder
+    from doctune_core.encoder import embed_texts, load_encoder
 
     model = load_encoder(minilm_dir)
     task = make_task("news-title-retrieval", EvalBudget(max_queries=40))

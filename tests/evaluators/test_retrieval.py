@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.encoder import embed_texts, load_encoder
+from doctune_core.encoder import embed_texts, load_encoder
 from evaluators.plan import EvalBudget
 from evaluators.tasks import make_task
 from tests.conftest import shared_collection
@@ -47,7 +47,7 @@ def test_a_random_encoder_scores_far_lower(minilm_embedder):
 
 
 def test_news_title_retrieval_uses_only_held_out_articles(minilm_embedder):
-    from core.data.news import pretraining_articles
+    from doctune_core.data.news import pretraining_articles
 
     task = make_task("news-title-retrieval", EvalBudget(max_queries=20, max_documents=40))
     task.load()
@@ -173,7 +173,7 @@ def test_a_collection_too_small_for_two_parts_is_refused_with_the_reason(tmp_pat
 def test_a_base_encoder_is_embedded_within_its_own_positions(tmp_path):
     from transformers import BertConfig, LongformerConfig, RobertaConfig
 
-    from core.encoder import embedding_length
+    from doctune_core.encoder import embedding_length
 
     for name, config, expected in (
         ("bert", BertConfig(max_position_embeddings=512), 512),

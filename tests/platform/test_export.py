@@ -22,9 +22,9 @@ import numpy as np
 import pytest
 import torch
 
-from core.encoder import embed_texts, load_encoder
-from core.longformer import convert_to_longformer
-from core.run_files import RunFiles
+from doctune_core.encoder import embed_texts, load_encoder
+from doctune_core.longformer import convert_to_longformer
+from doctune_core.run_files import RunFiles
 from platform.exit_codes import EXIT_BAD_INPUT, EXIT_OK
 from platform.export import export_best
 from platform.export.cli import main as export_main
@@ -347,8 +347,8 @@ def test_sentence_transformers_reads_interpolated_positions_as_doctune_does(mini
     without them (positions numbered 0, 1, 2, ...) it does not."""
     from sentence_transformers import SentenceTransformer
 
-    from core.longformer import cached_interpolated, cached_longformer
-    from core.position_interpolation import CONFIG_KEY
+    from doctune_core.longformer import cached_interpolated, cached_longformer
+    from doctune_core.position_interpolation import CONFIG_KEY
     from platform.export.st_files import write_sentence_transformers_files
 
     directory = tmp_path / "interpolated"

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import platform
-from core.data import cache_dir
+from doctune_core.data import cache_dir
 from platform.cluster.resources import LARGEST_NODE_GPUS, auto_workers
 from platform.search_path.resolution import check_matches_recording, fit_to_cluster, plan_search_resources
 from platform.spec import load_spec

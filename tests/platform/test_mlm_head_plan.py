@@ -8,7 +8,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from core.encoder import has_mlm_head, resolve_model
+from doctune_core.encoder import has_mlm_head, resolve_model
 from platform.search_path.inputs import InputsPlan, needs_mlm_head, prepare_inputs
 from platform.spec import PROFILES, SPACES_DIR, parse_spec, read_raw
 from platform.strategies.optuna_base import ConditionalSpace
@@ -72,7 +72,7 @@ def test_a_longformer_backbone_is_converted_from_the_base_with_its_trained_head(
     baseline row scores the head's directory, whose encoder is MiniLM's."""
     import torch
 
-    from core.encoder import load_encoder
+    from doctune_core.encoder import load_encoder
     from platform.spec import load_spec
 
     spec, _ = load_spec("docsplit_long", "smoke")

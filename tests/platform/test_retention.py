@@ -9,7 +9,7 @@ import json
 import pytest
 import torch
 
-from core.encoder import load_encoder
+from doctune_core.encoder import load_encoder
 from evaluators.plan import EvalBudget, EvalPlan
 from platform.results.leaderboard import chosen_checkpoint
 from platform.runs.retention import release

@@ -119,7 +119,7 @@ ray.shutdown()
 def test_workers_ask_their_own_cluster_with_another_ray_on_the_host():
     """Ray's state API called inside a worker without an address (Ray Train's placement-group
     cleaner does) finds the worker's own cluster with a second Ray on the host
-    (``core.nodes.pin_ray_address``); left to itself it finds two GCS processes and fails."""
+    (``doctune_core.nodes.pin_ray_address``); left to itself it finds two GCS processes and fails."""
     env = {**os.environ, "RAY_ADDRESS": "local"}
     other = subprocess.Popen(
         [

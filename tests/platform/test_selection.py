@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.run_files import RunFiles
+from doctune_core.run_files import RunFiles
 from evaluators.plan import EvalBudget, EvalPlan
 from evaluators.scores import flatten
 from platform.results.leaderboard import baseline_row, format_table, rows_from_results, winner, write_leaderboard

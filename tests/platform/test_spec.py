@@ -192,7 +192,7 @@ BAD = [
         },
         "study.rounds (4) must divide train.steps (30)",
     ),
-    # a plug-in's own rule for its setting (DECA's augmentation: core.fields.constraint's check)
+    # a plug-in's own rule for its setting (DECA's augmentation: doctune_core.fields.constraint's check)
     (
         _with("hyperparameters", {"augmentation": "synonyms"}),
         "hyperparameters.augmentation: unknown augmentation 'synonyms'; known: synonym,",

@@ -10,7 +10,7 @@ from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, PopulationBasedTra
 from ray.tune.search import BasicVariantGenerator
 from ray.tune.search.optuna import OptunaSearch
 
-from core.data.corpus import CorpusStats
+from doctune_core.data.corpus import CorpusStats
 from evaluators.plan import EvalBudget, EvalPlan
 from evaluators.pool import CheckpointScorer
 from platform.cluster.resources import ResourcePlan
@@ -184,8 +184,8 @@ def test_a_search_that_may_interpolate_positions_scores_that_start_untrained(min
     the untrained model with the trial's own start."""
     from transformers import AutoConfig
 
-    from core.longformer import cached_longformer
-    from core.position_interpolation import CONFIG_KEY
+    from doctune_core.longformer import cached_longformer
+    from doctune_core.position_interpolation import CONFIG_KEY
     from platform.results.baselines import baseline_models
 
     converted = str(cached_longformer(minilm_dir, 1024, 64, tmp_path / "cache"))

@@ -169,7 +169,7 @@ INTERRUPTED_RUN = """
 import os, signal, sys, threading, time
 import ray
 from ray import tune
-from core.run_files import RunFiles
+from doctune_core.run_files import RunFiles
 from platform.search_path.tuner import finished
 
 def count(config):

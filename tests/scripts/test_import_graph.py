@@ -33,8 +33,8 @@ def test_an_arrow_between_trainers_and_evaluators_is_caught_even_inside_a_functi
         tmp_path,
         {
             "trainers/loop.py": "def score():\n    from evaluators.pool import score_checkpoint\n",
-            "evaluators/pool.py": "from core.encoder import embed\n",
-            "core/encoder.py": "def embed(): ...\n",
+            "evaluators/pool.py": "from doctune_core.encoder import embed\n",
+            "doctune_core/encoder.py": "def embed(): ...\n",
         },
     )
     _, broken = import_graph.check(root)

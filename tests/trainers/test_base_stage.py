@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from core.data import prepare_corpus
+from doctune_core.data import prepare_corpus
 from tests.conftest import ROOT
 from trainers.base_stage import base_digest, base_entry, ensure_base, pack_blocks
 from trainers.checkpoint import latest_step_dir
@@ -160,7 +160,7 @@ def test_the_base_loads_as_an_ordinary_hugging_face_model(finished):
     import torch
     from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
 
-    from core.encoder import embed_texts, load_encoder
+    from doctune_core.encoder import embed_texts, load_encoder
 
     entry = finished
     model, tokenizer = load_encoder(str(entry))

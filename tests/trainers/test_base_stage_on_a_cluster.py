@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from core.data import PreparedCorpus, prepare_corpus
-from core.run_files import RunFiles
+from doctune_core.data import PreparedCorpus, prepare_corpus
+from doctune_core.run_files import RunFiles
 from tests.conftest import ROOT
 from tests.local_nodes import JOINED_DRIVER, LocalNodes
 from tests.servers import s3_server
@@ -40,8 +40,8 @@ STAGE = (
     JOINED_DRIVER
     + """
 import json
-from core.data import prepare_corpus
-from core.run_files import RunFiles
+from doctune_core.data import prepare_corpus
+from doctune_core.run_files import RunFiles
 from trainers.base_stage import ensure_base
 from trainers.config import BaseSettings
 

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from core.data import StreamPosition
+from doctune_core.data import StreamPosition
 from trainers.batches import PairStream, Prefetched
 from trainers.pairs import build_pairs
 from trainers.settings import TrialSettings

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from core.encoder import tokenize
+from doctune_core.encoder import tokenize
 from trainers.loop import build_module
 from trainers.losses import mask_tokens
 from trainers.settings import TrialSettings

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from core.encoder import tokenize
+from doctune_core.encoder import tokenize
 from trainers.grad_cache import cached_step
 from trainers.loop import build_module
 from trainers.losses import mask_tokens

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shutil
 
-from core.run_files import RunFiles
+from doctune_core.run_files import RunFiles
 from trainers.inputs import on_this_node, share_inputs
 
 

@@ -13,9 +13,9 @@ import pytest
 import torch
 from transformers import AutoModel, AutoTokenizer
 
-from core.data import prepare_corpus
-from core.data.news import held_out_articles, pretraining_articles
-from core.encoder import load_encoder, tokenize
+from doctune_core.data import prepare_corpus
+from doctune_core.data.news import held_out_articles, pretraining_articles
+from doctune_core.encoder import load_encoder, tokenize
 from platform.spec import BUILTIN_PROFILES
 from trainers.config import MlmHeadSettings
 from trainers.loop import build_module

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import cloudpickle
 import pytest
 
-from core.fields import constraint
+from doctune_core.fields import constraint
 from tests.conftest import ROOT
 from trainers.config import Hyperparameters, own_settings
 from trainers.losses import CONTRASTIVE_LOSSES, BregmanSettings

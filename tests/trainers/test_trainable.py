@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from core.longformer import base_position_rows, cached_longformer, first_new_position
+from doctune_core.longformer import base_position_rows, cached_longformer, first_new_position
 from trainers.loop import build_module
 from trainers.settings import TrialSettings
 from trainers.trainable import TOP_LAYERS, parameter_groups

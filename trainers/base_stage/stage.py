@@ -36,10 +36,10 @@ from pathlib import Path
 
 import numpy as np
 
-from core.data.atomic import exclusive_lock
-from core.data.corpus import PreparedCorpus
-from core.data.wheels import cache_dir
-from core.run_files import RunFiles
+from doctune_core.data.atomic import exclusive_lock
+from doctune_core.data.corpus import PreparedCorpus
+from doctune_core.data.wheels import cache_dir
+from doctune_core.run_files import RunFiles
 from trainers.base_stage import staging
 from trainers.base_stage.loop import BasePlan, train_loop_per_worker
 from trainers.base_stage.staging import BLOCKS_FILE, CHECKPOINTS_DIR, DIVERGED_FILE, INIT_DIR, TENSORBOARD_DIR

@@ -25,8 +25,8 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from core.data.wheels import cache_dir
-from core.run_files import RunFiles
+from doctune_core.data.wheels import cache_dir
+from doctune_core.run_files import RunFiles
 from trainers.checkpoint import latest_step_dir
 
 # the work directory's layout, the driver's and a node's copy alike

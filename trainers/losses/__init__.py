@@ -8,7 +8,7 @@ chosen one with the MLM and Bregman terms into a trial's training loss.
 
 from __future__ import annotations
 
-from core.registry import import_plugins
+from doctune_core.registry import import_plugins
 from trainers.losses.base import CONTRASTIVE_LOSSES, ContrastiveLoss, TemperatureSettings
 
 import_plugins(__name__, __path__, "doctune.losses")

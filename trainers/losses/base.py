@@ -9,8 +9,8 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from core.fields import constraint
-from core.registry import Registry
+from doctune_core.fields import constraint
+from doctune_core.registry import Registry
 from trainers.config import NoSettings
 
 

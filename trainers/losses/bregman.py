@@ -36,7 +36,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from core.fields import constraint
+from doctune_core.fields import constraint
 from trainers.losses.nt_xent import similarity_logits_2n
 
 HIDDEN = 64  # each sub-network's width: App. D does not give it; the vision paper's code uses 64

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from core.fields import constraint
+from doctune_core.fields import constraint
 from trainers.distributed import gather, world_size
 from trainers.losses.base import CONTRASTIVE_LOSSES, ContrastiveLoss, TemperatureSettings
 from trainers.losses.precision import at_least_fp32

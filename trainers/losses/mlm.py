@@ -25,7 +25,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from core.encoder import position_inputs
+from doctune_core.encoder import position_inputs
 
 MASK_PROBABILITY = 0.15  # BERT, Sec. 3.1
 REPLACE_WITH_MASK = 0.8

@@ -9,7 +9,7 @@ cannot train on before anything starts. Adding a recipe is one module here (docs
 
 from __future__ import annotations
 
-from core.registry import import_plugins
+from doctune_core.registry import import_plugins
 from trainers.pairs.base import (
     RECIPES,
     STATISTICS_DOCUMENTS,

@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Generic, Protocol, TypeVar
 
-from core.data.corpus import CorpusStats
-from core.registry import Registry
+from doctune_core.data.corpus import CorpusStats
+from doctune_core.registry import Registry
 from trainers.config import Hyperparameters, NoSettings, own_settings
 from trainers.losses.base import CONTRASTIVE_LOSSES
 
@@ -39,7 +39,7 @@ class Recipe:
     may precompute corpus statistics from ``context.documents``). ``loss`` names the contrastive
     loss its paper trains with (``trainers.losses``), the one a trial uses where
     ``hyperparameters.loss`` is unset (None: the default loss, ``recipe_loss``). ``settings`` is the
-    frozen dataclass of the recipe's own settings: each field (with ``core.fields.constraint``
+    frozen dataclass of the recipe's own settings: each field (with ``doctune_core.fields.constraint``
     metadata: help line and range) joins the flat namespace of a spec's ``hyperparameters:`` and
     ``search.space:`` (``trainers.settings``), and ``pairs`` receives their values as
     ``context.settings``. ``views`` names the augmentation types the recipe makes (the hyperparameter

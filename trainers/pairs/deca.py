@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import ClassVar, Literal
 
-from core.fields import constraint
+from doctune_core.fields import constraint
 from trainers.augment.word_level import (
     LOW_FREQUENCY,
     IdfTable,

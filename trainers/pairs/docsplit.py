@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import ClassVar
 
-from core.data.corpus import CorpusStats
-from core.fields import constraint
+from doctune_core.data.corpus import CorpusStats
+from doctune_core.fields import constraint
 from trainers.pairs.base import RECIPES, PairBuilder, PairContext, Recipe
 from trainers.pairs.laser import ElongationSettings, draw_m, elongate
 

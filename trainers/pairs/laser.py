@@ -22,7 +22,7 @@ import random
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
-from core.fields import constraint
+from doctune_core.fields import constraint
 from trainers.pairs.base import RECIPES, PairBuilder, PairContext, Recipe
 
 SPECIAL_TOKENS = 2  # [CLS] and [SEP] share the token budget

@@ -4,7 +4,7 @@ package's, through an entry point of the group ``doctune.trackers`` (docs/plugin
 
 from __future__ import annotations
 
-from core.registry import import_plugins
+from doctune_core.registry import import_plugins
 from platform.tracking.base import TRACKERS
 
 import_plugins(__name__, __path__, "doctune.trackers")

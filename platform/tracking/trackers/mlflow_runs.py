@@ -20,7 +20,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.fields import constraint
+from doctune_core.fields import constraint
 from platform.results import leaderboard
 from platform.spec import leaves
 from platform.tracking.base import (

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from core.fields import constraint
+from doctune_core.fields import constraint
 from platform.results import leaderboard
 from platform.tracking.base import (
     SEARCH_ARTIFACTS,

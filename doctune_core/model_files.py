@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.run_files import RunFiles
+from doctune_core.run_files import RunFiles
 
 # what a checkpoint holds beside its encoder, never needed to embed a text
 NOT_ENCODER = ("training_state", "scores.json", "report.json")
@@ -48,7 +48,7 @@ class ModelFiles:
 
     @classmethod
     def read_from(cls, files: RunFiles, relative: str) -> ModelFiles:
-        """The encoder files of the run's directory ``relative`` (``core.run_files``), named by its
+        """The encoder files of the run's directory ``relative`` (``doctune_core.run_files``), named by its
         path there: read from the run's storage where it is not a directory of this machine."""
         if files.local:
             return cls.read(files.path(relative))

@@ -1,4 +1,4 @@
-"""Plug-ins from installed packages (``core.registry.import_plugins``): an entry point in a kind's group
+"""Plug-ins from installed packages (``doctune_core.registry.import_plugins``): an entry point in a kind's group
 registers its plug-ins beside doctune's own; one that fails to load is one clear error."""
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def test_a_plugin_that_fails_to_load_names_itself_and_its_package(tmp_path):
     ) in done.stderr
 
 
-PRODUCT_PACKAGES = ("core", "trainers", "evaluators", "platform", "doctune")
+PRODUCT_PACKAGES = ("doctune_core", "trainers", "evaluators", "platform", "doctune")
 
 
 def _docstrings(tree: ast.Module) -> set[int]:

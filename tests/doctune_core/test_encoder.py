@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from core.encoder import (
+from doctune_core.encoder import (
     bf16_autocast,
     computed_widths,
     cpu_computes_bf16,

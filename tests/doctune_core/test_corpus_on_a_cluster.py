@@ -1,4 +1,4 @@
-"""The corpus cache on a Ray cluster of several nodes (``core.data.corpus.check_every_node_sees``). A
+"""The corpus cache on a Ray cluster of several nodes (``doctune_core.data.corpus.check_every_node_sees``). A
 corpus prepared through a run's bucket, which needs no node to see the cache, is prepared so in
 tests/trainers/test_base_stage_on_a_cluster.py, before the base stage trains on it.
 
@@ -27,8 +27,8 @@ SEEN_BY_EVERY_NODE = (
     JOINED_DRIVER
     + """
 from pathlib import Path
-from core.data import DataUnavailable
-from core.data.corpus import check_every_node_sees
+from doctune_core.data import DataUnavailable
+from doctune_core.data.corpus import check_every_node_sees
 
 try:
     check_every_node_sees(Path(sys.argv[3]))

@@ -16,7 +16,7 @@ import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from core.data.corpus import PreparedCorpus, RowGroup
+from doctune_core.data.corpus import PreparedCorpus, RowGroup
 
 WINDOW_ROWS = 4096  # documents a worker holds at once (about 12 MB of news articles)
 

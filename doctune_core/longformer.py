@@ -4,7 +4,7 @@ The recipe of the Longformer paper (Beltagy et al. 2020, Sec. 5) as the Bregman 
 applies it to Legal-BERT / BioBERT: keep every weight, copy the learned position embeddings block
 by block out to the new length, initialise the global-attention query/key/value projections from
 the local ones, and set a sliding attention window. [CLS] gets global attention
-(``core.encoder.encode`` passes ``global_attention_mask``).
+(``doctune_core.encoder.encode`` passes ``global_attention_mask``).
 
 With a window wide enough to cover a short input, the converted model computes exactly what the
 original does (a test checks it); at 4096 tokens its attention costs grow linearly with length.
@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from core.position_interpolation import CONFIG_KEY, interpolated_rows, stretch
+from doctune_core.position_interpolation import CONFIG_KEY, interpolated_rows, stretch
 
 GLOBAL_PROJECTIONS = ("query", "key", "value")
 CONVERSION_RECORD = "doctune-longformer.json"  # beside the converted weights: source, length, window, new rows
@@ -59,7 +59,7 @@ def mlm_head_weights(model_dir: str) -> dict:
 def convert_to_longformer(source_dir: str, target_dir: str, max_length: int, attention_window: int) -> Path:
     from transformers import LongformerConfig, LongformerModel
 
-    from core.encoder import load_encoder
+    from doctune_core.encoder import load_encoder
 
     if attention_window % 2:
         raise ValueError(f"attention_window must be even, got {attention_window}")
@@ -140,7 +140,7 @@ def convert_to_longformer(source_dir: str, target_dir: str, max_length: int, att
 
 def cached_longformer(source_dir: str, max_length: int, attention_window: int, cache: Path) -> Path:
     """The converted model for (source weights, length, window), made once and kept in ``cache``."""
-    from core.encoder import weights_digest
+    from doctune_core.encoder import weights_digest
 
     key = f"{weights_digest(source_dir)[:16]}-L{max_length}-W{attention_window}"
     target = cache / "longformer" / key
@@ -154,7 +154,7 @@ def cached_longformer(source_dir: str, max_length: int, attention_window: int, c
 def cached_interpolated(converted: str | Path) -> Path:
     """``converted`` (a conversion made here) with its positions interpolated (``interpolate_positions``),
     untrained: the reference a trial that starts so is measured against. Made once, beside it."""
-    from core.encoder import has_mlm_head, load_encoder
+    from doctune_core.encoder import has_mlm_head, load_encoder
 
     converted = Path(converted)
     target = converted.with_name(converted.name + "-interpolated")
@@ -202,8 +202,8 @@ def check_interpolable(model_dir: str | Path) -> None:
 def interpolate_positions(model: nn.Module, first_new: int | None) -> None:
     """Re-fill the position table of a conversion made here (``model``: the encoder, or a masked-LM
     model around it; ``first_new``: ``first_new_position`` of its directory) by interpolating the
-    base's rows instead of copying them (``core.position_interpolation``), in place, and mark its
-    config so that ``core.encoder.encode`` reads the positions as interpolated. A model already
+    base's rows instead of copying them (``doctune_core.position_interpolation``), in place, and mark its
+    config so that ``doctune_core.encoder.encode`` reads the positions as interpolated. A model already
     interpolated is left as it is."""
     config = model.config
     if getattr(config, CONFIG_KEY, None):

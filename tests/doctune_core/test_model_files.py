@@ -5,7 +5,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from core.model_files import ModelFiles
+from doctune_core.model_files import ModelFiles
 from evaluators.cache import embedding_digest
 
 

@@ -6,15 +6,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from core.encoder import embed_texts, load_encoder
-from core.longformer import (
+from doctune_core.encoder import embed_texts, load_encoder
+from doctune_core.longformer import (
     base_position_rows,
     cached_interpolated,
     cached_longformer,
     check_interpolable,
     first_new_position,
 )
-from core.position_interpolation import CONFIG_KEY, interpolated_rows, position_ids
+from doctune_core.position_interpolation import CONFIG_KEY, interpolated_rows, position_ids
 
 SENTENCE = "The council met on Tuesday to decide about road number {i} and its repairs."
 

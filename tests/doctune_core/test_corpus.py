@@ -12,7 +12,14 @@ import time
 import psutil
 import pytest
 
-from core.data import DataUnavailable, DocumentStream, PreparedCorpus, StreamPosition, check_source, prepare_corpus
+from doctune_core.data import (
+    DataUnavailable,
+    DocumentStream,
+    PreparedCorpus,
+    StreamPosition,
+    check_source,
+    prepare_corpus,
+)
 
 pytestmark = pytest.mark.ray  # every preparation is a Ray Data job
 
@@ -45,7 +52,7 @@ def _one_process_reference(texts: list[str]) -> list[list[str]]:
 
 
 def test_the_packaged_corpus_prepares_to_the_one_process_result(local_ray):
-    from core.data.news import pretraining_articles
+    from doctune_core.data.news import pretraining_articles
 
     corpus = prepare_corpus("news-articles")
     expected = _one_process_reference([a.text for a in pretraining_articles()])
@@ -191,7 +198,7 @@ def test_a_killed_preparation_is_never_taken_for_a_complete_one(tmp_path):
     source = tmp_path / "c.txt"
     _many_documents(source, 20_000)
     env = {**os.environ, "PYTHONPATH": ROOT, "RAY_ADDRESS": "local"}
-    code = f"from core.data import prepare_corpus; prepare_corpus({str(source)!r})"
+    code = f"from doctune_core.data import prepare_corpus; prepare_corpus({str(source)!r})"
     child = subprocess.Popen([sys.executable, "-c", code], env=env, start_new_session=True)
     corpora = tmp_path / "cache" / "corpora"
     deadline = time.monotonic() + 120
@@ -213,7 +220,7 @@ def test_a_killed_preparation_is_never_taken_for_a_complete_one(tmp_path):
 
 
 def test_the_packaged_news_corpus_excludes_the_held_out_articles():
-    from core.data.news import held_out_articles, news_articles, pretraining_articles
+    from doctune_core.data.news import held_out_articles, news_articles, pretraining_articles
 
     held, trained = held_out_articles(), pretraining_articles()
     locked_duplicates = 2  # the locked tenth's articles near-duplicating another's: in no part, never trained on

@@ -19,7 +19,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.data.atomic import atomic_file
+from doctune_core.data.atomic import atomic_file
 
 
 class DataUnavailable(RuntimeError):

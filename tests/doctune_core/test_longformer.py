@@ -6,8 +6,8 @@ import pytest
 import torch
 from transformers import AutoModel
 
-from core.encoder import ModelUnavailable, encode, has_mlm_head, load_encoder, pool, tokenize
-from core.longformer import convert_to_longformer
+from doctune_core.encoder import ModelUnavailable, encode, has_mlm_head, load_encoder, pool, tokenize
+from doctune_core.longformer import convert_to_longformer
 
 
 @pytest.fixture(scope="module")

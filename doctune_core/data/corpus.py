@@ -1,6 +1,6 @@
 """Pretraining corpora, prepared once into sentence-split documents by a Ray Data job.
 
-Preparation reads the source (``core.data.sources``) in Ray tasks, normalises whitespace, and
+Preparation reads the source (``doctune_core.data.sources``) in Ray tasks, normalises whitespace, and
 splits every document into sentences with spaCy's rule-based sentencizer (no model needed) in a
 pool of actors, one per CPU of the cluster, each building its spaCy pipeline once. It writes
 Parquet shards (columns ``sentences``, ``sentence_count``, ``truncated``,
@@ -30,11 +30,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.data.atomic import atomic_file, exclusive_lock
-from core.data.sources import check_source, source_dataset, source_identity
-from core.data.wheels import DataUnavailable, cache_dir
-from core.nodes import live_nodes, on_every_node
-from core.run_files import RunFiles
+from doctune_core.data.atomic import atomic_file, exclusive_lock
+from doctune_core.data.sources import check_source, source_dataset, source_identity
+from doctune_core.data.wheels import DataUnavailable, cache_dir
+from doctune_core.nodes import live_nodes, on_every_node
+from doctune_core.run_files import RunFiles
 
 MAX_DOCUMENT_CHARS = 100_000  # about 20k words; longer documents are truncated (and counted)
 PREPARATION_VERSION = 2  # bump when the sentence splitting or the shard format changes

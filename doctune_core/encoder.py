@@ -88,9 +88,9 @@ def encode(model: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tens
 
 
 def position_inputs(config, attention_mask: torch.Tensor) -> dict[str, torch.Tensor]:
-    """The position ids a model with interpolated positions reads (``core.position_interpolation``),
+    """The position ids a model with interpolated positions reads (``doctune_core.position_interpolation``),
     as forward's keyword arguments; nothing for any other model (it numbers positions itself)."""
-    from core.position_interpolation import CONFIG_KEY, position_ids
+    from doctune_core.position_interpolation import CONFIG_KEY, position_ids
 
     scale = getattr(config, CONFIG_KEY, None)
     if not scale:
@@ -196,7 +196,7 @@ def has_mlm_head(model_dir: str) -> bool:
 def load_encoder(model_dir: str, with_mlm_head: bool = False, new_head: bool = False) -> tuple[nn.Module, object]:
     """(model, tokenizer). The model is an ``AutoModel`` encoder, or ``AutoModelForMaskedLM``
     (whose ``base_model`` is the encoder) when an MLM head is needed. A Longformer computes its
-    attention with ``core.longformer_attention`` (the same math, faster); what it saves stays
+    attention with ``doctune_core.longformer_attention`` (the same math, faster); what it saves stays
     a plain Longformer.
 
     A masked-LM head the checkpoint lacks is refused (``ModelUnavailable``): an MLM term through a
@@ -221,7 +221,7 @@ def load_encoder(model_dir: str, with_mlm_head: bool = False, new_head: bool = F
     else:
         model = AutoModel.from_pretrained(model_dir, add_pooling_layer=False)
     if model.config.model_type == "longformer":
-        from core.longformer_attention import use_fused_attention
+        from doctune_core.longformer_attention import use_fused_attention
 
         use_fused_attention(model)
     return model, tokenizer

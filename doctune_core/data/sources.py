@@ -2,7 +2,7 @@
 
 A source is one of:
 
-- ``news-articles``: the packaged default (see ``core.data.news``), held-out part excluded;
+- ``news-articles``: the packaged default (see ``doctune_core.data.news``), held-out part excluded;
 - a local file: ``.jsonl`` (one object per line with a ``text`` field), ``.txt`` (one document
   per line), ``.parquet`` (a ``text`` column), or a directory of such files (``.txt`` files there
   hold one document each; ``.jsonl`` and ``.parquet`` files are read as above);
@@ -23,7 +23,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from core.data.wheels import DataUnavailable
+from doctune_core.data.wheels import DataUnavailable
 
 PACKAGED = "news-articles"
 FILE_SUFFIXES = (".jsonl", ".txt", ".parquet")
@@ -124,7 +124,7 @@ def _unit_documents(row: dict) -> Iterator[dict]:
         yield from ({"text": text, "replaced_invalid_utf8": 0} for text in _hf_texts(row))
         return
     if unit == PACKAGED:
-        from core.data.news import pretraining_articles
+        from doctune_core.data.news import pretraining_articles
 
         for article in pretraining_articles():
             yield {"text": article.text, "replaced_invalid_utf8": 0}

@@ -6,7 +6,7 @@ import multiprocessing
 
 import pytest
 
-from core.data.atomic import atomic_file
+from doctune_core.data.atomic import atomic_file
 
 
 def test_two_writers_of_one_target_at_once_both_finish_and_the_last_rename_wins(tmp_path):

@@ -4,10 +4,10 @@ streamed to Train workers."""
 
 from __future__ import annotations
 
-from core.data.corpus import CorpusStats, PreparedCorpus, prepare_corpus
-from core.data.sources import check_source
-from core.data.stream import DocumentStream, StreamPosition
-from core.data.wheels import DataUnavailable, cache_dir
+from doctune_core.data.corpus import CorpusStats, PreparedCorpus, prepare_corpus
+from doctune_core.data.sources import check_source
+from doctune_core.data.stream import DocumentStream, StreamPosition
+from doctune_core.data.wheels import DataUnavailable, cache_dir
 
 __all__ = [
     "CorpusStats",
