@@ -119,7 +119,7 @@ class RunFiles:
 
     def download(self, relative: str, local: Path) -> None:
         """One file to ``local``, whole or not at all, with the modification time it has in the run's
-        files (so that a copy fetched is known for the same file: ``platform.runs.records``)."""
+        files (so that a copy fetched is known for the same file: ``platform.rundir.records``)."""
         local.parent.mkdir(parents=True, exist_ok=True)
         partial = local.with_name(local.name + ".download")
         with self.filesystem.open_input_stream(self.path(relative)) as source, partial.open("wb") as out:

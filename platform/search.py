@@ -22,8 +22,8 @@ from platform.cluster.autoscaling import cluster_to_plan_for
 from platform.cluster.ray_cluster import ray_init, starts_its_own_ray
 from platform.cluster.resources import InfeasibleResources
 from platform.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, UsageError
-from platform.runs.run_dir import write_atomic
-from platform.runs.timings import PhaseClock
+from platform.rundir.layout import write_atomic
+from platform.rundir.timings import PhaseClock
 from platform.search_path.inputs import InputsPlan, check_inputs, prepare_inputs
 from platform.search_path.resolution import (
     SEARCH_RECORD,
@@ -54,7 +54,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--storage",
         metavar="URI",
         help="keep the run's trials and records there, for nodes that share no file system (s3://bucket/prefix, "
-        "gs://..., a path; platform/runs/storage.py); with --resume and no run dir yet, its records are fetched first",
+        "gs://..., a path; platform/rundir/storage.py); with --resume and no run dir yet, its records are "
+        "fetched first",
     )
     resuming = parser.add_mutually_exclusive_group()
     resuming.add_argument("--resume", action="store_true", help="continue the search in an existing run dir")
@@ -193,7 +194,7 @@ def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> SearchOutc
         if not request.storage:
             code, rows = _prepare_and_search(resolved, request.resume, clock)
             return SearchOutcome(code, rows, run_dir, summary)
-        from platform.runs.records import RunRecords
+        from platform.rundir.records import RunRecords
 
         records = RunRecords(request.storage, run_dir)
         with records.kept_current():  # the driver's records follow in the storage, whatever ends the search
@@ -253,7 +254,7 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> tuple[int, 
     winner's export to ``best/``, the report and the timings."""
     from platform import export, results, tracking
     from platform.results import leaderboard
-    from platform.runs.timings import trial_seconds, write_timings
+    from platform.rundir.timings import trial_seconds, write_timings
     from platform.search_path import tuner
 
     run_dir = resolved.run_dir

@@ -40,8 +40,8 @@ from platform.cluster.ray_cluster import ray_init, starts_its_own_ray
 from platform.cluster.resources import InfeasibleResources
 from platform.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, UsageError
 from platform.results.study_table import RowResult, rank_rows, write_table
-from platform.runs.run_dir import check_run_dir, write_atomic
-from platform.runs.timings import TIMINGS_FILE, PhaseClock
+from platform.rundir.layout import check_run_dir, write_atomic
+from platform.rundir.timings import TIMINGS_FILE, PhaseClock
 from platform.search_path import tuner
 from platform.search_path.inputs import InputsPlan, check_inputs, prepare_inputs
 from platform.search_path.plans import ResolvedSearch

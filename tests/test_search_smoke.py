@@ -162,7 +162,7 @@ def _in_wandb(run_dir, trial: str, step: int) -> bool:
 
 def _in_the_buckets_wandb(storage, into: Path, trial: str, step: int) -> bool:
     """``_in_wandb`` of W&B's offline run files as the bucket holds them (the driver uploads its
-    records every few seconds: platform.runs.records)."""
+    records every few seconds: platform.rundir.records)."""
     shutil.rmtree(into, ignore_errors=True)
     try:
         storage.pull(into, under=("wandb/",))
@@ -207,7 +207,7 @@ def killed(tmp_path_factory, tracking_server, bucket, smoke_corpus):
     inside that window); then both nodes are stopped and the driver's run directory deleted: the
     resumed trial goes on from its first round, as the bucket alone holds it, and trains and reports
     the second again. Returns the spec, the run directory and ``Killed``."""
-    from platform.runs.storage import RunStorage
+    from platform.rundir.storage import RunStorage
     from trainers.checkpoint import staging_dir
 
     storage = RunStorage.open(bucket, writable=False)
@@ -271,7 +271,7 @@ def kept(smoke_run, bucket, tmp_path_factory):
     """The finished smoke search as its bucket holds it, fetched whole into a directory: the trials'
     and Tune's files (written there by them, never in the driver's run directory) and the driver's
     records."""
-    from platform.runs.storage import RunStorage
+    from platform.rundir.storage import RunStorage
 
     view = tmp_path_factory.mktemp("kept") / "smoke"
     RunStorage.open(bucket, writable=False).pull(view, under=("",))
@@ -766,7 +766,7 @@ def test_the_bucket_alone_holds_the_run_and_exports_its_winner_and_its_report(sm
 def test_a_fresh_machine_resumes_the_finished_search_from_its_bucket_and_reruns_nothing(
     smoke_run, tracking_server, bucket, tmp_path
 ):
-    from platform.runs.storage import RunStorage
+    from platform.rundir.storage import RunStorage
 
     run_dir, _ = smoke_run
     fresh = tmp_path / "smoke"  # the same name: the trackers find the search's runs by it

@@ -3,7 +3,7 @@
 Exports one trial of a finished search: its encoder as an ordinary transformers model directory
 that sentence-transformers also loads with the trial's pooling and L2 normalisation, plus
 ``doctune.json`` (what it is) and ``README.md`` (a model card). A storage URI (the search's
-``--storage``, platform/runs/storage.py) in place of the run directory exports from the run kept
+``--storage``, platform/rundir/storage.py) in place of the run directory exports from the run kept
 there, fetching only its records and the trial's checkpoint. Exit codes: 0 success, 2 bad input
 (one message naming what is wrong and how to fix it; nothing written), 1 any other failure.
 """
@@ -23,8 +23,8 @@ from platform.exit_codes import EXIT_BAD_INPUT, EXIT_OK, UsageError
 from platform.export import export_trial
 from platform.export.record import ExportError, SearchRecord
 from platform.results.leaderboard import Row, is_baseline, read_leaderboard, winner
-from platform.runs.run_dir import new_directory_problem
-from platform.runs.storage import RunStorage, run_files_of
+from platform.rundir.layout import new_directory_problem
+from platform.rundir.storage import RunStorage, run_files_of
 from trainers.checkpoint import recorded_checkpoint
 
 
@@ -45,7 +45,7 @@ def check_inputs(
 ) -> tuple[Row, SearchRecord, str, Path]:
     """(row, search, checkpoint, target) for an export, or ExportError saying what is wrong: the
     checkpoint by its name in the run's files, ``files`` (by default where ``run_dir``'s search kept
-    its trials: ``platform.runs.storage.run_files_of``)."""
+    its trials: ``platform.rundir.storage.run_files_of``)."""
     row, search = choose_row(run_dir, trial)
     checkpoint = _locate_checkpoint(row, files or run_files_of(run_dir))
     return row, search, checkpoint, check_target(to)

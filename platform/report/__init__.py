@@ -26,7 +26,7 @@ from platform.report import plots
 from platform.report.page import render
 from platform.report.run import PLOTS_DIR, Plot, PlotSkipped, Run, param_importances, read_run
 from platform.results.leaderboard import BASELINE_ID
-from platform.runs.run_dir import OPTUNA_JOURNAL, write_atomic
+from platform.rundir.layout import OPTUNA_JOURNAL, write_atomic
 
 log = logging.getLogger(f"doctune.{__name__}")
 

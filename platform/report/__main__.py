@@ -18,12 +18,12 @@ from doctune_core.logs import add_verbosity_options, show_on_console
 from platform.exit_codes import EXIT_BAD_INPUT, EXIT_OK, UsageError
 from platform.report import write_reports
 from platform.report.run import ReportError
-from platform.runs.run_dir import new_directory_problem
+from platform.rundir.layout import new_directory_problem
 
 
 def _fetched(uri: str, into: Path) -> Path:
     """The run at ``uri``'s report records, fetched into ``into`` (ReportError naming bad input)."""
-    from platform.runs.storage import RunStorage
+    from platform.rundir.storage import RunStorage
 
     try:
         storage = RunStorage.open_run(uri)

@@ -13,8 +13,8 @@ import pandas as pd
 
 from doctune_core.run_files import RunFiles
 from platform.results.leaderboard import Row, read_leaderboard
-from platform.runs.run_dir import TUNE_DIR
-from platform.runs.storage import run_files_of
+from platform.rundir.layout import TUNE_DIR
+from platform.rundir.storage import run_files_of
 
 PLOTS_DIR = "plots"  # under the run directory
 

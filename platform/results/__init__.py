@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from platform.results.baselines import baseline_record
 from platform.results.ranking import RankingNoise
 from platform.results.winner import Retrain
-from platform.runs.timings import PhaseClock
+from platform.rundir.timings import PhaseClock
 
 
 @dataclass(frozen=True)

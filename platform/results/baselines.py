@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 
 from doctune_core.logs import progress
-from platform.runs.timings import PhaseClock
+from platform.rundir.timings import PhaseClock
 from platform.search_path.plans import ResolvedSearch
 
 log = logging.getLogger(f"doctune.{__name__}")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from evaluators.scores import main_scores, part
 from platform.report.plots import save_png, study_bars
-from platform.runs.run_dir import write_atomic
+from platform.rundir.layout import write_atomic
 from platform.spec import SearchSpec
 
 

@@ -31,7 +31,7 @@ class SearchPlan:
     space: dict[str, Distribution]  # the searched dimensions (a winner's configuration is their values)
     strategy: SearchStrategy
     max_trial_failures: int  # Tune's retries of a trial that failed (it goes on from its last checkpoint)
-    keep_checkpoints: str  # what an ended trial keeps (platform.runs.retention)
+    keep_checkpoints: str  # what an ended trial keeps (platform.rundir.retention)
     confirm_seeds: int  # the winner retrained with this many more training seeds
     evaluators: int
     cpus_per_evaluator: float
@@ -61,7 +61,7 @@ class ResolvedSearch:
     replaced: tuple[Replacement, ...] = ()  # what the profile's built-in overrides changed in the spec
     fit: str | None = None  # how train.workers: auto was fitted to the cluster
     growth: str | None = None  # what an autoscaler may add that the plan counted (platform.cluster.autoscaling)
-    storage: str | None = None  # the URI the run is kept at (``--storage``, platform/runs/storage.py)
+    storage: str | None = None  # the URI the run is kept at (``--storage``, platform/rundir/storage.py)
 
     def stored_at(self, uri: str) -> ResolvedSearch:
         """The same search with its trials and Tune's records at the storage ``uri``."""

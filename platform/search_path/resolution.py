@@ -51,8 +51,8 @@ from platform.cluster.resources import (
     plan_resources,
 )
 from platform.exit_codes import UsageError
-from platform.runs.run_dir import check_run_dir
-from platform.runs.storage import RunStorage, copied_by_an_earlier_doctune, refuse_earlier_copy
+from platform.rundir.layout import check_run_dir
+from platform.rundir.storage import RunStorage, copied_by_an_earlier_doctune, refuse_earlier_copy
 from platform.search_path.inputs import InputsPlan
 from platform.search_path.plans import ResolvedSearch, SearchPlan
 from platform.spec import Replacement, SearchSpec, find_spec_file, parse_profiles, profile_replacements, read_raw

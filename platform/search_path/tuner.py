@@ -17,8 +17,8 @@ from contextlib import contextmanager
 
 from doctune_core.logs import tells_progress
 from doctune_core.run_files import RunFiles
-from platform.runs.run_dir import TUNE_DIR
-from platform.runs.timings import PhaseClock
+from platform.rundir.layout import TUNE_DIR
+from platform.rundir.timings import PhaseClock
 from platform.search_path.plans import ResolvedSearch
 
 log = logging.getLogger(f"doctune.{__name__}")
@@ -133,8 +133,8 @@ def _callbacks(resolved: ResolvedSearch, more: Sequence = ()) -> list:
     on from any round of another until the search ends), TensorBoard without the per-round test
     scores (``platform.tracking``), every round to the calling code's listeners
     (``platform.search_path.listeners``), ``more`` (the trackers'), and last the driver's records uploaded to
-    the run's storage (``platform.runs.records``), so that they hold what the others recorded."""
-    from platform.runs.records import UploadRecords
+    the run's storage (``platform.rundir.records``), so that they hold what the others recorded."""
+    from platform.rundir.records import UploadRecords
     from platform.search_path.listeners import TrialListeners
     from platform.tracking import ValidationOnlyTensorBoard
 
@@ -143,13 +143,13 @@ def _callbacks(resolved: ResolvedSearch, more: Sequence = ()) -> list:
 
 
 def _release_callback(resolved: ResolvedSearch):
-    from platform.runs.retention import ReleaseEndedTrials
+    from platform.rundir.retention import ReleaseEndedTrials
 
     return ReleaseEndedTrials(resolved.train_plan.run_files, resolved.evaluation, resolved.search.keep_checkpoints)
 
 
 def _release_ended(results, resolved: ResolvedSearch) -> None:
-    from platform.runs.retention import release_ended_trials
+    from platform.rundir.retention import release_ended_trials
 
     keep = resolved.search.keep_checkpoints
     freed = release_ended_trials(results, resolved.train_plan.run_files, resolved.evaluation, keep)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from doctune_core.registry import Registry
-from platform.runs.run_dir import write_atomic
+from platform.rundir.layout import write_atomic
 
 STATE_FILE = "tracking.json"
 # every file of the run directory that describes the whole search (the plots directory too)

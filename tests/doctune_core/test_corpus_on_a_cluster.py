@@ -1,6 +1,6 @@
 """The corpus cache on a Ray cluster of several nodes (``doctune_core.data.corpus.check_every_node_sees``). A
 corpus prepared through a run's bucket, which needs no node to see the cache, is prepared so in
-tests/trainers/test_base_stage_on_a_cluster.py, before the base stage trains on it.
+tests/test_base_search_on_a_cluster.py, during a search that trains its base on it.
 
 Real Ray nodes on this machine: a head, a second node, and a third started in a mount namespace of
 its own where a tmpfs hides the cache directory, as a node without the shared file system would be.

@@ -36,7 +36,7 @@ from platform.report import plots, write_reports
 from platform.report.run import PlotSkipped, ReportError, param_importances, read_run
 from platform.results import ranking
 from platform.results.leaderboard import BASELINE_ID, Row, write_leaderboard
-from platform.runs.run_dir import OPTUNA_JOURNAL
+from platform.rundir.layout import OPTUNA_JOURNAL
 from tests.conftest import ROOT
 
 NAME = "report_test"

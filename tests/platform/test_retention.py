@@ -1,4 +1,4 @@
-"""What an ended trial keeps (platform/runs/retention.py), on real checkpoints written by the trainers'
+"""What an ended trial keeps (platform/rundir/retention.py), on real checkpoints written by the trainers'
 own checkpoint code, in a run directory and in a bucket of a real S3 server (moto); the whole
 search's side is in tests/test_search_smoke.py."""
 
@@ -12,7 +12,7 @@ import torch
 from doctune_core.encoder import load_encoder
 from evaluators.plan import EvalBudget, EvalPlan
 from platform.results.leaderboard import chosen_checkpoint
-from platform.runs.retention import release
+from platform.rundir.retention import release
 from trainers.checkpoint import save_checkpoint
 
 TRIAL = "a1b2c3d4"

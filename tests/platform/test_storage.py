@@ -1,4 +1,4 @@
-"""A run kept at a storage URI (platform/runs/storage.py, platform/runs/records.py), on a real S3-compatible
+"""A run kept at a storage URI (platform/rundir/storage.py, platform/rundir/records.py), on a real S3-compatible
 server (moto): the trials' and Tune's files are written there by them; the driver's records follow."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import re
 import pytest
 
 from platform.exit_codes import UsageError
-from platform.runs.records import RunRecords, UploadRecords
-from platform.runs.storage import RunStorage
+from platform.rundir.records import RunRecords, UploadRecords
+from platform.rundir.storage import RunStorage
 
 TRIAL_FILE = "trials/t1/checkpoints/step_000002/model.safetensors"  # as a trial persists it, in the storage
 

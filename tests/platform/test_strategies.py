@@ -136,7 +136,7 @@ def _resolved(strategy: SearchStrategy, run_dir) -> ResolvedSearch:
 
 @pytest.mark.parametrize("mode", ["optuna+asha", "optuna", "pbt"])
 def test_tunes_set_up_is_built_from_the_plan_alone(tmp_path, mode):
-    from platform.runs.retention import ReleaseEndedTrials
+    from platform.rundir.retention import ReleaseEndedTrials
 
     resolved = _resolved(_strategies()[mode], tmp_path)
     assert not any(type(value).__name__ == "SearchSpec" for value in vars(resolved).values())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from platform.runs.timings import PhaseClock, trial_seconds
+from platform.rundir.timings import PhaseClock, trial_seconds
 
 
 def _clock(wall: float, phases: dict[str, float]) -> PhaseClock:

@@ -150,7 +150,7 @@ class WandbRuns:
         self._close(search, failed=False)
         self.state.save(state | {"finished": True})
         # W&B's service otherwise writes the last of its run files as this process exits, after the
-        # driver's records were last uploaded to --storage (platform.runs.records)
+        # driver's records were last uploaded to --storage (platform.rundir.records)
         wandb.teardown()
 
     def _trial_run(self, state: dict, trial: str, hyperparameters: dict):

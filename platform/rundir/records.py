@@ -1,4 +1,4 @@
-"""The driver's own records, kept current in the run's storage (``--storage``, ``platform.runs.storage``).
+"""The driver's own records, kept current in the run's storage (``--storage``, ``platform.rundir.storage``).
 
 The trials and Ray Tune write their files in the storage themselves (``trials/``, ``tune/``). The
 driver writes its records in its run directory (``search.json``, the Optuna journal, the baselines'
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ray import tune
 
-from platform.runs.storage import RunStorage, is_driver_record
+from platform.rundir.storage import RunStorage, is_driver_record
 
 log = logging.getLogger(f"doctune.{__name__}")
 

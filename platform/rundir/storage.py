@@ -3,7 +3,7 @@
 ``python -m platform.search SPEC --storage s3://bucket/runs/name`` makes the URI the run's files
 (``doctune_core.run_files``): each trial persists its checkpoints there and reads and writes its records
 there (``trials/``), Ray Tune keeps its experiment there (``tune/``), and the driver keeps its own
-records in its run directory and uploads them as they change (``platform.runs.records``: ``search.json``,
+records in its run directory and uploads them as they change (``platform.rundir.records``: ``search.json``,
 the Optuna journal, the baselines, the leaderboard, the report, ``best/``, the timings). So the
 nodes of a cluster share nothing but the bucket.
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from doctune_core.run_files import RunFiles
 from platform.exit_codes import UsageError
-from platform.runs.run_dir import OPTUNA_JOURNAL, TUNE_DIR
+from platform.rundir.layout import OPTUNA_JOURNAL, TUNE_DIR
 from trainers.inputs import INPUTS
 
 REPORT_RECORDS = ("search.json", "leaderboard.json", "timings.json", OPTUNA_JOURNAL)
@@ -39,7 +39,7 @@ URI_HELP = (
 
 def is_driver_record(relative: str) -> bool:
     """Whether a file of the run (a path relative to it) is one the driver keeps in its run directory
-    and uploads (``platform.runs.records``), rather than one the trials or Tune write in the storage, or
+    and uploads (``platform.rundir.records``), rather than one the trials or Tune write in the storage, or
     one never uploaded (the embedding cache, half-written ``*.partial`` directories, lock files)."""
     parts = relative.split("/")
     return not (
