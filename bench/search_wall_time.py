@@ -11,7 +11,9 @@ noise verdict, disk use of the run directory, and where the wall time went: the 
 ``--clone`` runs the searches as a new user would: in a fresh ``git clone`` of this checkout's HEAD,
 whose ``scripts/setup.sh`` first builds its own ``.venv`` (timed and reported apart). Each run uses
 a fresh run directory (under ``--keep DIR`` if given, else a temporary one); the data cache is warm
-after the first run on a machine, as for a user.
+after the first run on a machine, as for a user. Under ``--keep``, each finished run's measurement
+is written beside its run directory (``run-N.json``, with the commit it ran) and read back when the
+command is started again: an interrupted series goes on with its next run, the one cut short rerun.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -52,6 +55,25 @@ def clone_checkout(into: Path) -> tuple[Path, float]:
     began = time.perf_counter()
     subprocess.run(["bash", str(checkout / "scripts" / "setup.sh")], check=True)
     return checkout, time.perf_counter() - began
+
+
+def commit(checkout: Path) -> str:
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=checkout, capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
+
+
+def kept_run(checkout: Path, spec: str, profile: str, run_dir: Path) -> dict:
+    """``one_run``'s measurement, read back from ``run_dir``'s ``.json`` beside it where an earlier
+    call finished that run; else measured now (a run directory left by an interrupted run removed
+    first) and written there."""
+    record = run_dir.with_suffix(".json")
+    if record.is_file():
+        return json.loads(record.read_text())
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    run = {"commit": commit(checkout), **one_run(checkout, spec, profile, run_dir)}
+    record.write_text(json.dumps(run))
+    return run
 
 
 def one_run(checkout: Path, spec: str, profile: str, run_dir: Path) -> dict:
@@ -89,7 +111,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         checkout, setup_seconds = clone_checkout(Path(tmp)) if args.clone else (ROOT, None)
         runs_under = args.keep or Path(tmp) / "runs"
-        runs = [one_run(checkout, args.spec, args.profile, runs_under / f"run-{i + 1}") for i in range(args.repeats)]
+        runs_under.mkdir(parents=True, exist_ok=True)
+        runs = [kept_run(checkout, args.spec, args.profile, runs_under / f"run-{i + 1}") for i in range(args.repeats)]
     report(args, runs, setup_seconds)
 
 
@@ -127,7 +150,7 @@ def report(args: argparse.Namespace, runs: list[dict], setup_seconds: float | No
         f"(runs: {', '.join(f'{w:.0f}' for w in walls)})"
     )
     for i, run in enumerate(runs, 1):
-        print(f"- load average, run {i}: {run['load']}")
+        print(f"- run {i}: commit {run['commit']}, load average {run['load']}")
     disks = [run["disk"] / 1e6 for run in runs]
     per_run = ", ".join(f"{d:.0f}" for d in disks)
     print(f"- run directory on disk, median: {statistics.median(disks):.0f} MB (runs: {per_run})")
