@@ -70,8 +70,22 @@ def _check_base(spec: SearchSpec) -> None:
 
 def check_semantics(spec: SearchSpec) -> None:
     """What a single key's type cannot say: names that must exist, keys that must agree."""
-    from evaluators.tasks import UnknownTask, check_task_name
+    _check_hyperparameters(spec)
+    _check_space(spec)
+    _check_recipe_needs(spec)
+    _check_base(spec)
+    _check_lengths_and_steps(spec)
+    _check_objective(spec)
+    _check_warm_start(spec.search)
+    _check_grid(spec.search)
+    _check_population(spec.search)
+    if spec.study is not None:
+        _check_study(spec.study, spec.train.steps)
+    _check_tracking(spec)
 
+
+def _check_hyperparameters(spec: SearchSpec) -> None:
+    """The fixed hyperparameters and the recipe: known names, valid values, set in their place."""
     for key, value in spec.hyperparameters.items():
         if key in ("recipe", "batch_size"):
             raise SpecError(
@@ -81,6 +95,11 @@ def check_semantics(spec: SearchSpec) -> None:
             )
         check_hyperparameter(key, value, f"hyperparameters.{key}")
     check_hyperparameter("recipe", spec.recipe, "recipe")
+
+
+def _check_space(spec: SearchSpec) -> None:
+    """Each searched dimension: a known hyperparameter, valid values, batch sizes the workers share
+    evenly, and conditions that name an earlier choice and values it can take."""
     earlier: dict[str, Distribution] = {}
     for key, dist in spec.search.space.items():
         where = f"search.space.{key}"
@@ -101,8 +120,10 @@ def check_semantics(spec: SearchSpec) -> None:
                     f"{where}.when: {name} never takes {list(allowed)} (its choices: {list(earlier[name].values)})"
                 )
         earlier[key] = dist
-    _check_recipe_needs(spec)
-    _check_base(spec)
+
+
+def _check_lengths_and_steps(spec: SearchSpec) -> None:
+    """Lengths within the Longformer's, a scored checkpoint, a batch the workers share evenly."""
     longformer = spec.backbone.longformer
     if longformer is not None:
         if longformer.attention_window % 2:
@@ -123,6 +144,13 @@ def check_semantics(spec: SearchSpec) -> None:
             f"train.batch_size ({spec.train.batch_size}) must be a multiple of train.workers "
             f"({workers_checked(spec)}): each worker takes an equal share"
         )
+
+
+def _check_objective(spec: SearchSpec) -> None:
+    """One objective or several named ones, each with known tasks at positive weights; the
+    report-only tasks known too."""
+    from evaluators.tasks import UnknownTask, check_task_name
+
     objective = spec.search.objective
     if bool(objective.tasks) == bool(objective.objectives):
         raise SpecError(
@@ -146,12 +174,6 @@ def check_semantics(spec: SearchSpec) -> None:
                 check_task_name(task)
             except UnknownTask as err:
                 raise SpecError(f"{key}: {err.args[0]}") from None
-    _check_warm_start(spec.search)
-    _check_grid(spec.search)
-    _check_population(spec.search)
-    if spec.study is not None:
-        _check_study(spec.study, spec.train.steps)
-    _check_tracking(spec)
 
 
 def _check_tracking(spec: SearchSpec) -> None:
