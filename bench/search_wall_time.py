@@ -57,11 +57,6 @@ def clone_checkout(into: Path) -> tuple[Path, float]:
     return checkout, time.perf_counter() - began
 
 
-def commit(checkout: Path) -> str:
-    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=checkout, capture_output=True, text=True)
-    return done.stdout.strip() or "unknown"
-
-
 def kept_run(checkout: Path, spec: str, profile: str, run_dir: Path) -> dict:
     """``one_run``'s measurement, read back from ``run_dir``'s ``.json`` beside it where an earlier
     call finished that run; else measured now (a run directory left by an interrupted run removed
@@ -71,7 +66,7 @@ def kept_run(checkout: Path, spec: str, profile: str, run_dir: Path) -> dict:
         return json.loads(record.read_text())
     if run_dir.exists():
         shutil.rmtree(run_dir)
-    run = {"commit": commit(checkout), **one_run(checkout, spec, profile, run_dir)}
+    run = one_run(checkout, spec, profile, run_dir)
     record.write_text(json.dumps(run))
     return run
 
@@ -94,6 +89,8 @@ def one_run(checkout: Path, spec: str, profile: str, run_dir: Path) -> dict:
         "load": f"before {load_before}; after {load_average()}",
         **json.loads((run_dir / "leaderboard.json").read_text()),  # rows, noise
         "timings": json.loads((run_dir / "timings.json").read_text()),
+        # the commit the search recorded itself (``-dirty`` where the checkout had changes)
+        "commit": json.loads((run_dir / "search.json").read_text())["environment"]["git_commit"],
         "disk": disk_use(run_dir),
         # what train.keep_checkpoints freed as trials ended (each trial's released.json)
         "released": sum(json.loads(f.read_text())["bytes"] for f in run_dir.glob("trials/*/released.json")),
