@@ -139,6 +139,16 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> SearchOutcome:
     provisional = request.provisional_spec()
+    if request.resume:  # a run an earlier doctune saved is refused before Ray starts
+        from platform.rundir.storage import run_files_of
+        from platform.search_path.tuner import refuse_unreadable_state
+
+        commit = request.recorded.get("environment", {}).get("git_commit") or "not recorded"
+        refuse_unreadable_state(
+            request.storage or run_files_of(request.run_dir),
+            f"Finish it with the doctune that started it (commit {commit}), or search again in a new run "
+            "directory; python -m platform.report and python -m platform.export still read this run",
+        )
     # a search that starts its own Ray knows its cluster now: bad input is refused before Ray starts
     settled = settle(request, this_machine()) if starts_its_own_ray(provisional.address) else None
     check_inputs(InputsPlan.of(settled[0] if settled else provisional))

@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 from doctune_core.logs import add_verbosity_options, show_on_console
+from doctune_core.run_files import RunFiles
 from platform.cluster.autoscaling import cluster_to_plan_for
 from platform.cluster.ray_cluster import ray_init, starts_its_own_ray
 from platform.cluster.resources import InfeasibleResources
@@ -149,6 +150,9 @@ def _check_study_dir(run_dir: Path, marker: str) -> None:
         raise UsageError(f"{run_dir} exists and holds no study ({MARKER}); choose another --run-dir")
     elif not _same_study(json.loads((run_dir / MARKER).read_text()), json.loads(marker)):
         raise UsageError(f"{run_dir} holds a study of another spec, profile or --task list; choose another --run-dir")
+    for row_run in sorted((run_dir / "runs").glob("*/")):  # each row's Tune runs, restored where unfinished
+        advice = "Finish the study with the doctune that started it, or start it again with another --run-dir"
+        tuner.refuse_unreadable_state(RunFiles.at(row_run), advice)
 
 
 def _same_study(recorded, now) -> bool:

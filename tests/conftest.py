@@ -192,6 +192,23 @@ def spec_variant(name: str, directory: Path, **changes) -> str:
     return str(write_variant(name, directory, changes, profiles=("smoke",)))
 
 
+def recorded_search(run_dir: Path, profile: str = "smoke", storage: str | None = None, earlier: bool = False) -> Path:
+    """``run_dir``'s search.json as a search of the shipped smoke spec at ``profile`` records it, kept
+    at ``storage``; ``earlier``: as an earlier doctune, which copied the run directory there, did.
+    Returns ``run_dir``."""
+    import dataclasses
+
+    from platform.spec import find_spec_file, parse_spec, read_raw
+
+    spec = parse_spec(read_raw(find_spec_file("smoke")), profile)
+    record = {"spec": "smoke", "profile": profile, "storage": storage, "resolved_spec": dataclasses.asdict(spec)}
+    if not earlier:
+        record["run_files"] = storage or str(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "search.json").write_text(json.dumps(record, default=str))
+    return run_dir
+
+
 def trial_rows(rows: list[dict]) -> list[dict]:
     """The rows of ``leaderboard.json`` a trial trained (not a baseline, not a reference)."""
     return [r for r in rows if not r["trial"].startswith(("baseline", "reference"))]

@@ -21,7 +21,8 @@ import pytest
 from tests.conftest import ROOT, run_smoke_search, spec_variant
 from tests.local_nodes import JOINED_DRIVER, LocalNodes
 
-pytestmark = pytest.mark.ray  # starts a three-node Ray and a search
+# starts a three-node Ray of its own (its own address) and a search on it
+pytestmark = [pytest.mark.ray, pytest.mark.own_ray]
 
 SEEN_BY_EVERY_NODE = (
     JOINED_DRIVER

@@ -114,6 +114,7 @@ def _dry_run_on(nodes: LocalNodes, env: dict, tmp_path) -> dict:
 
 
 @pytest.mark.ray  # starts Ray nodes
+@pytest.mark.own_ray  # at their own address, stopped by their process groups
 @pytest.mark.parametrize(
     ("nodes_declared", "workers", "at_once"),
     [

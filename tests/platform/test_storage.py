@@ -13,6 +13,7 @@ import pytest
 from platform.exit_codes import UsageError
 from platform.rundir.records import RunRecords, UploadRecords
 from platform.rundir.storage import RunStorage
+from tests.conftest import recorded_search
 
 TRIAL_FILE = "trials/t1/checkpoints/step_000002/model.safetensors"  # as a trial persists it, in the storage
 
@@ -82,28 +83,11 @@ def test_a_bad_storage_uri_is_one_message(s3):
         RunStorage.open(s3.uri("no-such-bucket", "run"))
 
 
-def _recorded(run_dir, profile: str = "smoke", storage: str | None = None, earlier: bool = False):
-    """``run_dir``'s search.json as a search of the shipped smoke spec at ``profile`` records it, kept
-    at ``storage``; ``earlier``: as an earlier doctune, which copied the run directory there, did."""
-    import dataclasses
-    import json
-
-    from platform.spec import find_spec_file, parse_spec, read_raw
-
-    spec = parse_spec(read_raw(find_spec_file("smoke")), profile)
-    record = {"spec": "smoke", "profile": profile, "storage": storage, "resolved_spec": dataclasses.asdict(spec)}
-    if not earlier:
-        record["run_files"] = storage or str(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "search.json").write_text(json.dumps(record, default=str))
-    return run_dir
-
-
 def _kept(uri: str, run_dir, **recorded) -> RunStorage:
     """A run kept at ``uri``: a trial's checkpoint file there, the driver's records uploaded."""
     storage = RunStorage.open(uri)
     storage.write(TRIAL_FILE, io.BytesIO(b"t" * 10))
-    RunRecords(storage, _recorded(_run_dir(run_dir), storage=uri, **recorded)).sync()
+    RunRecords(storage, recorded_search(_run_dir(run_dir), storage=uri, **recorded)).sync()
     return storage
 
 
@@ -136,7 +120,7 @@ def test_a_resumed_run_stays_where_its_trials_are(s3, tmp_path):
         UsageError, match=rf"keeps its trials and Tune.s records in {re.escape(uri)}.*--storage {re.escape(uri)}"
     ):
         SearchRequest.from_command_line("smoke", "smoke", tmp_path / "run", True, s3.uri("runs", "kept-7"))
-    local = _recorded(tmp_path / "local")  # started without --storage: its trials are in its directory
+    local = recorded_search(tmp_path / "local")  # started without --storage: its trials are in its directory
     with pytest.raises(UsageError, match=r"in .*local, where its search started; resume it without --storage"):
         SearchRequest.from_command_line("smoke", "smoke", local, True, s3.uri("runs", "kept-7"))
 
@@ -166,7 +150,7 @@ def test_a_retried_command_starts_the_search_once_and_resumes_it_after(s3, tmp_p
     fresh = SearchRequest.from_command_line("smoke", "smoke", tmp_path / "run", False, resume_if_started=True)
     assert not fresh.resume
     started = SearchRequest.from_command_line(
-        "smoke", "smoke", _recorded(tmp_path / "run"), False, resume_if_started=True
+        "smoke", "smoke", recorded_search(tmp_path / "run"), False, resume_if_started=True
     )
     assert started.resume and started.recorded["profile"] == "smoke"
     # on a fresh node, from the storage alone
@@ -191,7 +175,7 @@ def test_a_search_never_writes_over_what_is_not_its_own(s3, tmp_path):
         SearchRequest.from_command_line("smoke", "smoke", tmp_path / "new", False, other)
     assert not (tmp_path / "new").exists()
     # a resumed run against the storage of another run (another search.json)
-    _recorded(tmp_path / "second", profile="local", storage=uri)
+    recorded_search(tmp_path / "second", profile="local", storage=uri)
     with pytest.raises(UsageError, match="holds something other than the run in"):
         SearchRequest.from_command_line("smoke", "local", tmp_path / "second", True, uri)
     # on one disk, the storage and the run directory may not contain each other

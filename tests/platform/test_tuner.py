@@ -256,3 +256,52 @@ def test_pbt_perturbs_only_what_a_trial_may_change_and_pb2_only_ranges(method):
         explore = scheduler._custom_explore_fn
         assert explore({"lr": 1.2e-4, "mlm_weight": 0.1}) == {"lr": 1.0e-4, "mlm_weight": 0.1}
         assert explore({"lr": 0.8e-5})["lr"] == 1.0e-5
+
+
+# Tune's saved state as a doctune from before platform/ was one folder per concern wrote it: its
+# callbacks pickled by reference to a module that has since moved (GLOBAL opcode, protocol 4)
+EARLIER_TUNER_STATE = b"\x80\x04cplatform.listeners\nTrialListener\n."
+
+
+def test_a_run_an_earlier_doctune_saved_is_refused_before_ray_starts(tmp_path, capsys):
+    import json
+
+    import ray
+    from ray import cloudpickle
+
+    from doctune_core.run_files import RunFiles
+    from platform import search
+    from platform.search_path.listeners import listening
+    from platform.search_path.tuner import refuse_unreadable_state
+    from tests.conftest import recorded_search
+
+    run_dir = recorded_search(tmp_path / "run")
+    record = json.loads((run_dir / "search.json").read_text())
+    (run_dir / "search.json").write_text(json.dumps({**record, "environment": {"git_commit": "0da4b88"}}))
+    saved = run_dir / "tune" / "smoke"
+    saved.mkdir(parents=True)
+    (saved / "tuner.pkl").write_bytes(cloudpickle.dumps({"_callbacks": [listening]}))  # this doctune's
+    refuse_unreadable_state(RunFiles.at(run_dir), "")  # read back: accepted
+    (saved / "searcher-state-2026-11-28_10-00-00.pkl").write_bytes(EARLIER_TUNER_STATE)
+    before = {p: p.stat().st_mtime_ns for p in run_dir.rglob("*")}
+
+    code = search.main(["smoke", "--profile", "smoke", "--run-dir", str(run_dir), "--resume"])
+
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("doctune: error:")]
+    assert code == 2 and len(errors) == 1, errors
+    assert "started by an earlier doctune" in errors[0] and "searcher-state-2026-11-28_10-00-00.pkl" in errors[0]
+    assert "platform.listeners" in errors[0] and "commit 0da4b88" in errors[0] and "platform.report" in errors[0]
+    assert not ray.is_initialized() and before == {p: p.stat().st_mtime_ns for p in run_dir.rglob("*")}
+
+
+def test_a_study_whose_row_an_earlier_doctune_saved_is_refused(tmp_path):
+    from platform import study
+    from platform.exit_codes import UsageError
+
+    (tmp_path / study.MARKER).write_text("{}")
+    saved = tmp_path / "runs" / "docsplit" / "tune" / "seeds-0-1"
+    saved.mkdir(parents=True)
+    (saved / "tuner.pkl").write_bytes(EARLIER_TUNER_STATE)
+    refused = r"runs/docsplit: this run was started by an earlier doctune.*seeds-0-1.* another --run-dir$"
+    with pytest.raises(UsageError, match=refused):
+        study._check_study_dir(tmp_path, "{}")
