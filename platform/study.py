@@ -56,6 +56,8 @@ BASE_FILE = "base.json"  # the base model's scores on every table task
 INTERPOLATED_BASE_FILE = "base_interpolated.json"  # the same converted with interpolated positions
 INTERPOLATED_ROW = "base (converted, positions interpolated, untrained)"
 MARKER = "study_spec.json"  # the resolved spec a study directory was started with
+# a row's Tune run saved by an earlier doctune (platform.search_path.tuner.refuse_unreadable_state)
+RESTORE_ADVICE = "Finish the study with the doctune that started it, or start it again with another --run-dir"
 
 
 def base_row_name(spec: SearchSpec) -> str:
@@ -150,9 +152,6 @@ def _check_study_dir(run_dir: Path, marker: str) -> None:
         raise UsageError(f"{run_dir} exists and holds no study ({MARKER}); choose another --run-dir")
     elif not _same_study(json.loads((run_dir / MARKER).read_text()), json.loads(marker)):
         raise UsageError(f"{run_dir} holds a study of another spec, profile or --task list; choose another --run-dir")
-    for row_run in sorted((run_dir / "runs").glob("*/")):  # each row's Tune runs, restored where unfinished
-        advice = "Finish the study with the doctune that started it, or start it again with another --run-dir"
-        tuner.refuse_unreadable_state(RunFiles.at(row_run), advice)
 
 
 def _same_study(recorded, now) -> bool:
@@ -271,7 +270,9 @@ class Study:
         if done.exists():
             return json.loads(done.read_text())
         resume = (directory / "tune" / spec.name / "tuner.pkl").exists()
-        if not resume:
+        if resume:
+            tuner.refuse_unreadable_state(RunFiles.at(directory), RESTORE_ADVICE)
+        else:
             if directory.exists():  # stopped before its search began: nothing to keep
                 shutil.rmtree(directory)
             directory.mkdir(parents=True)
@@ -333,6 +334,7 @@ class Study:
 
         done = {seed: directory / f"seed{seed}" / RESULT_FILE for seed in seeds}
         if todo := [seed for seed, path in done.items() if not path.exists()]:
+            tuner.refuse_unreadable_state(RunFiles.at(directory), RESTORE_ADVICE)  # where a run is restored
             directory.mkdir(parents=True, exist_ok=True)
             resolved = self.resolve(fixed_runs(self.spec, values, todo), directory)
             at_once = resolved.resources.max_concurrent

@@ -33,7 +33,13 @@ fi
 other_log="$(mktemp)"
 other_lane=""
 stop_other_lane() {
-  [ -z "$other_lane" ] || kill -- "-$other_lane" 2>/dev/null || true
+  if [ -n "$other_lane" ]; then
+    # SIGTERM: pytest takes it as Ctrl-C (tests/conftest.py), and its fixtures stop the Ray nodes they
+    # started in sessions of their own; whatever of the lane is left after two minutes is killed
+    kill -- "-$other_lane" 2>/dev/null || true
+    for _ in $(seq 240); do kill -0 -- "-$other_lane" 2>/dev/null || break; sleep 0.5; done
+    kill -KILL -- "-$other_lane" 2>/dev/null || true
+  fi
   rm -f "$other_log"
 }
 trap stop_other_lane EXIT
@@ -52,5 +58,6 @@ wait "$other_lane" || other_status=$?
 other_lane=""
 echo "== beside them: the tests that start no Ray (-m 'not ray'), then those with a Ray of their own (-m own_ray) =="
 cat "$other_log"
+rm -f "$other_log"
 [ "$ray_status" -eq 0 ] && [ "$other_status" -eq 0 ] || exit 1
 exec "$python" -m pytest -m "onprem or autoscaling"

@@ -14,8 +14,7 @@ import pytest
 
 from tests.conftest import ROOT, outside_the_checkout
 
-# builds a wheel, makes a venv from the lock and prepares a corpus with a Ray of its own
-pytestmark = [pytest.mark.ray, pytest.mark.own_ray]
+pytestmark = pytest.mark.ray  # builds a wheel, makes a venv from the lock and prepares a corpus with Ray
 
 
 def test_the_environment_built_from_the_lock_alone_is_consistent(installed_doctune, tmp_path):

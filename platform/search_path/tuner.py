@@ -132,9 +132,11 @@ def refuse_unreadable_state(files: RunFiles, advice: str) -> None:
     from platform.exit_codes import UsageError
 
     for experiment in files.children(TUNE_DIR):
+        if not files.is_file(f"{TUNE_DIR}/{experiment}/tuner.pkl"):
+            continue  # no saved state: nothing is restored
         names = files.children(f"{TUNE_DIR}/{experiment}")
         searcher_states = [n for n in names if n.startswith("searcher-state-") and n.endswith(".pkl")]
-        for name in [n for n in names if n == "tuner.pkl"] + searcher_states[-1:]:
+        for name in ["tuner.pkl", *searcher_states[-1:]]:
             try:
                 cloudpickle.loads(files.read(f"{TUNE_DIR}/{experiment}/{name}"))
             except (ImportError, AttributeError) as err:

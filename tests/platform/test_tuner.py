@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import subprocess
 import sys
@@ -264,8 +265,6 @@ EARLIER_TUNER_STATE = b"\x80\x04cplatform.listeners\nTrialListener\n."
 
 
 def test_a_run_an_earlier_doctune_saved_is_refused_before_ray_starts(tmp_path, capsys):
-    import json
-
     import ray
     from ray import cloudpickle
 
@@ -294,14 +293,29 @@ def test_a_run_an_earlier_doctune_saved_is_refused_before_ray_starts(tmp_path, c
     assert not ray.is_initialized() and before == {p: p.stat().st_mtime_ns for p in run_dir.rglob("*")}
 
 
-def test_a_study_whose_row_an_earlier_doctune_saved_is_refused(tmp_path):
+def test_a_study_refuses_a_row_an_earlier_doctune_saved_where_it_would_restore_it(tmp_path):
     from platform import study
     from platform.exit_codes import UsageError
+    from platform.spec import load_spec
 
-    (tmp_path / study.MARKER).write_text("{}")
-    saved = tmp_path / "runs" / "docsplit" / "tune" / "seeds-0-1"
-    saved.mkdir(parents=True)
-    (saved / "tuner.pkl").write_bytes(EARLIER_TUNER_STATE)
+    row = tmp_path / "runs" / "docsplit"
+    (row / "tune" / "seeds-0-1").mkdir(parents=True)
+    (row / "tune" / "seeds-0-1" / "tuner.pkl").write_bytes(EARLIER_TUNER_STATE)
+    (row / "tune" / "notes.txt").write_text("a file: no Tune run")
+    for seed in (0, 1):
+        (row / f"seed{seed}").mkdir()
+        (row / f"seed{seed}" / study.RESULT_FILE).write_text(json.dumps({"seed": seed}))
+    unbuilt = study.Study.__new__(study.Study)  # what these two read first is the row's directory
+    # every seed finished: read back, nothing restored, nothing refused
+    assert unbuilt.trained_seeds("docsplit", {}, [0, 1], row) == {0: {"seed": 0}, 1: {"seed": 1}}
+    (row / "seed1" / study.RESULT_FILE).unlink()
     refused = r"runs/docsplit: this run was started by an earlier doctune.*seeds-0-1.* another --run-dir$"
     with pytest.raises(UsageError, match=refused):
-        study._check_study_dir(tmp_path, "{}")
+        unbuilt.trained_seeds("docsplit", {}, [0, 1], row)
+    # a tuned row's search
+    spec = load_spec("seed_study", "smoke")[0]
+    search_dir = tmp_path / "runs" / "docsplit (tuned)" / "seed0"
+    (search_dir / "tune" / spec.name).mkdir(parents=True)
+    (search_dir / "tune" / spec.name / "tuner.pkl").write_bytes(EARLIER_TUNER_STATE)
+    with pytest.raises(UsageError, match=r"docsplit \(tuned\)/seed0: this run was started by an earlier doctune"):
+        unbuilt.trial(spec, search_dir)
