@@ -26,7 +26,7 @@ from platform.report import plots
 from platform.report.page import render
 from platform.report.run import PLOTS_DIR, Plot, PlotSkipped, Run, param_importances, read_run
 from platform.results.leaderboard import BASELINE_ID
-from platform.rundir.layout import OPTUNA_JOURNAL, write_atomic
+from platform.rundir.layout import write_atomic
 
 log = logging.getLogger(f"doctune.{__name__}")
 
@@ -49,9 +49,7 @@ def write_reports(run_dir: Path, kept_at: str | None = None) -> list[Path]:
         "score_by_length": ("Score against document length", lambda: plots.score_by_length(run.rows, run.tasks)),
         "param_importance": (
             "Hyperparameter importance",
-            lambda: plots.param_importance(
-                param_importances(run.path / OPTUNA_JOURNAL, run.name), _ranking_objective(run)
-            ),
+            lambda: plots.param_importance(param_importances(run.path, run.name), _ranking_objective(run)),
         ),
     }
     if plots.objective_names(run.rows):

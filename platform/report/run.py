@@ -13,7 +13,7 @@ import pandas as pd
 
 from doctune_core.run_files import RunFiles
 from platform.results.leaderboard import Row, read_leaderboard
-from platform.rundir.layout import TUNE_DIR
+from platform.rundir.layout import OPTUNA_JOURNAL, TUNE_DIR
 from platform.rundir.storage import run_files_of
 
 PLOTS_DIR = "plots"  # under the run directory
@@ -160,22 +160,20 @@ def _read_trial_log(data: bytes, name: str) -> pd.DataFrame | None:
         return None
 
 
-def param_importances(journal: Path, study_name: str) -> dict[str, float]:
+def param_importances(run_dir: Path, study_name: str) -> dict[str, float]:
     """Optuna's importance of each searched hyperparameter for the (first) objective, read from the
-    Optuna study the search kept in ``journal``; PlotSkipped where there is too little to judge from."""
-    if not journal.is_file():
-        raise PlotSkipped(f"the run directory holds no {journal.name} (no Optuna study was kept)")
+    Optuna study the search kept in ``run_dir``; PlotSkipped where there is too little to judge from."""
+    if not (run_dir / OPTUNA_JOURNAL).is_file():
+        raise PlotSkipped(f"the run directory holds no {OPTUNA_JOURNAL} (no Optuna study was kept)")
     import optuna
-    from optuna.storages import JournalStorage
-    from optuna.storages.journal import JournalFileBackend
     from optuna.trial import TrialState
 
+    from platform.strategies.optuna_base import optuna_storage
+
     try:
-        optuna_study = optuna.load_study(
-            study_name=study_name, storage=JournalStorage(JournalFileBackend(str(journal)))
-        )
+        optuna_study = optuna.load_study(study_name=study_name, storage=optuna_storage(run_dir))
     except KeyError:
-        raise PlotSkipped(f"{journal.name} holds no Optuna study named {study_name!r}") from None
+        raise PlotSkipped(f"{OPTUNA_JOURNAL} holds no Optuna study named {study_name!r}") from None
     complete = optuna_study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     if len(complete) < 2:
         raise PlotSkipped(f"the Optuna study has {len(complete)} completed trial(s); importance needs at least 2")

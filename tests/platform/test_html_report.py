@@ -401,17 +401,17 @@ def test_importance_is_skipped_with_a_reason_when_the_study_cannot_judge(tmp_pat
     journal = tmp_path / OPTUNA_JOURNAL
     _write_study(journal, multi=False, trials=trials)
     with pytest.raises(PlotSkipped, match=message):
-        param_importances(journal, NAME)
+        param_importances(tmp_path, NAME)
 
 
 def test_importance_of_a_multi_objective_study_is_for_the_first_objective(tmp_path):
     journal = tmp_path / OPTUNA_JOURNAL
     _write_study(journal, multi=True, trials=TRIALS)
-    importances = param_importances(journal, NAME)
+    importances = param_importances(tmp_path, NAME)
     assert set(importances) == {"lr", "temperature", "mlm_weight"}
     assert sum(importances.values()) == pytest.approx(1.0)
     with pytest.raises(PlotSkipped, match="holds no Optuna study named 'elsewhere'"):
-        param_importances(journal, "elsewhere")
+        param_importances(tmp_path, "elsewhere")
 
 
 def test_trial_histories_read_progress_csv_and_result_json_in_time_order(report):
