@@ -34,7 +34,9 @@ import json, sys
 import ray
 from ray.util.state import list_actors
 ray.init(sys.argv[1], logging_level="ERROR")
-actors = list_actors(limit=10_000, raise_on_missing_output=False)
+# the address given: left out, the state API asks the cluster `ray start --head` recorded last on this
+# host (/tmp/ray/ray_current_cluster), which need not be this one
+actors = list_actors(address=sys.argv[1], limit=10_000, raise_on_missing_output=False)
 print("ACTORS", json.dumps([{"class": a.class_name, "node": a.node_id, "state": a.state} for a in actors]))
 """
 
