@@ -122,11 +122,12 @@ def _tuner(resolved: ResolvedSearch, resume: bool, callbacks: Sequence = ()):
 
 
 def refuse_unreadable_state(files: RunFiles, advice: str) -> None:
-    """Refuse (``UsageError``, ending with ``advice``), before Ray starts, to resume a run whose saved
-    Tune state this doctune cannot read back: Tune pickles the search's parts (the driver's callbacks,
-    the scheduler, Optuna's space) by module path, so a run started by a doctune whose modules have
-    since moved (CHANGELOG.md) would fail mid-restore. Each Tune run's ``tuner.pkl`` and its latest
-    searcher state are loaded as ``Tuner.restore`` loads them."""
+    """Refuse (``UsageError``, ending with ``advice``) to resume a run whose saved Tune state this
+    doctune cannot read back (a search asks before Ray starts, a study before it restores a row's
+    run): Tune pickles the search's parts (the driver's callbacks, the scheduler, Optuna's space) by
+    module path, so a run started by a doctune whose modules have since moved (CHANGELOG.md) would
+    fail mid-restore. Each Tune run's ``tuner.pkl`` and its latest searcher state are loaded as
+    ``Tuner.restore`` loads them."""
     from ray import cloudpickle
 
     from platform.exit_codes import UsageError
