@@ -334,7 +334,7 @@ class Study:
 
         done = {seed: directory / f"seed{seed}" / RESULT_FILE for seed in seeds}
         if todo := [seed for seed, path in done.items() if not path.exists()]:
-            tuner.refuse_unreadable_state(RunFiles.at(directory), RESTORE_ADVICE)  # where a run is restored
+            tuner.refuse_unreadable_state(RunFiles.at(directory), RESTORE_ADVICE)  # a saved run is restored below
             directory.mkdir(parents=True, exist_ok=True)
             resolved = self.resolve(fixed_runs(self.spec, values, todo), directory)
             at_once = resolved.resources.max_concurrent
