@@ -23,27 +23,41 @@ python="$root/.venv/bin/python"
 if [ "$#" -gt 0 ]; then
   exec "$python" -m pytest "$@"
 fi
-# Two lanes at once: the tests that start Ray (searches, studies, corpus preparations; never two at
-# once, as some find their workers among the host's processes) in this process, and every other test
-# beside them, at a lower priority so that it takes the CPU a search leaves idle (about a third)
-# rather than slowing the Ray lane, the longer one; its output follows the Ray lane's. Ctrl-C (or a
-# kill) stops both lanes.
+# Two lanes at once. The Ray lane, in this process: the tests that start Ray and may look at the
+# host's processes or at Ray's own record of "the" cluster (searches, studies, killed workers; never
+# two at once). The other lane beside it, at a lower priority so that it takes the CPU a search
+# leaves idle (about a third) rather than slowing the Ray lane, the longer one: every test that
+# starts no Ray, then the Ray tests marked `own_ray` (their Ray is their own, and they look for no
+# process they did not start; tests/conftest.py gives every Ray a test starts the start-up limits of
+# a busy machine). Its output follows the Ray lane's. Ctrl-C (or a kill) stops both lanes.
 other_log="$(mktemp)"
 other_lane=""
 stop_other_lane() {
-  [ -z "$other_lane" ] || kill "$other_lane" 2>/dev/null || true
+  if [ -n "$other_lane" ]; then
+    # SIGTERM: pytest takes it as Ctrl-C (tests/conftest.py), and its fixtures stop the Ray nodes they
+    # started in sessions of their own; whatever of the lane is left after two minutes is killed
+    kill -- "-$other_lane" 2>/dev/null || true
+    for _ in $(seq 240); do kill -0 -- "-$other_lane" 2>/dev/null || break; sleep 0.5; done
+    kill -KILL -- "-$other_lane" 2>/dev/null || true
+  fi
   rm -f "$other_log"
 }
 trap stop_other_lane EXIT
 trap 'exit 130' INT TERM
-nice -n 10 "$python" -m pytest -m "not ray" -p no:cacheprovider >"$other_log" 2>&1 &
+# setsid: the lane is a process group of its own, stopped whole (either pytest run); -w: its status
+setsid -w nice -n 10 bash -c '
+  status=0
+  "$0" -m pytest -m "not ray" -p no:cacheprovider || status=$?
+  "$0" -m pytest -m "own_ray and not onprem and not autoscaling" -p no:cacheprovider || status=$?
+  exit "$status"' "$python" >"$other_log" 2>&1 &
 other_lane=$!
 ray_status=0
-"$python" -m pytest -m "ray and not onprem and not autoscaling" || ray_status=$?
+"$python" -m pytest -m "ray and not own_ray and not onprem and not autoscaling" || ray_status=$?
 other_status=0
 wait "$other_lane" || other_status=$?
 other_lane=""
-echo "== the tests that start no Ray (pytest -m 'not ray'), run beside those that do =="
+echo "== beside them: the tests that start no Ray (-m 'not ray'), then those with a Ray of their own (-m own_ray) =="
 cat "$other_log"
+rm -f "$other_log"
 [ "$ray_status" -eq 0 ] && [ "$other_status" -eq 0 ] || exit 1
 exec "$python" -m pytest -m "onprem or autoscaling"

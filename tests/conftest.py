@@ -4,6 +4,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import venv
@@ -40,6 +41,16 @@ FEW_ITEMS = {
     "long_length": 256,
     "long_queries": 6,
 }
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """SIGTERM interrupts the run as Ctrl-C does, so that fixtures stop the Ray nodes they started in
+    sessions of their own (scripts/test.sh stops its lower-priority lane with SIGTERM)."""
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects on the markers

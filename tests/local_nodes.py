@@ -18,8 +18,8 @@ RAY = Path(sys.executable).parent / "ray"
 NODES = """
 import json, sys, time
 import ray
-deadline = time.monotonic() + 120
-while True:  # the head's GCS takes a moment to listen
+deadline = time.monotonic() + 300
+while True:  # the head's GCS takes a moment to listen (longer on a loaded machine)
     try:
         ray.init(sys.argv[1], logging_level="ERROR")
         break
@@ -49,7 +49,7 @@ import sys, time
 import ray
 
 address, count = sys.argv[1], int(sys.argv[2])
-deadline = time.monotonic() + 240
+deadline = time.monotonic() + 480
 while True:  # a loaded machine's head may answer late, or time out the first driver that joins
     try:
         ray.init(address=address, log_to_driver=False, logging_level="ERROR")
@@ -132,7 +132,7 @@ class LocalNodes:
         mount namespace's root, ``/proc/PID/root``)."""
         return Path(f"/proc/{self.processes[node].pid}/root") / path.relative_to("/")
 
-    def wait_until_alive(self, count: int, timeout_s: float = 120) -> list[dict]:
+    def wait_until_alive(self, count: int, timeout_s: float = 300) -> list[dict]:
         deadline = time.monotonic() + timeout_s
         while True:
             found = self.nodes()

@@ -21,7 +21,8 @@ import pytest
 from tests.conftest import ROOT, run_smoke_search, spec_variant
 from tests.local_nodes import JOINED_DRIVER, LocalNodes
 
-pytestmark = pytest.mark.ray  # starts a three-node Ray and a search
+# starts a three-node Ray of its own (its own address) and a search on it
+pytestmark = [pytest.mark.ray, pytest.mark.own_ray]
 
 SEEN_BY_EVERY_NODE = (
     JOINED_DRIVER
@@ -72,7 +73,7 @@ def _ask_every_node(nodes: LocalNodes, count: int, directory: Path) -> str:
         env=nodes.env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout.strip().splitlines()[-1]
@@ -93,7 +94,7 @@ def test_a_cache_some_node_cannot_see_is_refused_naming_the_node(nodes, tmp_path
     # the search says so once, exits 2 and starts nothing
     source = _jsonl_corpus(tmp_path / "corpus.jsonl", 60)
     spec = spec_variant("smoke", tmp_path, **{"corpus": {"source": str(source)}})
-    done = run_smoke_search(spec, tmp_path / "run", env={**nodes.env, "RAY_ADDRESS": nodes.address}, timeout=300)
+    done = run_smoke_search(spec, tmp_path / "run", env={**nodes.env, "RAY_ADDRESS": nodes.address}, timeout=600)
     assert done.returncode == 2, done.stderr[-3000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("doctune: error:")]
     assert len(errors) == 1 and "is not seen from node" in errors[0], done.stderr[-3000:]

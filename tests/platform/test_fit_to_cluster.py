@@ -106,7 +106,7 @@ def _dry_run_on(nodes: LocalNodes, env: dict, tmp_path) -> dict:
     """The README's command, unedited spec and no ``--profile``, planned on the running cluster."""
     done = subprocess.run(
         [sys.executable, "-m", "platform.search", "docsplit_long", "--dry-run"],
-        cwd=tmp_path, env=env | {"RAY_ADDRESS": nodes.address}, capture_output=True, text=True, timeout=300,
+        cwd=tmp_path, env=env | {"RAY_ADDRESS": nodes.address}, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
@@ -114,6 +114,7 @@ def _dry_run_on(nodes: LocalNodes, env: dict, tmp_path) -> dict:
 
 
 @pytest.mark.ray  # starts Ray nodes
+@pytest.mark.own_ray  # at their own address, stopped by their process groups
 @pytest.mark.parametrize(
     ("nodes_declared", "workers", "at_once"),
     [

@@ -87,6 +87,7 @@ def test_a_longformer_backbone_is_converted_from_the_base_with_its_trained_head(
 
 
 @pytest.mark.ray  # starts Ray and trains a head
+@pytest.mark.own_ray  # the search's Ray, its own
 def test_the_cli_refuses_a_head_no_better_than_unigram_with_one_message_and_exit_2(tmp_path):
     variant = spec_variant("smoke", tmp_path, **{"mlm_head.lr": 1.0})  # a step of about 1 on every weight
     run_dir = tmp_path / "run"
