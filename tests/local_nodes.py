@@ -79,7 +79,10 @@ class LocalNodes:
         self.address = f"127.0.0.1:{_free_port()}"
 
     def _start(self, command: list[str]) -> None:
-        self.processes.append(subprocess.Popen(command, env=self.env, start_new_session=True))
+        # no drain on SIGTERM: Ray's (for Serve's replicas) waits up to 30 s on any worker lease still
+        # held, as a killed driver's or a finished search's may be, and these nodes serve nothing
+        env = self.env | {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
+        self.processes.append(subprocess.Popen(command, env=env, start_new_session=True))
 
     def start_head(
         self, cpus: int = 1, gpus: int = 0, autoscaling_config: Path | None = None, dashboard: bool = False
@@ -146,10 +149,9 @@ class LocalNodes:
         return [f"--dashboard-agent-listen-port={_free_port()}", f"--metrics-export-port={_free_port()}"]
 
     def stop(self) -> None:
-        """The joined nodes first, then the head (a node stopping asks the head to drain it). Only
-        ``ray start`` itself is asked to stop: it drains its node and stops the node's processes (a
-        signal to the whole group would stop the head's GCS under it, and the drain would wait 30 s
-        for it); whatever of the group is left after is killed."""
+        """The joined nodes first, then the head. Only ``ray start`` itself is asked to stop: it stops
+        its node's processes (with no drain: ``_start``); whatever of the group is left after is
+        killed."""
         head, *joined = self.processes
         for group in (joined, [head]):
             for process in group:

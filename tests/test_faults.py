@@ -159,6 +159,7 @@ def one_sentence_corpus(tmp_path_factory) -> Path:
 
 
 @pytest.mark.ray  # preparing the corpus starts Ray
+@pytest.mark.own_ray  # its own, at RAY_ADDRESS=local
 @pytest.mark.parametrize(("recipe", "refused"), [("docsplit", True), ("simcse", False)])
 def test_a_corpus_of_one_sentence_documents_is_refused_for_docsplit_only(
     tmp_path, one_sentence_corpus, recipe, refused
@@ -178,6 +179,7 @@ def test_a_corpus_of_one_sentence_documents_is_refused_for_docsplit_only(
 
 
 @pytest.mark.ray  # preparing the corpus starts Ray
+@pytest.mark.own_ray  # its own, at RAY_ADDRESS=local
 def test_a_corrupt_corpus_found_while_preparing_it_is_refused_with_nothing_left(tmp_path):
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text(json.dumps({"text": "A fine first document. It has two sentences."}) + "\n{broken\n")

@@ -17,6 +17,10 @@ import yaml
 from platform.cluster.ray_cluster import WORKERS_START_TIMEOUT_S, recorded_address_if_alive
 from tests.conftest import ROOT
 
+# a bound on a failure, not a speed: scripts/test.sh runs this module's Ray tests (marker own_ray)
+# at a low priority beside the tests that run searches
+FAILURE_BOUND_S = 360
+
 
 def _closed_port() -> int:
     with socket.socket() as probe:
@@ -47,6 +51,7 @@ def test_a_record_nothing_answers_at_starts_a_local_ray_and_says_why(tmp_path, c
 
 
 @pytest.mark.ray  # starts Ray
+@pytest.mark.own_ray  # its own, at RAY_ADDRESS=local
 def test_the_driver_starts_its_own_ray_beside_a_stale_record():
     # Ray's temp dir follows TMPDIR; a short one keeps its socket paths under the 107-byte limit
     with tempfile.TemporaryDirectory(dir="/tmp", prefix="r") as short:
@@ -57,7 +62,7 @@ def test_the_driver_starts_its_own_ray_beside_a_stale_record():
             "print(ray_init(None)['CPU']); ray.shutdown()"
         )
         done = subprocess.run(
-            [sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+            [sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=FAILURE_BOUND_S
         )
         left = (Path(short) / "ray" / "ray_current_cluster").exists()
     assert done.returncode == 0, done.stderr[-2000:]
@@ -66,6 +71,7 @@ def test_the_driver_starts_its_own_ray_beside_a_stale_record():
 
 
 @pytest.mark.ray  # starts Ray
+@pytest.mark.own_ray  # its own, at RAY_ADDRESS=local
 def test_a_resumed_search_lets_restored_trials_wait_for_workers():
     """Tune restarts every unfinished trial of a restored experiment at once (and PBT every trial it
     paused); the driver gives their Ray Train worker groups time to wait for the trials ahead
@@ -82,7 +88,12 @@ def test_a_resumed_search_lets_restored_trials_wait_for_workers():
     seen = {}
     for mode in ("resume", "new"):
         done = subprocess.run(
-            [sys.executable, "-c", probe, mode], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180
+            [sys.executable, "-c", probe, mode],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=FAILURE_BOUND_S,
         )
         assert done.returncode == 0, done.stderr[-2000:]
         seen[mode] = done.stdout.split()[-1]
@@ -116,6 +127,7 @@ ray.shutdown()
 
 
 @pytest.mark.ray  # starts two Rays
+@pytest.mark.own_ray  # both its own, at RAY_ADDRESS=local
 def test_workers_ask_their_own_cluster_with_another_ray_on_the_host():
     """Ray's state API called inside a worker without an address (Ray Train's placement-group
     cleaner does) finds the worker's own cluster with a second Ray on the host
@@ -140,10 +152,10 @@ def test_workers_ask_their_own_cluster_with_another_ray_on_the_host():
             env=env,
             capture_output=True,
             text=True,
-            timeout=180,
+            timeout=FAILURE_BOUND_S,
         )
     finally:
-        other.communicate(input="", timeout=120)
+        other.communicate(input="", timeout=FAILURE_BOUND_S)
     assert done.returncode == 0, done.stderr[-2000:]
     gcs_count, alive, through_another = done.stdout.split()[-3:]
     assert int(gcs_count) >= 2 and alive == through_another == "ALIVE"
@@ -160,7 +172,7 @@ def _search(*args: str):
             cwd=ROOT,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=FAILURE_BOUND_S,
             env=env,
         )
         return done, any(Path(ray_tmp).glob("ray/session_2*"))
@@ -174,6 +186,7 @@ def test_resources_this_machine_lacks_are_refused_before_ray_starts(tmp_path):
 
 
 @pytest.mark.ray  # preparing the corpus starts Ray
+@pytest.mark.own_ray  # its own, at RAY_ADDRESS=local
 def test_docsplit_longs_dry_run_shows_the_six_dimensions(tmp_path):
     done, _ = _search("docsplit_long", "--profile", "local", "--run-dir", str(tmp_path / "run"), "--dry-run")
     assert done.returncode == 0, done.stderr[-2000:]
@@ -242,6 +255,7 @@ def test_a_resume_with_another_spec_is_refused_before_ray_starts(tmp_path):
 
 
 @pytest.mark.ray  # starts Ray
+@pytest.mark.own_ray  # its own, at RAY_ADDRESS=local
 def test_a_profile_says_once_which_values_of_the_spec_it_replaced(tmp_path):
     spec = yaml.safe_load((ROOT / "search_spaces" / "smoke.yaml").read_text())
     spec["search"]["samples"] = 3  # the smoke profile makes it 2
