@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 RAY = Path(sys.executable).parent / "ray"
+CHECKOUT = Path(__file__).resolve().parent.parent
 NODES = """
 import json, sys, time
 import ray
@@ -103,6 +104,11 @@ class LocalNodes:
         """A node that joins the head; with ``hiding``, one in a mount namespace of its own that sees
         an empty tmpfs over each of those directories instead (over ``/tmp``, its Ray temp directory
         ``/tmp/ray`` is its own too)."""
+        for path in hiding:  # the node runs this environment's `ray` on this checkout's code
+            for what, where in (("the Python environment", Path(sys.prefix)), ("the checkout", CHECKOUT)):
+                assert not where.is_relative_to(path), (
+                    f"a node that hides {path} cannot see {what} at {where}: run the tests from outside {path}"
+                )
         command = [str(RAY), "start", f"--address={self.address}", f"--num-cpus={cpus}", f"--num-gpus={gpus}",
                    *self._agent_ports(), "--disable-usage-stats", "--block"]  # fmt: skip
         if hiding:
