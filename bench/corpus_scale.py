@@ -185,7 +185,17 @@ def measure_workers(args, results: Results, size: int, source: Path) -> None:
     run_dir = args.out / "runs" / f"{size}x"
     shutil.rmtree(run_dir, ignore_errors=True)
     done = subprocess.run(
-        [sys.executable, "-m", "platform.search", str(spec), "--profile", "smoke", "--run-dir", str(run_dir)],
+        [
+            sys.executable,
+            "-m",
+            "platform.search",
+            str(spec),
+            "--profile",
+            "smoke",
+            "--validation-only",
+            "--run-dir",
+            str(run_dir),
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,

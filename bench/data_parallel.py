@@ -72,7 +72,17 @@ def one_run(name: str, args: argparse.Namespace) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         spec = spec_file(Path(tmp), workers, cpus, args)
         done = subprocess.run(
-            [sys.executable, "-m", "platform.search", str(spec), "--profile", "local", "--run-dir", f"{tmp}/run"],
+            [
+                sys.executable,
+                "-m",
+                "platform.search",
+                str(spec),
+                "--profile",
+                "local",
+                "--validation-only",
+                "--run-dir",
+                f"{tmp}/run",
+            ],
             cwd=ROOT,
             capture_output=True,
             text=True,

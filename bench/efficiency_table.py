@@ -529,7 +529,7 @@ def build(spec_path: Path, run_dir: Path, csv_path: Path, profile: str, train: b
         return write_table(layout, all_cells, csv_path, [*previous, run], found, measured, all_errors)
 
     if train:
-        command = [sys.executable, "-m", "platform.search", str(searched), "--profile", profile]
+        command = [sys.executable, "-m", "platform.search", str(searched), "--profile", profile, "--validation-only"]
         command += ["--run-dir", str(run_dir), *(["--resume"] if resume else [])]
         search = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
         code = follow(search, layout, run_dir, lambda: record(ended=False))

@@ -2,18 +2,22 @@
 bench/gain_calibration.py resamples.
 
     .venv/bin/python bench/recorded_outcomes.py --run RUN_DIR [--trained CHECKPOINT] [--rows ROW ...]
-        [--repeats 10] [--out FILE]
+        [--repeats 10] [--profile full|local] [--out FILE]
 
 ``RUN_DIR``: a ``docsplit_long`` search (``python -m platform.search docsplit_long.yaml --profile
 local --run-dir RUN_DIR``). Its rows: ``trained``, ``--trained`` (a trial's checkpoint directory,
 ``RUN_DIR/trials/<id>/checkpoints/step_N``; by default the winner the search exported to
 ``best/``); ``converted``, its untrained converted base (``baseline-converted``); ``base``, the base
 as given (``baseline``): the two comparisons a search prints. ``--rows`` scores some of them (runs
-for the others may go on beside it: the file is written under a lock). Each is scored on the validation parts of the
-default objective's tasks at the full profile's sizes (``EvalBudget``'s defaults: every validation
-query, R8's validation part, needle and passkey haystacks of 256 to 4,096 tokens, 50 questions a
-length), with ``--repeats`` few-shot draws (the calibration draws the 3 or 5 a profile ships from
-them). Validation only: a locked test part is never read here.
+for the others may go on beside it: the file is written under a lock). Each is scored on the
+validation parts of the default objective's tasks, with ``--repeats`` few-shot draws (the
+calibration draws the 3 or 5 a profile ships from them): at the full profile's sizes
+(``EvalBudget``'s defaults: every validation query, R8's validation part, needle and passkey
+haystacks of 256 to 4,096 tokens, 50 questions a length), or with ``--profile local`` at the local
+profile's (its own evaluation plan: 60 title queries over 100 documents, 200 R8 documents, 60
+passages, the needle and passkey questions against their pools at 2,048 tokens, the haystacks a
+round scores; bench/results/recorded_outcomes_local.json). Validation only: a locked test part is
+never read here.
 
 Writes ``--out`` (bench/results/recorded_outcomes.json) after each row and task; a run started
 again goes on where it stopped.
@@ -22,6 +26,7 @@ again goes on where it stopped.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import fcntl
 import json
 import os
@@ -88,6 +93,7 @@ def main() -> None:
     parser.add_argument("--trained", type=Path)
     parser.add_argument("--rows", nargs="+", choices=("trained", "converted", "base"))
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--profile", choices=("full", "local"), default="full", help="the sizes scored at")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "recorded_outcomes.json")
     args = parser.parse_args()
     import torch
@@ -97,19 +103,30 @@ def main() -> None:
 
     machine = f"{os.cpu_count()} CPUs, torch {torch.__version__}, {time.strftime('%Y-%m-%d')}"
     models = {name: model for name, model in row_models(args.run, args.trained).items() if name in (args.rows or name)}
-    plan = EvalPlan(
-        objectives={"objective": dict.fromkeys(TASKS, 1.0)},
-        actor_names=(),
-        namespace="",
-        budget=EvalBudget(repeats=args.repeats),  # the full profile's sizes
-        max_length=4096,  # the default spec's evaluation.max_length
-        batch_size=8,
-        threads=int(os.environ.get("BENCH_THREADS", "2")),
-        parts=("val",),
-    )
+    threads = int(os.environ.get("BENCH_THREADS", "2"))
+    if args.profile == "local":  # the local search's own plan: the same items a round scores
+        from platform.search_path.resolution import evaluation_plan
+        from platform.spec import load_spec
+
+        local = evaluation_plan(load_spec("docsplit_long", "local")[0])
+        budget = dataclasses.replace(local.budget, repeats=args.repeats)
+        plan = dataclasses.replace(local, actor_names=(), budget=budget, threads=threads, parts=("val",))
+        tasks = local.tasks
+    else:
+        plan = EvalPlan(
+            objectives={"objective": dict.fromkeys(TASKS, 1.0)},
+            actor_names=(),
+            namespace="",
+            budget=EvalBudget(repeats=args.repeats),  # the full profile's sizes
+            max_length=4096,  # the default spec's evaluation.max_length
+            batch_size=8,
+            threads=threads,
+            parts=("val",),
+        )
+        tasks = TASKS
     with tempfile.TemporaryDirectory() as scratch:
         evaluator = Evaluator(plan, scratch)
-        for task in TASKS:  # every row on one task, then the next (the cheap ones first)
+        for task in tasks:  # every row on one task, then the next (the cheap ones first)
             for name, model in models.items():
                 done = json.loads(args.out.read_text())["rows"] if args.out.exists() else {}
                 if task in done.get(name, {}).get("parts", {}):  # a run started again goes on where it stopped

@@ -42,7 +42,17 @@ def spec_with_overlap(spec: str, overlap: bool, directory: Path) -> Path:
 def one_search(spec: Path, profile: str, run_dir: Path) -> dict:
     load = Path("/proc/loadavg").read_text().split()[0]
     done = subprocess.run(
-        [sys.executable, "-m", "platform.search", str(spec), "--profile", profile, "--run-dir", str(run_dir)],
+        [
+            sys.executable,
+            "-m",
+            "platform.search",
+            str(spec),
+            "--profile",
+            profile,
+            "--validation-only",
+            "--run-dir",
+            str(run_dir),
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,

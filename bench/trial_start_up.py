@@ -58,7 +58,8 @@ def run(spec: str, run_dir: Path, variable: str, value: str | None) -> dict:
     env = {key: item for key, item in os.environ.items() if key != variable}
     if value is not None:
         env[variable] = value
-    command = [sys.executable, "-m", "platform.search", spec, "--profile", "smoke", "--run-dir", str(run_dir)]
+    command = [sys.executable, "-m", "platform.search", spec, "--profile", "smoke", "--validation-only"]
+    command += ["--run-dir", str(run_dir)]
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
         raise SystemExit(f"the search failed ({variable}={value}):\n{done.stderr[-3000:]}")

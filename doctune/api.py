@@ -58,6 +58,7 @@ def search(
     run_dir: str | Path | None = None,
     storage: str | None = None,
     resume: bool = False,
+    validation_only: bool = False,
     on_trial: Callable[[str, dict[str, Any]], None] | None = None,
 ) -> Leaderboard:
     """Run a search in this process, as ``doctune search`` does.
@@ -68,6 +69,8 @@ def search(
         run_dir: where the run's records go (default ``runs/<spec name>``).
         storage: a file system the run is kept in (``s3://bucket/prefix``), as ``--storage``.
         resume: continue the run in ``run_dir`` (or ``storage``) where it stopped.
+        validation_only: read no locked test part (no test scores, no test verdict), as
+            ``--validation-only``: for a run made to measure something.
         on_trial: called with a trial's id and every round it reports (validation scores only).
 
     Returns:
@@ -88,7 +91,15 @@ def search(
         from platform.search import bad_input, run
 
         try:
-            outcome = run(spec, profile, Path(run_dir) if run_dir else None, storage, resume, on_trial=on_trial)
+            outcome = run(
+                spec,
+                profile,
+                Path(run_dir) if run_dir else None,
+                storage,
+                resume,
+                on_trial=on_trial,
+                validation_only=validation_only,
+            )
         except bad_input() as err:
             raise BadInput(str(err)) from err
     if outcome.code != 0:

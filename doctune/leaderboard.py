@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from evaluators.noise import Gain
+from evaluators.readings import ReadingCount
 from evaluators.references import RowKind, row_kind
 
 LEADERBOARD_FILE = "leaderboard.json"
@@ -56,6 +57,9 @@ class LeaderboardRow:
     confirmation: Mapping[str, Any]
     # PBT: each time the trial went on from another trial's checkpoint
     lineage: tuple[Mapping[str, Any], ...]
+    # the winner's: how many earlier readings on this cache read the locked parts its test verdicts rest on
+    # (None where no locked part was read: a validation-only search, or a row other than the winner)
+    locked_reading: ReadingCount | None = None
 
     @property
     def kind(self) -> RowKind:
@@ -86,6 +90,7 @@ class LeaderboardRow:
             task_gains={row: _gains(tasks) for row, tasks in record.get("task_gains", {}).items()},
             confirmation=dict(record.get("confirmation", {})),
             lineage=tuple(record.get("lineage", ())),
+            locked_reading=ReadingCount.from_record(record["locked_reading"]) if record.get("locked_reading") else None,
         )
 
 

@@ -157,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{task + ' ' + args.part:{width}s}  {part['main']:.4f} ± {part['main_se']:.4f}  ({details}{on})")
         for line in strata_lines(part):
             print(f"{'':{width}s}  {line}")
+    if done.locked_reading is not None:
+        print(f"{done.locked_reading.describe()} (ledger {done.locked_reading.ledger})")
     if args.json:
         args.json.write_text(json.dumps({"model": args.model, "pooling": pooling, "scores": scores}, indent=2))
     return 0

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evaluators.plan import EvalBudget, EvalPlan
+from evaluators.readings import ReadingCount, locked_parts, record_reading
 from evaluators.references import Reading
 from evaluators.tasks import UnknownTask, check_task_name
 from evaluators.tasks.base import SPLITS, Split
@@ -23,6 +24,8 @@ class Evaluation:
     pooling: str
     lengths: dict[str, int]
     model_dir: str
+    # where a locked test part was read: how often its parts were read before (``evaluators.readings``)
+    locked_reading: ReadingCount | None = None
 
 
 def model_pooling(model_dir: str, requested: str | None = None) -> str:
@@ -52,8 +55,8 @@ def evaluate(
     ``truncate`` or ``chunk`` for texts over the length, None as each task says; ``cache_dir``: the
     embedding cache (a temporary one by default); ``parts``: the parts scored, validation alone
     unless the locked test part is asked for (read it once a choice is made: it reports, never
-    chooses). Raises ``UnknownTask`` for an unknown task or a
-    model that is not found."""
+    chooses; each reading is entered in the ledger, ``evaluators.readings``). Raises ``UnknownTask``
+    for an unknown task or a model that is not found."""
     from doctune_core.encoder import ModelUnavailable, resolve_model
     from evaluators.pool import Evaluator
 
@@ -83,4 +86,7 @@ def evaluate(
         chosen = model_pooling(model_dir, pooling)
         scores = evaluator.score(model_dir, chosen, tasks, reading=reading)
         lengths = {task: evaluator.scoring_length(model_dir, task, reading) for task in tasks}
-    return Evaluation(scores, chosen, lengths, model_dir)
+    locked = None
+    if "test" in parts:  # every reading of a locked part is entered in the ledger
+        locked = record_reading(locked_parts(scores), f"{model} scored on its locked test parts (python -m evaluators)")
+    return Evaluation(scores, chosen, lengths, model_dir, locked)

@@ -1,4 +1,5 @@
-"""``python -m platform.search SPEC [--profile PROFILE] [--run-dir DIR] [--storage URI] [--resume] [--dry-run]``
+"""``python -m platform.search SPEC [--profile P] [--run-dir DIR] [--storage URI] [--resume] [--validation-only]
+[--dry-run]``
 
 Runs one hyperparameter search. Exit codes: 0 success, 2 bad input (one message naming what
 is wrong and how to fix it; nothing started), 1 any other failure. ``run`` is the same search
@@ -65,6 +66,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="continue the search if the run dir (or --storage) holds one, else start it: "
         "for a job a scheduler retries (cluster/kuberay.yaml, cluster/slurm.sbatch)",
     )
+    parser.add_argument(
+        "--validation-only",
+        action="store_true",
+        help="read no locked test part and print no test verdict (evaluation.locked_part: false): for a run made "
+        "to measure something; a resumed search keeps the choice its start made",
+    )
     parser.add_argument("--dry-run", action="store_true", help="validate, plan and print; start no trial")
     add_verbosity_options(parser)
     return parser.parse_args(argv)
@@ -100,17 +107,20 @@ def run(
     resume_if_started: bool = False,
     dry_run: bool = False,
     on_trial: TrialListener | None = None,
+    validation_only: bool = False,
 ) -> SearchOutcome:
     """One search in this process, as the command line's options say (``on_trial``: called with each
-    trial's id and every round it reports). Raises ``bad_input()``'s errors, ``BaseStageFailed``
-    when the base stage fails, ``KeyboardInterrupt`` when interrupted (the same call with
-    ``resume=True`` continues it)."""
+    trial's id and every round it reports; ``validation_only``: no locked test part read). Raises
+    ``bad_input()``'s errors, ``BaseStageFailed`` when the base stage fails, ``KeyboardInterrupt`` when
+    interrupted (the same call with ``resume=True`` continues it)."""
     from platform.search_path.listeners import listening
     from platform.tracking.trackers.wandb_runs import use_own_service
 
     clock = PhaseClock()
     use_own_service()
-    request = SearchRequest.from_command_line(str(spec), profile, run_dir, resume, storage, resume_if_started)
+    request = SearchRequest.from_command_line(
+        str(spec), profile, run_dir, resume, storage, resume_if_started, validation_only
+    )
     with listening(on_trial):
         return _run(request, dry_run, clock)
 
@@ -122,7 +132,13 @@ def main(argv: list[str] | None = None) -> int:
     show_on_console(args.verbosity)
     try:
         options = dict(profile=args.profile, run_dir=args.run_dir, storage=args.storage, resume=args.resume)
-        outcome = run(args.spec, **options, resume_if_started=args.resume_if_started, dry_run=args.dry_run)
+        outcome = run(
+            args.spec,
+            **options,
+            resume_if_started=args.resume_if_started,
+            dry_run=args.dry_run,
+            validation_only=args.validation_only,
+        )
         if args.dry_run:  # the plan is the dry run's output, -q or not
             print(json.dumps(outcome.plan, indent=2, default=str))
         return outcome.code
@@ -288,13 +304,18 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> tuple[int, 
         trackers.finish(rows, run_dir, None)
         return EXIT_FAILURE, rows
     exported = export.export_best(best, run_dir, resolved.train_plan.run_files)
-    test = f"{best.test_objective:.4f}" if best.test_objective is not None else "not scored"
+    locked = "test" in resolved.evaluation.parts
+    test = f"{best.test_objective:.4f}" if best.test_objective is not None else "not scored" if locked else "not read"
     log.info(
         f"doctune: best trial {best.trial} (validation objective {best.objective:.4f}, test objective "
         f"{test}) exported to {exported.path}",
     )
     for line in results.verdict_lines(standing):
         log.info(f"doctune: {line}")
+    if not locked:
+        log.info(
+            "doctune: validation only (--validation-only): no locked test part was read, and no test verdict given"
+        )
     if exported.sentence_transformers_gap:
         log.info(f"doctune: {exported.path} has no sentence-transformers files: {exported.sentence_transformers_gap}")
     logs = run_dir if resolved.storage is None else f"{resolved.storage} (Tune's logs, under tune/)"

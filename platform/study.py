@@ -36,6 +36,7 @@ from pathlib import Path
 
 from doctune_core.logs import add_verbosity_options, show_on_console
 from doctune_core.run_files import RunFiles
+from evaluators.readings import locked_parts, record_reading
 from platform.cluster.autoscaling import cluster_to_plan_for
 from platform.cluster.ray_cluster import ray_init, starts_its_own_ray
 from platform.cluster.resources import InfeasibleResources
@@ -113,7 +114,7 @@ def _main(args: argparse.Namespace) -> int:
         run_dir = args.run_dir or Path.cwd() / "runs" / spec.name
         # the spec by its file's name, not its path: a study's directory (or its record of finished
         # rows, copied into another) goes on from another checkout of the same spec
-        shown = "val" if args.validation_only else "test"
+        shown = "val" if args.validation_only or not spec.evaluation.locked_part else "test"
         marker = json.dumps(
             {
                 "spec": spec_path.name,
@@ -448,6 +449,13 @@ def _run(spec: SearchSpec, spec_path: Path, profile: str, columns, run_dir: Path
                 timings = summed_timings(run_dir / TIMINGS_FILE, time.monotonic() - clock.began, clock.phases)
                 write_atomic(run_dir / TIMINGS_FILE, json.dumps(timings, indent=2))
         log.info((run_dir / "study.md").read_text())
+        if shown == "test":  # every reading of a locked part is entered in the ledger
+            reading = record_reading(
+                {t: d for r in rows for scores in r.seeds.values() for t, d in locked_parts(scores).items()},
+                f"study {spec.name!r} ({profile}): its table on the locked test parts",
+                run_dir,
+            )
+            log.info(f"doctune: the table's test scores: {reading.describe()} (ledger {reading.ledger})")
         log.info(f"doctune: study table in {run_dir}/study.md, chart in {run_dir}/study.png")
         return EXIT_OK if all(r.seeds for r in rows) else EXIT_FAILURE
     except BaseStageFailed as err:

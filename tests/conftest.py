@@ -7,12 +7,14 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import venv
 from pathlib import Path
 
 import pytest
 
 from doctune_core.run_files import RunFiles
+from evaluators.readings import READINGS_ENV
 from platform.cluster.ray_cluster import LOCAL_RAY_START_LIMITS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # no test may reach a model hub
@@ -26,6 +28,10 @@ os.environ["RAY_ADDRESS"] = "local"
 # search gives the Ray it starts, for every Ray a test starts (``ray start`` nodes included).
 for name, value in LOCAL_RAY_START_LIMITS.items():
     os.environ.setdefault(name, value)
+# No reading of a locked test part a test makes lands in the ledger beside the user's cache
+# (evaluators/readings.py): the suite's go to a ledger of its own; a test that counts them names its own.
+_SUITE_LEDGER = Path(tempfile.mkdtemp(prefix="doctune-suite-readings-"))
+os.environ[READINGS_ENV] = str(_SUITE_LEDGER / "readings.jsonl")
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_IR = ROOT.parent / "shared" / "data" / "ir"
@@ -51,6 +57,10 @@ def pytest_configure(config: pytest.Config) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, interrupt)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_SUITE_LEDGER, ignore_errors=True)
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects on the markers

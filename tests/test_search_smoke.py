@@ -30,6 +30,7 @@ import psutil
 import pytest
 
 from evaluators.noise import MIN_ITEMS
+from evaluators.readings import READINGS_ENV, read_ledger
 from tests.conftest import (
     FEW_ITEMS,
     ROOT,
@@ -57,6 +58,17 @@ def _tracked(mlflow_url: str) -> dict:
         "tracking.mlflow": {"tracking_uri": mlflow_url},
         "tracking.wandb": {"project": "doctune-smoke", "mode": "offline"},
     }
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ledger(tmp_path_factory) -> Iterator[Path]:
+    """The module's own ledger of locked-part readings (``evaluators.readings``), so the smoke search's
+    readings are counted apart from the rest of the suite's; the driver writes it, wherever it scored."""
+    path = tmp_path_factory.mktemp("ledger") / "readings.jsonl"
+    suite = os.environ[READINGS_ENV]
+    os.environ[READINGS_ENV] = str(path)
+    yield path
+    os.environ[READINGS_ENV] = suite
 
 
 @pytest.fixture(scope="module")
@@ -414,10 +426,17 @@ def test_the_winner_is_placed_against_bm25_and_the_base_as_users_run_it_item_by_
         f"{best['trial']}'s test gain over what you have (95% interval, * beyond noise, seed noise not included)"
         in stdout
     )
-    # the locked-part figures carry the digests of the parts they were read on
+    # the locked-part figures carry the digests of the parts they were read on, and how often they
+    # were read before on this cache (the module's ledger: the first search to read them); so does
+    # every test verdict, and the winner's row
     read = {task: parts["test"] for task, parts in best["scores"].items() if "test" in parts}
     digests = ", ".join(f"{task} {int(part['part_digest'])}" for task, part in read.items())
-    assert f"doctune: locked test parts read (part digests): {digests}" in stdout
+    assert f"doctune: locked test parts read (part digests): {digests}; the locked part's first reading" in stdout
+    verdicts = [line for line in stdout.splitlines() if " on test" in line or "test gain over" in line]
+    assert verdicts and all(line.endswith("[the locked part's first reading on this cache]") for line in verdicts)
+    assert best["locked_reading"]["before"] == 0
+    (entry,) = [e for e in read_ledger() if e.run_dir == str(run_dir)]
+    assert entry.parts == best["locked_reading"]["parts"] and set(read) <= set(entry.parts)
     page = (run_dir / "report.html").read_text()
     assert '<span class="badge">reference</span>' in page and "Against what a user already has" in page
     assert "Score against document length" in page
@@ -774,6 +793,8 @@ def test_a_fresh_machine_resumes_the_finished_search_from_its_bucket_and_reruns_
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"doctune: fetched the run's records from {bucket} into {fresh}" in done.stdout
     assert "] step " not in done.stdout + done.stderr  # no trial trained a round again
+    # its winner's locked part read a second time, and every test verdict says so
+    assert "locked part read once before on this cache: this verdict is not independent" in done.stdout
     rows = json.loads((fresh / "leaderboard.json").read_text())["rows"]
     before = json.loads((run_dir / "leaderboard.json").read_text())["rows"]
     assert [(r["trial"], r["objective"], r["step"]) for r in rows] == [
@@ -888,7 +909,8 @@ def _last_results(run_dir) -> list[dict]:
 
 
 # doctune.search in a process that imported the standard platform module, torch and ray first, as a
-# notebook has them; prints the leaderboard it returned and the rounds its on_trial received
+# notebook has them, reading validation alone; prints the leaderboard it returned and the rounds its
+# on_trial received
 IN_PROCESS_SEARCH = """
 import json, sys
 import platform, torch, ray
@@ -896,7 +918,7 @@ standard = sys.modules["platform"]
 import doctune
 rounds = []
 board = doctune.search(
-    sys.argv[1], profile="smoke", run_dir=sys.argv[2],
+    sys.argv[1], profile="smoke", run_dir=sys.argv[2], validation_only=True,
     on_trial=lambda trial, result: rounds.append(
         [trial, result["eval_round"], "objective" in result, result.get("chunk_size")]
     ),
@@ -916,7 +938,7 @@ print("API", json.dumps({
     ],
 )
 def test_each_recipes_gpu_sized_spec_runs_real_trials_under_the_smoke_profile(
-    tmp_path, spec, recipes, installed_doctune
+    tmp_path, spec, recipes, installed_doctune, monkeypatch
 ):
     # one trial each (the smoke spec's own tests cover a search of several): the spec trains for real.
     # docsplit_long's smoke search runs on an autoscaling cluster (tests/cluster/test_autoscaling.py);
@@ -941,6 +963,8 @@ def test_each_recipes_gpu_sized_spec_runs_real_trials_under_the_smoke_profile(
         changes |= {"recipe": "shuffled", "hyperparameters.shuffled_share": 0.7}
     variant = spec_variant(spec, tmp_path, **changes)
     run_dir = tmp_path / "run"
+    ledger = tmp_path / "readings.jsonl"  # the test's own ledger of locked-part readings
+    monkeypatch.setenv(READINGS_ENV, str(ledger))
     if spec == "bregman_longformer":  # from Python, the installed wheel's (tests/test_install.py), outside the checkout
         # the example recipe comes from a package of its own, installed beside doctune: its entry point
         # in doctune.recipes is all doctune (and each Ray worker) needs to find it
@@ -990,6 +1014,15 @@ def test_each_recipes_gpu_sized_spec_runs_real_trials_under_the_smoke_profile(
         assert {r["hyperparameters"]["shuffled_share"] for r in trials} == {0.7}
     if tracked:
         assert done.stderr.count("warning: MLflow tracking at") == 1 and "the search goes on" in done.stderr
+    if spec == "bregman_longformer":  # validation_only: no locked part read, nothing entered, no test verdict
+        assert not ledger.exists() and not any("test" in parts for r in rows for parts in r["scores"].values())
+        assert not trials[0]["locked_reading"] and not trials[0]["gains"] and trials[0]["test_objective"] is None
+    else:  # the search's end and its confirmation seed: two readings entered, each verdict the first's
+        (search_end, confirmation_seed) = read_ledger()
+        assert "winner" in search_end.what and confirmation_seed.what.endswith("confirmation seed 1")
+        assert trials[0]["locked_reading"]["before"] == 0
+        verdicts = [line for line in done.stdout.splitlines() if " on test" in line]
+        assert verdicts and all(line.endswith("[the locked part's first reading on this cache]") for line in verdicts)
     if confirm:  # the winner's configuration again with train.seed + 1; the winner's own run apart
         confirmation = trials[0]["confirmation"]
         assert set(confirmation["seeds"]) == {"1"} and confirmation["failed"] == 0

@@ -8,12 +8,12 @@ Read on the driver (the head node), and, on a Ray cluster of several nodes, on e
 from __future__ import annotations
 
 import os
-import subprocess
 from importlib import metadata
 from pathlib import Path
 
 import platform  # the package re-exports the standard library's platform functions
 from doctune_core.nodes import live_nodes, on_every_node, this_node
+from doctune_core.provenance import git_commit
 
 ROOT = Path(__file__).resolve().parent.parent  # the checkout (or installed tree) this driver runs from
 
@@ -40,7 +40,7 @@ def environment(root: Path) -> dict:
         "cpu": {"model": cpu_model(), "count": os.cpu_count()},
         "gpu": driver["gpu"],
         "nodes": _nodes(driver),
-        "git_commit": _git_commit(root),
+        "git_commit": git_commit(root),
         "packages": {name: version for name in (*PACKAGES, *_tracker_packages()) if (version := _version(name))},
     }
 
@@ -80,21 +80,3 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
-
-
-def _git_commit(root: Path) -> str | None:
-    """The checkout's commit, with ``-dirty`` when files differ from it; None outside a checkout."""
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return commit + ("-dirty" if dirty else "")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from doctune_core.position_interpolation import CONFIG_KEY
 from evaluators.noise import Gain
+from evaluators.readings import ReadingCount
 from evaluators.scores import coverage, part
 from platform.export.record import SearchRecord
 from platform.export.st_files import POOLINGS, needs_remote_code
@@ -42,6 +43,8 @@ def model_card(row: Row, record: dict, search: SearchRecord, config: dict, path:
     ]
     if row.test_objective is not None:
         objective_lines.append(f"The same on the test parts (the first objective): {row.test_objective:.4f}")
+    if row.locked_reading:
+        objective_lines.append(f"The test verdicts below: {ReadingCount.from_record(row.locked_reading).describe()}.")
     objective_lines += [
         f"Test objective over `{against}`: {Gain.from_record(g).describe()}" for against, g in row.gains.items()
     ]

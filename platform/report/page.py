@@ -11,6 +11,7 @@ from html import escape
 
 from evaluators.lengths import bucket_title
 from evaluators.noise import Gain
+from evaluators.readings import ReadingCount
 from evaluators.scores import part
 from platform.report.run import PLOTS_DIR, Plot, Run
 from platform.results.leaderboard import (
@@ -277,7 +278,8 @@ def _noise_section(run: Run) -> str:
         return "<p>Not measured for this search (its leaderboard was written without the ranking's noise).</p>"
     noise = RankingNoise.from_record(run.noise)
     best = winner(run.rows)
-    sentences = "".join(f"<li>{escape(line)}</li>" for line in verdict(noise, best.gains if best else None))
+    reading = ReadingCount.from_record(best.locked_reading) if best and best.locked_reading else None
+    sentences = "".join(f"<li>{escape(line)}</li>" for line in verdict(noise, best.gains if best else None, reading))
     header = "<tr><th>task</th><th>items (val)</th><th>standard error</th><th>of it: items</th><th>draws</th></tr>"
     rows = "".join(
         f"<tr><td>{escape(task)}</td><td class='num'>{_number(values.get('n'), 0)}</td>"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from evaluators.readings import ReadingCount
 from platform.results.baselines import baseline_record
 from platform.results.ranking import RankingNoise
 from platform.results.winner import Retrain
@@ -52,7 +53,8 @@ def establish(resolved, results, *, baseline: dict, clock: PhaseClock, retrain: 
     references = reference_record(resolved, clock) if evaluation.references else {}
     rows = leaderboard.rows_from_results(results, resolved)
     scored = [r for r in rows if r.objective is not None]
-    if scored:
+    locked = "test" in evaluation.parts  # else validation only: no locked part read, no test verdict
+    if scored and locked:
         with clock.phase("locked test part"):
             winner.read_locked_part_of_winner(scored, resolved)
     if scored and evaluation.report_tasks:
@@ -66,12 +68,15 @@ def establish(resolved, results, *, baseline: dict, clock: PhaseClock, retrain: 
         return Standing(rows, columns, None)
     outcomes = winner.ItemOutcomes(resolved)
     best = leaderboard.winner(rows)
+    if locked:
+        best.locked_reading = winner.record_search_reading(resolved, rows, best)
     if resolved.search.confirm_seeds:  # first: the training seeds' spread joins every interval below
         with clock.phase("confirmation"):
             best.confirmation = winner.confirm_winner(resolved, best, retrain)
     with clock.phase("noise"):
-        winner.compare_with_baselines(best, baselines, outcomes)
-        winner.compare_per_task(best, baselines, resolved)
+        if locked:
+            winner.compare_with_baselines(best, baselines, outcomes)
+            winner.compare_per_task(best, baselines, resolved)
         noise = winner.assess_ranking(rows, baselines, outcomes)
     rows = leaderboard.write_leaderboard(rows, run_dir, columns, noise.record() if noise else None)
     return Standing(rows, columns, noise)
@@ -85,22 +90,26 @@ def verdict_lines(standing: Standing) -> list[str]:
     from platform.results import leaderboard, ranking
 
     best = standing.best
-    lines = [line] if (line := leaderboard.locked_part_line(best)) else []
+    if not best.locked_reading:  # validation only: no test verdict
+        return ranking.verdict(standing.noise) if standing.noise is not None else []
+    reading = ReadingCount.from_record(best.locked_reading)
+    lines = [leaderboard.locked_part_line(best, reading)]
     if standing.noise is not None:
-        lines += ranking.verdict(standing.noise, best.gains)
+        lines += ranking.verdict(standing.noise, best.gains, reading)
     else:
         lines += [
-            f"test objective of {best.trial} over {against}: {Gain.from_record(gain).describe()}"
+            f"test objective of {best.trial} over {against}: {Gain.from_record(gain).describe()} [{reading.describe()}]"
             for against, gain in best.gains.items()
         ]
-    lines += [
+    tested = [
         f"long-document tasks pooled, {best.trial} over {against} on test: {Gain.from_record(gain).describe()}"
         for against, gain in best.long_task_gains.items()
     ]
-    lines += leaderboard.task_gain_lines(best)
+    tested += leaderboard.task_gain_lines(best)
     if best.confirmation:
-        lines.append(f"{best.trial}'s configuration {leaderboard.describe_confirmation(best.confirmation)}")
-    return lines
+        tested.append(f"{best.trial}'s configuration {leaderboard.describe_confirmation(best.confirmation)}")
+    # every test verdict says how often its locked part was read before (a table's rows, by its title)
+    return lines + [line if line.startswith("  ") else f"{line} [{reading.describe()}]" for line in tested]
 
 
 __all__ = ["Standing", "baseline_record", "establish", "verdict_lines"]

@@ -17,6 +17,7 @@ from pathlib import Path
 from doctune_core.run_files import RunFiles
 from evaluators.lengths import bucket_title
 from evaluators.noise import Gain
+from evaluators.readings import ReadingCount, locked_parts
 from evaluators.references import BASELINE_PREFIX, row_kind
 from evaluators.scores import coverage, main_scores, part, sizes, unflatten
 from evaluators.tasks.base import SPLITS
@@ -61,6 +62,9 @@ class Row:
     confirmation: dict = field(default_factory=dict)
     # PBT: each time the trial went on from another trial's checkpoint (trainers.population.exploits)
     lineage: list[dict] = field(default_factory=list)
+    # the winner's: how often the locked parts its test verdicts rest on were read before on this cache
+    # (``evaluators.readings.ReadingCount``); empty where no locked part was read
+    locked_reading: dict = field(default_factory=dict)
 
     def test_score(self, task: str) -> float | None:
         return part(self.scores, task, "test").get("main")
@@ -389,17 +393,12 @@ def task_gain_lines(best: Row) -> list[str]:
     return lines
 
 
-def locked_part_line(best: Row) -> str | None:
+def locked_part_line(best: Row, reading: ReadingCount) -> str:
     """The locked test parts the winner was read on, each with its part digest (what
-    bench/locked-part-readings.md records beside a reading); None where none was read."""
-    digests = {
-        task: int(parts["test"]["part_digest"])
-        for task, parts in best.scores.items()
-        if "part_digest" in parts.get("test", {})
-    }
-    if not digests:
-        return None
-    return "locked test parts read (part digests): " + ", ".join(f"{task} {d}" for task, d in digests.items())
+    bench/locked-part-readings.md records beside a development reading), and how often they were
+    read before on this cache (``reading``)."""
+    digests = ", ".join(f"{task} {d}" for task, d in locked_parts(best.scores).items())
+    return f"locked test parts read (part digests): {digests}; {reading.describe()} (ledger {reading.ledger})"
 
 
 def _gain_cell(record: dict | None) -> str:

@@ -39,6 +39,7 @@ from evaluators.noise import (
     paired_gain,
     spread_test,
 )
+from evaluators.readings import ReadingCount
 from evaluators.scores import part
 
 RANKING_PART = "val"
@@ -155,9 +156,12 @@ def assess(
     return noise
 
 
-def verdict(noise: RankingNoise, gains: dict[str, dict] | None = None) -> list[str]:
+def verdict(
+    noise: RankingNoise, gains: dict[str, dict] | None = None, reading: ReadingCount | None = None
+) -> list[str]:
     """The assessment in sentences, for the terminal, the report and the model card; ``gains``: the
-    winner's test gains over the baseline rows (``Row.gains``)."""
+    winner's test gains over the baseline rows (``Row.gains``), each saying how often its locked
+    part was read before (``reading``, the winner's ``Row.locked_reading``)."""
     lines = []
     if noise.tasks:
         lines.append(
@@ -167,7 +171,7 @@ def verdict(noise: RankingNoise, gains: dict[str, dict] | None = None) -> list[s
         )
     spread = noise.trials
     if spread is None:
-        return [*lines, f"Ranking: {noise.note}.", *_test_gains(gains)]
+        return [*lines, f"Ranking: {noise.note}.", *_test_gains(gains, reading)]
     seeds = (
         f", training seeds ({spread.seed_sd:.4f}) included"
         if spread.seed_sd
@@ -189,13 +193,13 @@ def verdict(noise: RankingNoise, gains: dict[str, dict] | None = None) -> list[s
         lines.append(f"The winner ahead of the next trial on validation: {noise.runner_up.describe()}.")
     for name, gain in noise.over_baselines.items():
         lines.append(f"The winner over {name} on validation (optimistic: chosen on these items): {gain.describe()}.")
-    lines += _test_gains(gains)
+    lines += _test_gains(gains, reading)
     if not spread.beyond_noise:
         lines.append(_budget(noise))
     return lines
 
 
-def _test_gains(gains: dict[str, dict] | None) -> list[str]:
+def _test_gains(gains: dict[str, dict] | None, reading: ReadingCount | None) -> list[str]:
     lines = [
         f"The winner over {name} on test (unbiased): {Gain.from_record(record).describe()}."
         for name, record in (gains or {}).items()
@@ -203,7 +207,8 @@ def _test_gains(gains: dict[str, dict] | None) -> list[str]:
     if gains and not any(g.difference > 0 and g.beyond_noise for g in map(Gain.from_record, gains.values())):
         lines.append("Nothing this search tried beat the base beyond noise on test at this budget.")
         lines.append(_test_budget(gains))
-    return lines
+    # each test verdict says how often its locked part was read before
+    return [f"{line} [{reading.describe()}]" for line in lines] if reading is not None else lines
 
 
 def _test_budget(gains: dict[str, dict]) -> str:

@@ -176,6 +176,17 @@ def read_locked_part_of_winner(scored, resolved) -> None:
         best.status += f"; test part not scored: {err}"
 
 
+def record_search_reading(resolved, rows, best) -> dict:
+    """The search's reading of its locked test parts (the winner's, the baselines' and the references')
+    entered in the ledger (``evaluators.readings``): its ``ReadingCount`` record, which every test
+    verdict of the search carries (``Row.locked_reading``)."""
+    from evaluators.readings import locked_parts, record_reading
+
+    parts = {task: digest for row in rows for task, digest in locked_parts(row.scores).items()}
+    what = f"search {resolved.search.name!r} ({resolved.profile}): winner {best.trial}, baselines and references"
+    return record_reading(parts, what, resolved.run_dir).record()
+
+
 def score_report_tasks(scored, resolved) -> None:
     """Score the best trials on the tasks that never steered the search (the baseline already
     has them), so the report shows whether the winners generalise beyond their objective: the
@@ -220,6 +231,7 @@ def confirm_winner(resolved, winner, retrain: Retrain) -> dict:
     trial (best round by the validation objective, test scores reported). Returns the record the
     leaderboard keeps (``confirmation_record``): mean ± sample std over the new seeds only, the
     winner's own run apart. An interrupted confirmation continues on ``--resume``."""
+    from evaluators.readings import locked_parts, record_reading
     from platform.results.leaderboard import confirmation_record, rows_from_results
 
     search = resolved.search
@@ -231,5 +243,8 @@ def confirm_winner(resolved, winner, retrain: Retrain) -> dict:
     for result, row in zip(results, rows_from_results(results, resolved)):
         if row.checkpoint is not None:
             read_locked_part(resolved, row)
-            runs[int(result.config["seed"])] = row
+            seed = int(result.config["seed"])
+            what = f"search {search.name!r}: confirmation seed {seed}"
+            record_reading(locked_parts(row.scores), what, resolved.run_dir)
+            runs[seed] = row
     return confirmation_record(winner, resolved.train_plan.seed, runs, len(seeds))

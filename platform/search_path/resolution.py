@@ -94,13 +94,16 @@ class SearchRequest:
         resume: bool,
         storage_uri: str | None = None,
         resume_if_started: bool = False,
+        validation_only: bool = False,
     ) -> SearchRequest:
         """``resume_if_started``: resume when the run directory (or the storage) holds a search, else
         start one: the command a scheduler retries as it is (a RayJob's ``backoffLimit``, a requeued
-        Slurm job)."""
+        Slurm job). ``validation_only``: no locked test part read (``evaluation.locked_part`` false)."""
         spec_path = find_spec_file(spec)
         raw = read_raw(spec_path)
         profiles = parse_profiles(raw)  # the spec itself and every profile's overrides, validated once
+        if validation_only:
+            profiles = {name: validation_only_spec(spec) for name, spec in profiles.items()}
         name = profiles[profile or "local"].name
         run_dir = run_dir or Path.cwd() / "runs" / name
         storage = RunStorage.open(storage_uri) if storage_uri else None
@@ -202,11 +205,19 @@ def fetch_run(storage: RunStorage, run_dir: Path, check: Callable[[dict], object
     log.info(f"doctune: fetched the run's records from {storage.uri} into {run_dir} ({files} files)")
 
 
+def validation_only_spec(spec: SearchSpec) -> SearchSpec:
+    """``spec`` reading no locked test part (``--validation-only``)."""
+    return dataclasses.replace(spec, evaluation=dataclasses.replace(spec.evaluation, locked_part=False))
+
+
 def check_matches_recording(spec: SearchSpec, recorded: dict, run_dir: Path) -> SearchSpec:
     """``spec`` as the run in ``run_dir`` was started with it (``UsageError`` when it differs). A
     resumed search keeps what its ``auto`` resources were fitted to: the worker count (its
-    checkpoints hold one stream position per worker), the evaluators' GPUs and the workers' share."""
+    checkpoints hold one stream position per worker), the evaluators' GPUs and the workers' share;
+    and a search started with ``--validation-only`` stays so without the option repeated."""
     started = recorded["resolved_spec"]
+    if not started.get("evaluation", {}).get("locked_part", True):
+        spec = validation_only_spec(spec)
     if spec.train.workers == "auto":
         spec = dataclasses.replace(spec, train=dataclasses.replace(spec.train, workers=started["train"]["workers"]))
     if spec.evaluation.gpus_per_evaluator == "auto":
@@ -395,6 +406,7 @@ def evaluation_plan(spec: SearchSpec) -> EvalPlan:
         report_tasks=_report_tasks(spec),
         shared_embeddings=str(cache_dir() / "embeddings"),
         references=evaluation.references,
+        parts=("val", "test") if evaluation.locked_part else ("val",),
         bf16=evaluation.bf16,
     )
 

@@ -272,6 +272,15 @@ class EvaluationSection:
             "evaluators/references.py) and place the winner against them; never steer"
         ),
     )
+    locked_part: bool = field(
+        default=True,
+        metadata=constraint(
+            "read the locked test parts once the search has chosen (the winner, baselines and references) and "
+            "print the test verdicts, each reading recorded in the ledger beside the cache (evaluators/readings.py); "
+            "false: validation only, no locked part read and no test verdict (what a benchmark runs; "
+            "--validation-only sets it)"
+        ),
+    )
 
 
 @dataclass(frozen=True)

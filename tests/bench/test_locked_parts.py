@@ -201,3 +201,53 @@ def test_the_digest_of_a_part_follows_what_it_holds():
     again = make_task("news-title-retrieval", budget)
     again.load()
     assert again.part_digest("test") == task.part_digest("test")
+
+
+# what a command runs to start a search or a study: the driver's modules, or the script that runs one
+SEARCH_ENTRY_POINTS = ("platform.search", "platform.study", "search.sh")
+# the benchmarks known to run searches: the check below must find each one's command
+SEARCHING_BENCHMARKS = {
+    "corpus_scale.py",
+    "data_parallel.py",
+    "efficiency_table.py",
+    "scoring_overlap.py",
+    "search_wall_time.py",
+    "trial_start_up.py",
+}
+
+
+def search_commands(source: str) -> list[tuple[int, bool]]:
+    """Each command a benchmark script writes (a list or tuple of arguments) that runs a search or a
+    study, by line, with whether it passes ``--validation-only``; and each ``doctune.search`` call, with
+    whether it passes ``validation_only=True``."""
+    import ast
+
+    def names_an_entry_point(node: ast.AST) -> bool:
+        return any(
+            isinstance(c, ast.Constant) and isinstance(c.value, str) and c.value.endswith(SEARCH_ENTRY_POINTS)
+            for c in ast.walk(node)
+        )
+
+    commands = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.List, ast.Tuple)) and any(names_an_entry_point(e) for e in node.elts):
+            flagged = any(isinstance(e, ast.Constant) and e.value == "--validation-only" for e in node.elts)
+            commands.append((node.lineno, flagged))
+        elif isinstance(node, ast.Call) and ast.unparse(node.func) in ("doctune.search", "search"):
+            flagged = any(k.arg == "validation_only" and ast.unparse(k.value) == "True" for k in node.keywords)
+            commands.append((node.lineno, flagged))
+    return commands
+
+
+def test_every_benchmark_that_runs_a_search_or_a_study_reads_validation_only():
+    """A run made to measure something reads no locked part: every benchmark script's search runs with
+    ``--validation-only`` (its own arguments), every benchmark spec (a study's, a table's) sets
+    ``evaluation.locked_part: false`` under every profile."""
+    scripts = sorted((ROOT / "bench").rglob("*.py"))
+    found = {path.name: commands for path in scripts if (commands := search_commands(path.read_text()))}
+    assert SEARCHING_BENCHMARKS <= set(found), "the check no longer sees some benchmark's search command"
+    reading = [f"{name}:{line}" for name, commands in found.items() for line, flagged in commands if not flagged]
+    assert not reading, f"benchmark searches that would read the locked test parts: {reading}"
+    for spec in sorted((ROOT / "bench").glob("*.yaml")):
+        for profile in ("full", "local", "smoke"):
+            assert not load_spec(str(spec), profile)[0].evaluation.locked_part, f"{spec.name} ({profile})"

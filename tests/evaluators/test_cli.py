@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 import zlib
@@ -12,14 +13,15 @@ import numpy as np
 import pytest
 
 from evaluators.plan import EvalBudget
+from evaluators.readings import READINGS_ENV
 from evaluators.tasks import make_task
 from evaluators.tasks.length import ELONGATIONS, elongate
 from tests.conftest import ROOT, shared_collection
 
 
-def _cli(*args: str):
+def _cli(*args: str, env: dict | None = None):
     return subprocess.run(
-        [sys.executable, "-m", "evaluators", *args], cwd=ROOT, capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "evaluators", *args], cwd=ROOT, capture_output=True, text=True, timeout=600, env=env
     )
 
 
@@ -80,6 +82,24 @@ def test_cli_scores_validation_unless_the_locked_part_is_asked_for(tmp_path):
     assert "val" in scored and "test" not in scored
     refused = _cli(*args, "--part", "dev")
     assert refused.returncode == 2 and "invalid choice: 'dev'" in refused.stderr
+
+
+@pytest.mark.slow  # three scorings of a few news titles at 64 tokens: about 30 s
+def test_each_reading_of_a_locked_part_is_entered_in_the_ledger_and_said_with_the_scores(tmp_path):
+    ledger = tmp_path / "readings.jsonl"
+    env = os.environ | {READINGS_ENV: str(ledger)}
+    args = ("--model", "all-minilm-l6-v2", "--task", "news-title-retrieval", "--max-queries", "10")
+    args += ("--max-documents", "40", "--max-length", "64")
+    first = _cli(*args, "--part", "test", env=env)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "the locked part's first reading on this cache" in first.stdout
+    second = _cli(*args, "--part", "test", env=env)
+    assert "locked part read once before on this cache: this verdict is not independent" in second.stdout
+    validation = _cli(*args, env=env)  # validation reads no locked part: nothing entered, nothing said
+    assert validation.returncode == 0 and "before on this cache" not in validation.stdout
+    (entry, _) = [json.loads(line) for line in ledger.read_text().splitlines()]
+    digest = int(second.stdout.split("part digest ")[1].split(")")[0])
+    assert entry["parts"] == {"news-title-retrieval": digest} and "all-minilm-l6-v2" in entry["what"]
 
 
 @pytest.mark.parametrize(

@@ -56,8 +56,11 @@ def test_tasks_combine_with_the_objective_weights_and_must_share_items():
     a = {"x": _outcomes(np.full(10, 0.9)), "y": _outcomes(np.full(20, 0.5))}
     b = {"x": _outcomes(np.full(10, 0.6)), "y": _outcomes(np.full(20, 0.5))}
     gain = paired_gain(a, b, {"x": 1.0, "y": 2.0})
-    # every item of each part differs by the same: a gain over several parts takes no pseudo-items
-    assert gain.difference == pytest.approx(0.1) and gain.low == pytest.approx(0.1) and gain.beyond_noise
+    # every item of each part differs by the same: a gain over several parts takes no pseudo-items, and
+    # its items leave an interval no width: they say what they did instead of [0.1, 0.1]
+    assert gain.difference == pytest.approx(0.1) and gain.low is None and not gain.beyond_noise
+    assert gain.agreement == "items all moved alike within each task: x: 10 by +0.300; y: 20 by +0.000"
+    assert "no interval" in gain.describe() and "0.1000 to" not in gain.describe()
     # alone, x gets them: 0.3 either way, over 12
     alone = paired_gain({"x": a["x"]}, {"x": b["x"]}, {"x": 1.0})
     assert alone.standard_error == pytest.approx(np.sqrt(((10 * 0.09 + 2 * 0.09) / 12 - (3 / 12) ** 2) / 12))
@@ -364,3 +367,52 @@ def test_a_seeds_mean_gain_adds_the_seeds_spread_to_the_runs_item_noise():
     assert seed_mean_gain([runs[0], undecided]).undecided == "11 binary items, 30 needed"
     with pytest.raises(ValueError, match="at least 2 runs"):
         seed_mean_gain(runs[:1])
+
+
+def test_no_interval_of_no_width_where_no_item_disagreed_or_every_item_moved_alike():
+    """Items that never disagree, or all move by one amount, give no interval of no width: the gain
+    says so with its count (a gain over several continuous parts, and a probe whose rows predicted
+    alike, had printed [0, 0])."""
+    same = {"x": _outcomes(np.full(40, 0.7)), "y": _outcomes(np.full(20, 0.4))}
+    gain = paired_gain(same, same, {"x": 1.0, "y": 1.0})
+    assert gain.low is None and gain.high is None and gain.agreement == "no item of 60 disagreed"
+    assert gain.describe() == "+0.0000 (no item of 60 disagreed: no interval; seed noise not included)"
+    assert gain.cell() == "+0.000 (no item of 60 disagreed)"
+    up = {"x": _outcomes(np.full(40, 0.72)), "y": _outcomes(np.full(20, 0.42))}
+    moved = paired_gain(up, same, {"x": 1.0, "y": 1.0})
+    assert moved.agreement == "every item of 60 moved by +0.020" and moved.difference == pytest.approx(0.02)
+    assert Gain.from_record(moved.record()) == moved
+    from evaluators.tasks.probe import (
+        draw_values,
+        macro_f1,
+        macro_f1_influence,
+        mean_over_draws,
+        mean_over_draws_influence,
+    )
+
+    rng = np.random.default_rng(3)
+    items = np.column_stack([rng.integers(0, 4, 200), rng.integers(0, 4, (200, 3))])  # truth, 3 draws
+    probe = Outcomes(
+        {},
+        items,
+        partial(mean_over_draws, width=1, measure=macro_f1),
+        draw_values(items, 1, macro_f1),
+        draw_width=1,
+        influence=partial(mean_over_draws_influence, measure=macro_f1_influence),
+    )
+    alike = paired_gain({"r8": probe}, {"r8": probe}, {"r8": 1.0})
+    assert alike.low is None and alike.agreement == "no item of 200 disagreed"
+
+
+def test_a_verdict_on_a_part_where_at_most_two_items_disagreed_says_how_many():
+    """Where the rows seldom disagree the interval may over-cover (it keeps every gain the part cannot
+    rule out): a verdict resting on two disagreeing items of 40 says so; one on more does not."""
+    right = np.r_[np.ones(10), np.zeros(30)]
+    two = right.copy()
+    two[[20, 21]] = 1.0  # two questions the trained row alone got right
+    gain = paired_gain({"t": _outcomes(two, binary=True)}, {"t": _outcomes(right, binary=True)}, {"t": 1.0})
+    assert (gain.disagreed, gain.items) == (2, 40) and "2 of 40 items disagreed" in gain.describe()
+    many = right.copy()
+    many[20:26] = 1.0
+    gain = paired_gain({"t": _outcomes(many, binary=True)}, {"t": _outcomes(right, binary=True)}, {"t": 1.0})
+    assert gain.disagreed == 6 and "disagreed" not in gain.describe()

@@ -224,9 +224,9 @@ def test_docsplit_longs_dry_run_shows_the_six_dimensions(tmp_path):
         )
     # a round scores the longest haystacks; the grid of every length is scored once, at the end
     assert re.search(
-        r"^doctune: long-document task needle-retrieval: scored at 2,048 tokens; 44 documents", done.stdout, re.M
+        r"^doctune: long-document task needle-retrieval: scored at 2,048 tokens; 120 documents", done.stdout, re.M
     )
-    assert re.search(r"^doctune: long-document task needle-retrieval@grid: .*; 176 documents", done.stdout, re.M)
+    assert re.search(r"^doctune: long-document task needle-retrieval@grid: .*; 480 documents", done.stdout, re.M)
     assert space["split_probability"]["when"] == [["views", ["split", "split+elongation"]]]
     assert space["elongation_max"]["when"] == [["views", ["split+elongation", "elongation"]]]
     # the long study's validation-best setting first, then DocSplit's own

@@ -442,3 +442,29 @@ def test_a_search_parses_its_spec_once(tmp_path, monkeypatch):
     (tmp_path / "run" / "search.json").write_text(json.dumps(record, default=str))
     resumed = SearchRequest.from_command_line("smoke", None, tmp_path / "run", True)
     assert resumed.provisional_spec() == resumed.spec_for("smoke") and len(parsed) == 2  # one more request
+
+
+def test_validation_only_reads_no_locked_part_and_a_resume_keeps_it(tmp_path):
+    """``--validation-only`` scores validation alone (``evaluation.locked_part`` false: the plan's parts);
+    a resumed search keeps what its start chose without the option repeated, and a search started
+    reading its locked part is refused a change to validation only (the spec differs)."""
+    import json
+
+    from platform.exit_codes import UsageError
+    from platform.search_path.resolution import SearchRequest, evaluation_plan
+
+    request = SearchRequest.from_command_line("smoke", "smoke", tmp_path / "run", False, validation_only=True)
+    spec = request.provisional_spec()
+    assert not spec.evaluation.locked_part and evaluation_plan(spec).parts == ("val",)
+    reading = SearchRequest.from_command_line("smoke", "smoke", tmp_path / "other", False).provisional_spec()
+    assert evaluation_plan(reading).parts == ("val", "test")
+    (tmp_path / "run").mkdir()
+    record = {"spec": "smoke.yaml", "profile": "smoke", "resolved_spec": dataclasses.asdict(spec)}
+    (tmp_path / "run" / "search.json").write_text(json.dumps(record, default=str))
+    resumed = SearchRequest.from_command_line("smoke", "smoke", tmp_path / "run", True)  # no --validation-only
+    assert not resumed.provisional_spec().evaluation.locked_part
+    record["resolved_spec"] = dataclasses.asdict(reading)
+    (tmp_path / "run" / "search.json").write_text(json.dumps(record, default=str))
+    asked = SearchRequest.from_command_line("smoke", "smoke", tmp_path / "run", True, validation_only=True)
+    with pytest.raises(UsageError, match="the spec or profile differs"):
+        asked.provisional_spec()
