@@ -39,6 +39,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))
 
+from bench.markdown import table  # noqa: E402
+
 TRIAL_DIR = re.compile(r"^run_trial_(\w+?_\d+)_\d+_seed=(\d+)_")
 
 
@@ -91,7 +93,7 @@ def main() -> None:
     import torch
 
     from doctune_core.longformer import cached_interpolated
-    from evaluators.noise import Gain, paired_gain, seed_mean_gain
+    from evaluators.noise import paired_gain
     from evaluators.pool import Evaluator
     from evaluators.tasks import task_class
     from platform.search_path.inputs import InputsPlan, prepare_inputs
@@ -147,13 +149,28 @@ def main() -> None:
 
     print("\nvalidation, gain over the row's untrained start, 95% intervals")
     for group in groups:
-        print(f"\n{group}")
-        for name, by_step in rows.items():
-            for step, by_seed in sorted(by_step.items(), key=lambda kv: int(kv[0])):
-                gains = [Gain.from_record(record[group]) for _, record in sorted(by_seed.items())]
-                runs = "; ".join(f"seed {s} {g.cell()}" for s, g in zip(sorted(by_seed), gains))
-                mean = f"\n    mean of {len(gains)}: {seed_mean_gain(gains).describe()}" if len(gains) > 1 else ""
-                print(f"  {name}, step {step}: {runs}{mean}")
+        print(f"\n{group}\n")
+        print("\n".join(gains_table(results, group)))
+
+
+def gains_table(record: dict, group: str) -> list[str]:
+    """One group's gains (a key of the record's ``groups``, or its first words: ``long tasks pooled``),
+    a row per study row and step: each seed's paired gain (``*``: its own interval, items only,
+    excludes 0) and the seeds' mean with its 95% interval (``seed_mean_gain``: the seeds' spread
+    included; bold where it excludes 0)."""
+    from evaluators.noise import Gain, seed_mean_gain
+
+    (key,) = [name for name in record["groups"] if name.split(" (")[0] == group.split(" (")[0]]
+    lines = []
+    for name, by_step in record["rows"].items():
+        for step, by_seed in sorted(by_step.items(), key=lambda kv: int(kv[0])):
+            gains = [Gain.from_record(run[key]) for _, run in sorted(by_seed.items(), key=lambda kv: int(kv[0]))]
+            seeds = " / ".join(f"{g.difference:+.3f}" + ("*" if g.beyond_noise else "") for g in gains)
+            mean = seed_mean_gain(gains)
+            shown = mean.cell().replace(" s)", ")") if mean.low is not None else mean.cell()
+            lines.append([f"{name}, {step}", seeds, f"**{shown}**" if mean.beyond_noise else shown])
+    seeds_header = "seeds " + " / ".join(sorted(next(iter(next(iter(record["rows"].values())).values())), key=int))
+    return table(["row, step", seeds_header, "the seeds' mean (95%)"], lines)
 
 
 if __name__ == "__main__":

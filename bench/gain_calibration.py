@@ -1,7 +1,7 @@
 """How often a gain's 95% interval covers the true gain, at the sizes the profiles ship.
 
     .venv/bin/python bench/gain_calibration.py [--comparisons 2000] [--rounds 400] [--only PART ...]
-        [--profiles local full] [--recorded FILE] [--out FILE] [--paired-only] [--resampling FILE]
+        [--profiles local full] [--recorded FILE] [--out FILE] [--paired-only]
 
 **Populations, from recorded runs.** ``--recorded`` (bench/results/recorded_outcomes.json, written by
 bench/recorded_outcomes.py) holds, item by item on the validation parts, a trained checkpoint of the
@@ -23,11 +23,11 @@ true gain is the population's own, computed after the move: a task near its ceil
 nDCG@10 0.95) cannot gain 0.10, and its row says the gain it reached.
 
 **A comparison.** Each task's items are drawn from its population with replacement at the
-profile's size (``SIZES``: the local profile's 60 queries, 200 documents over 3 draws, 11
+profile's size (``SIZES``: the local profile's 60 queries, 200 documents over 3 draws, 30
 questions; the full profile's whole validation parts, 5 draws, 50 questions), the probe's draws
 without replacement from the ten. Seeds: the trained row's score on each task is off by a normal
-deviation of that task's seed spread (``SEED_SD``, the long study's median over its six rows of the
-standard deviation over 3 seeds), and the spread is estimated from ``seeds`` more runs (2 or 3), as
+deviation of that task's seed spread (``seed_sd``: its median over the shipped recipe's recorded
+rows of the standard deviation over their 3 seeds), and the spread is estimated from ``seeds`` more runs (2 or 3), as
 ``search.confirm_seeds`` measures it; "none": no seed noise and none measured (the interval is then
 this run's gain's).
 
@@ -44,13 +44,15 @@ replacement, widened by sqrt(m / (m - 1)), a normal seed term of the estimated s
 single binary task, ``McNemar`` (the exact conditional interval: Clopper-Pearson on the discordant
 pairs' split, scaled by their share; it has no seed term).
 
-Prints a Markdown table (coverage with Wilson's 95% interval per row and method; "no interval" where
-the rule prints none) and writes every row to ``--out`` (bench/results/gain_calibration.json) as it
-finishes; a run started again goes on where it stopped. ``--paired-only`` computes the paired t
-intervals alone (seconds a row, where the resampling methods take minutes); the table then takes
-the resampling methods' coverage of the same settings and gains from ``--resampling``
-(bench/results/gain_calibration_resampling.json: a whole run's, on other draws of the same
-populations).
+Prints two Markdown tables (``method_table``: each method's rows; ``coverage_table``: every row, the
+adopted interval's coverage with Wilson's 95% interval, "too few items to decide" where the rule
+prints none) and writes every row to ``--out`` as it finishes; a run started again goes on where it
+stopped. ``--paired-only`` computes the paired t intervals alone (seconds a row, where the resampling
+methods take minutes). The current figures: the full profile's rows on the 64-step population
+(``--profiles full --recorded bench/results/recorded_outcomes_64_steps.json --out
+bench/results/gain_calibration_full.json``), the local profile's on the population recorded at its own
+sizes (``--profiles local --recorded bench/results/recorded_outcomes_local.json --out
+bench/results/gain_calibration_local.json``).
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ import math
 import os
 import sys
 import time
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 
 import numpy as np
@@ -70,6 +72,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))
+
+from bench.markdown import table  # noqa: E402
+from evaluators.noise import FEW_DISAGREED  # noqa: E402
 
 TITLE, PROBE, PASSAGE, NEEDLE, PASSKEY = (
     "news-title-retrieval",
@@ -93,12 +98,42 @@ PARTS = {
 # items per task (None: the whole recorded validation part) and few-shot draws, per profile: the
 # local profile's limits in search_spaces/docsplit_long.yaml, the full profile's EvalBudget defaults
 SIZES = {
-    "local": ({TITLE: 60, PROBE: 200, PASSAGE: 60, NEEDLE: 11, PASSKEY: 11, LENGTH: 11}, 3),
+    "local": ({TITLE: 60, PROBE: 200, PASSAGE: 60, NEEDLE: 30, PASSKEY: 30, LENGTH: 30}, 3),
     "full": ({TITLE: None, PROBE: None, PASSAGE: None, NEEDLE: 50, PASSKEY: 50, LENGTH: 50}, 5),
 }
-# one training run's standard deviation of each task's validation score: the median over the long
-# study's six rows of the standard deviation over its 3 seeds (bench/study/long_study)
-SEED_SD = {TITLE: 0.0037, PROBE: 0.0118, PASSAGE: 0.0105, NEEDLE: 0.0226, PASSKEY: 0.0391, LENGTH: 0.0226}
+# the recorded studies of the shipped recipe (the training frontier's rows at each round, DocSplit's split
+# among them; the dropout-temperature and weight-merge batches) whose seeds give the seeds' spreads
+STUDIES = ("training_frontier", "dropout_temperature", "weight_merge")
+
+
+def recorded_seed_spreads(parts: dict[str, dict[str, float]], studies: tuple[str, ...] = STUDIES) -> dict:
+    """Each part's seed spread in every recorded row: part -> row -> the sample standard deviation
+    over the row's seeds of the part's validation score (``parts``: name -> task weights; each study's
+    record, bench/study/<study>/runs/<row>/seed<k>/result.json; a row with scoring rounds once a round)."""
+    spreads: dict[str, dict[str, float]] = {part: {} for part in parts}
+    for study in studies:
+        for row in sorted((ROOT / "bench" / "study" / study / "runs").iterdir()):
+            seeds = [json.loads(p.read_text()) for p in sorted(row.glob("seed*/result.json"))]
+            for step in seeds[0].get("rounds") or {"": None}:
+                scores = [s["rounds"][step] if step else s["scores"] for s in seeds]
+                name = f"{study}: {row.name}" + (f" at {step} steps" if step else "")
+                for part, weights in parts.items():
+                    total = sum(weights.values())
+                    values = [sum(w * s[t]["val"]["main"] for t, w in weights.items()) / total for s in scores]
+                    spreads[part][name] = float(np.std(values, ddof=1))
+    return spreads
+
+
+@cache
+def seed_sd() -> dict[str, float]:
+    """One training run's standard deviation of each task's validation score: its median over the
+    recorded rows (``recorded_seed_spreads``); a needle length's, the needle task's."""
+    tasks = (TITLE, PROBE, PASSAGE, NEEDLE, PASSKEY)
+    spreads = recorded_seed_spreads({task: {task: 1.0} for task in tasks})
+    medians = {task: float(np.median(list(spreads[task].values()))) for task in tasks}
+    return medians | {LENGTH: medians[NEEDLE]}
+
+
 GAINS = (0.0, 0.02, 0.05, 0.10)
 # the needle and passkey haystacks a round scores (haystacks: longest): 2,048 tokens locally, 4,096 in full
 LONGEST = {"local": "len_1025to2048", "full": "len_2049to4096"}
@@ -188,12 +223,17 @@ def probe_draw_values(items: np.ndarray) -> np.ndarray:
 
 
 def population(recorded: dict, pair: str, task: str, profile: str) -> Population:
-    """``task``'s population for ``pair`` (trained over ``converted`` or over ``base``)."""
+    """``task``'s population for ``pair`` (trained over ``converted`` or over ``base``): as recorded at
+    a profile's own sizes (``bench/recorded_outcomes.py --profile local``: the needle and passkey parts
+    a round scores), or at the full sizes (their grids: the stratum of ``profile``'s longest haystacks)."""
     a_parts, b_parts = recorded["rows"]["trained"]["parts"], recorded["rows"][pair]["parts"]
     if task in (TITLE, PASSAGE):
         return Population("mean", np.array(a_parts[task]["items"], float), np.array(b_parts[task]["items"], float))
     if task == PROBE:
         return Population("probe", np.array(a_parts[task]["items"]), np.array(b_parts[task]["items"]))
+    if task in a_parts or (task == LENGTH and NEEDLE in a_parts):  # recorded at a profile's own sizes
+        name = NEEDLE if task == LENGTH else task  # the round's haystacks: one length of the grid
+        return Population("binary", np.array(a_parts[name]["items"], float), np.array(b_parts[name]["items"], float))
     grid = f"{NEEDLE if task == LENGTH else task}@grid"
     a, b = np.array(a_parts[grid]["items"]), np.array(b_parts[grid]["items"])
     rows = np.arange(len(a)) if task == LENGTH else np.array(a_parts[grid]["strata"][LONGEST[profile]])
@@ -342,7 +382,8 @@ def comparison(
     pops: dict[str, Population], weights, sizes, draws, seeds: int, rng, rounds: int, paired_only: bool = False
 ) -> dict:
     """One simulated comparison: each method's interval (None: none printed), shifted by this
-    run's seed deviation; the paired t intervals alone with ``paired_only``."""
+    run's seed deviation (the paired t intervals alone with ``paired_only``), and the items the rows
+    scored apart (``Gain.disagreed``: the binary parts' where the part has some)."""
     from evaluators.noise import SeedSpread, paired_gain
 
     samples = {}
@@ -359,18 +400,19 @@ def comparison(
     shift = 0.0
     if seeds:
         # this run's deviation, and the spread of `seeds` more runs, each task's deviation its own
-        runs = np.array([[rng.normal(0.0, SEED_SD[t]) for t in weights] for _ in range(seeds + 1)])
+        runs = np.array([[rng.normal(0.0, seed_sd()[t]) for t in weights] for _ in range(seeds + 1)])
         combined = runs @ np.array(list(weights.values())) / total
         shift, spread = combined[0], SeedSpread(float(np.std(combined[1:], ddof=1)), seeds)
     observed = sum(w * samples[t].gain() for t, w in weights.items()) / total + shift
     mine = {t: outcomes_of(s.kind, s.a) for t, s in samples.items()}
     theirs = {t: outcomes_of(s.kind, s.b) for t, s in samples.items()}
-    intervals = {}
+    intervals, disagreed = {}, None
     for method, options in PAIRED_T.items():
         gain = paired_gain(mine, theirs, weights, spread, **options)
         intervals[method] = None if gain.low is None else (gain.low + shift, gain.high + shift)
+        disagreed = gain.disagreed if method == "paired t" else disagreed
     if paired_only:
-        return intervals
+        return intervals, disagreed
     seed_term = rng.normal(0.0, spread.sd, rounds) if spread else 0.0
     plain = observed + resampled_gains(samples, weights, rng, rounds, bayesian=False) + seed_term
     intervals["percentile"] = tuple(np.percentile(plain, [2.5, 97.5]))
@@ -380,7 +422,7 @@ def comparison(
     if len(weights) == 1 and samples[next(iter(weights))].kind == "binary":
         low, high = mcnemar(samples[next(iter(weights))])
         intervals["McNemar"] = (low + shift, high + shift)
-    return intervals
+    return intervals, disagreed
 
 
 def calibrate(recorded: dict, part: str, profile: str, pair: str, seeds: int, target: float, args, seed: int) -> dict:
@@ -392,10 +434,11 @@ def calibrate(recorded: dict, part: str, profile: str, pair: str, seeds: int, ta
     truth = sum(w * pops[t].gain() for t, w in weights.items()) / total
     covered: dict[str, list[bool]] = {}
     widths: dict[str, list[float]] = {}
-    printed = 0
+    printed, disagreements = 0, []
     for _ in range(args.comparisons):
-        intervals = comparison(pops, weights, sizes, draws, seeds, rng, args.rounds, args.paired_only)
+        intervals, disagreed = comparison(pops, weights, sizes, draws, seeds, rng, args.rounds, args.paired_only)
         printed += intervals["paired t"] is not None
+        disagreements.append(disagreed if disagreed is not None else -1)
         for method, interval in intervals.items():
             if interval is None:
                 continue
@@ -413,6 +456,10 @@ def calibrate(recorded: dict, part: str, profile: str, pair: str, seeds: int, ta
         "items": {t: sizes[t] or pops[t].size for t in weights},
         "draws": draws if PROBE in weights else 0,
         "interval_printed": printed / args.comparisons,
+        # the items the rows scored apart (the binary parts' where the part has some; -1: not counted, the
+        # part too small to decide): the median over comparisons, the share with at most FEW_DISAGREED
+        "median_disagreed": float(np.median(disagreements)),
+        "few_disagreed": float(np.mean(np.asarray(disagreements) <= FEW_DISAGREED)),
         "methods": {},
     }
     for method, hits in covered.items():
@@ -452,56 +499,43 @@ def settings() -> list[tuple[str, str, str, int]]:
 BAR = (0.93, 0.97)  # the coverage a 95% interval must reach (point estimate)
 
 
-def with_resampling(record: dict, resampling: dict | None) -> list[dict]:
-    """``record``'s rows, each with the resampling methods' coverage of the same setting and gain from
-    ``resampling`` (a run without ``--paired-only``) where the row has none of its own."""
-    setting = lambda r: (r["part"], r["profile"], r["pair"], r["seeds"], r["target"])  # noqa: E731
-    others = {setting(r): r["methods"] for r in (resampling or {"rows": []})["rows"]}
-    return [
-        r | {"methods": {**{m: v for m, v in others.get(setting(r), {}).items() if m not in PAIRED_T}, **r["methods"]}}
-        for r in record["rows"]
-    ]
+PREVIOUS = "paired t, binary at the observed gain"  # the interval adopted before "paired t"
 
 
-def print_table(record: dict, resampling: dict | None = None, adopted: str = "paired t") -> None:
-    """Two Markdown tables: each method's rows within the bar, and each row's coverage by the
-    adopted interval, the one adopted before it and the percentile bootstrap (the interval before
-    both) at each true gain; the resampling methods' from ``resampling`` where ``record`` lacks them."""
-    print(f"\n{record['machine']}\n")
-    rows = with_resampling(record, resampling)
-    previous = "paired t, binary at the observed gain"
-    print("| method | rows with an interval | within 93-97% | lowest | highest |")
-    print("|---|---:|---:|---:|---:|")
+def method_table(record: dict) -> list[str]:
+    """Each method's rows with an interval: how many, how many within 93-97%, the lowest and the
+    highest coverage."""
+    rows = []
     for method in METHODS:
-        shares = [r["methods"][method]["coverage"] for r in rows if method in r["methods"]]
+        shares = [r["methods"][method]["coverage"] for r in record["rows"] if method in r["methods"]]
         if shares:
             within = sum(BAR[0] <= c <= BAR[1] for c in shares)
-            print(f"| {method} | {len(shares)} | {within} | {min(shares):.1%} | {max(shares):.1%} |")
-    settings = list(dict.fromkeys((r["part"], r["profile"], r["pair"], r["seeds"]) for r in rows))
-    print(f"\n| part | profile | items (draws) | over | seeds | {' | '.join(f'gain {g:g}' for g in GAINS)} |")
-    print("|---|---|---|---|---|" + "---|" * len(GAINS))
-    for setting in settings:
-        found = {r["target"]: r for r in rows if (r["part"], r["profile"], r["pair"], r["seeds"]) == setting}
-        some = next(iter(found.values()))
-        items = ", ".join(str(n) for n in some["items"].values()) + (f" ({some['draws']})" if some["draws"] else "")
-        cells = []
-        for target in GAINS:
-            row = found.get(target)
-            if row is None:
-                cells.append("–")
-                continue
-            percentile = row["methods"].get("percentile", {}).get("coverage")
-            before = f"t before {row['methods'][previous]['coverage']:.1%}" if row["interval_printed"] else ""
-            before += "" if percentile is None else f"{'; ' if before else ''}percentile {percentile:.1%}"
-            reached = f" (reached {row['true_gain']:.3f})" if abs(row["true_gain"] - target) > 0.002 else ""
-            if row["interval_printed"] == 0:
-                cells.append(f"too few items to decide; {before}{reached}")
-                continue
+            rows.append([method, str(len(shares)), str(within), f"{min(shares):.1%}", f"{max(shares):.1%}"])
+    return table(["method", "rows with an interval", "within 93-97%", "lowest", "highest"], rows, numeric=range(1, 5))
+
+
+def coverage_table(record: dict, adopted: str = "paired t") -> list[str]:
+    """Every row at every true gain: the adopted interval's coverage with its Wilson interval (†:
+    outside 93-97%; "too few items to decide" where the rule prints none), the interval adopted
+    before it on the same comparisons, and the items the rows scored apart: the median over
+    comparisons, and the share of comparisons with at most ``FEW_DISAGREED``."""
+    rows = []
+    for row in record["rows"]:
+        items = ", ".join(str(n) for n in row["items"].values()) + (f" ({row['draws']})" if row["draws"] else "")
+        reached = abs(row["true_gain"] - row["target"]) > 0.002
+        gain = f"{row['target']:g}" + (f" ({row['true_gain']:.3f})" if reached else "")
+        seeds = f"{row['seeds']} runs" if row["seeds"] else "none"
+        if row["interval_printed"]:
             mine = row["methods"][adopted]
             mark = "" if BAR[0] <= mine["coverage"] <= BAR[1] else " †"
-            cells.append(f"**{mine['coverage']:.1%}**{mark} ({mine['low']:.1%}–{mine['high']:.1%}); {before}{reached}")
-        seeds = f"{setting[3]} runs" if setting[3] else "none"
-        print(f"| {setting[0]} | {setting[1]} | {items} | {setting[2]} | {seeds} | " + " | ".join(cells) + " |")
+            shown = f"{mine['coverage']:.1%}{mark} ({mine['low']:.1%}–{mine['high']:.1%})"
+            before = f"{row['methods'][PREVIOUS]['coverage']:.1%}"
+        else:
+            shown, before = "too few items to decide", "–"
+        disagreed = f"{row['median_disagreed']:g} ({row['few_disagreed']:.0%})"
+        rows.append([row["part"], row["profile"], items, row["pair"], seeds, gain, shown, before, disagreed])
+    header = ["part", "profile", "items (draws)", "over", "seeds", "gain", "paired t", "before", "disagreed"]
+    return table(header, rows, numeric=(5, 7, 8))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -510,16 +544,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=400)
     parser.add_argument("--only", nargs="+", help="rows of these parts alone (names in PARTS); others may run beside")
     parser.add_argument("--profiles", nargs="+", choices=tuple(SIZES), help="rows at these profiles' sizes alone")
-    parser.add_argument("--recorded", type=Path, default=ROOT / "bench" / "results" / "recorded_outcomes.json")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "gain_calibration.json")
+    parser.add_argument("--recorded", type=Path, default=ROOT / "bench" / "results" / "recorded_outcomes_64_steps.json")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "gain_calibration_full.json")
     parser.add_argument(
         "--paired-only", action="store_true", help="the paired t intervals alone (no resampling: seconds a row)"
-    )
-    parser.add_argument(
-        "--resampling",
-        type=Path,
-        default=ROOT / "bench" / "results" / "gain_calibration_resampling.json",
-        help="a run's rows with the resampling methods, printed beside --out's rows that lack them",
     )
     args = parser.parse_args(argv)
     recorded = json.loads(args.recorded.read_text())
@@ -546,7 +574,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"{'no interval' if adopted is None else f'{adopted:.1%}'} ({time.perf_counter() - began:.0f} s)",
                 flush=True,
             )
-    print_table(record, json.loads(args.resampling.read_text()) if args.resampling.exists() else None)
+    print(f"\n{record['machine']}\n")
+    print("\n".join(method_table(record)) + "\n")
+    print("\n".join(coverage_table(record)))
     return 0
 
 

@@ -34,6 +34,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.markdown import table  # noqa: E402
+
 SYNTHETIC = ("needle-retrieval", "passkey-retrieval")
 REAL = "news-passage-retrieval"
 RETIRED = "retired"  # the second draw of the real-text task
@@ -153,45 +155,58 @@ def paired(results: dict, a: str, b: str, task: str, over_1024: bool = False) ->
     return f"{gain.cell()[:-1]}, n {len(_outcomes(part_a, label).items)})"
 
 
-def print_tables(results: dict) -> None:
-    rows = results["rows"]
-    print(f"\n{results['machine']}\n")
-    print(f"{REAL}, nDCG@10 ± 95% interval (validation; the retired draw beside it), by document length\n")
-    buckets = ("len_513to1024", "len_1025to2048", "len_2049to4096")
-    print("| row | val | retired | " + " | ".join(f"val {b[4:]} (n)" for b in buckets) + " |")
-    print("|---|---|---|" + "---|" * len(buckets))
-    for name, row in rows.items():
+BUCKETS = ("len_513to1024", "len_1025to2048", "len_2049to4096")
+
+
+def passage_table(results: dict) -> list[str]:
+    """The real-text task per row: nDCG@10 ± its 95% interval on validation, the retired draw beside
+    it, and validation by the length of the article to find (its n)."""
+    rows = []
+    for name, row in results["rows"].items():
         val, retired = row["parts"].get(REAL), row["parts"].get(RETIRED)
         if not val:
             continue
         summary = val["summary"]
         cells = [f"{summary['main']:.3f} ± {1.96 * summary['main_se']:.3f}"]
         cells.append(f"{retired['summary']['main']:.3f}" if retired else "–")
-        cells += [f"{summary.get(b, float('nan')):.3f} ({int(summary.get(b + '_n', 0))})" for b in buckets]
-        print(f"| {name} | " + " | ".join(cells) + " |")
-    print("\nPaired gains (95% paired interval, evaluators.noise.paired_gain):\n")
-    print("| gain | val, all | val, over 1,024 | retired, all | retired, over 1,024 |")
-    print("|---|---|---|---|---|")
+        cells += [f"{summary.get(b, float('nan')):.3f} ({int(summary.get(b + '_n', 0))})" for b in BUCKETS]
+        rows.append([name, *cells])
+    return table(["row", "val", "retired", *(f"val {b[4:]} (n)" for b in BUCKETS)], rows)
+
+
+def gains_table(results: dict) -> list[str]:
+    """The paired gains of ``PAIRS`` on the real-text task (``evaluators.noise.paired_gain``, 95%), on
+    each draw, over all its queries and over those whose article is over 1,024 tokens."""
+    rows, found = [], results["rows"]
     for a, b in PAIRS:
-        if not all(REAL in rows.get(r, {}).get("parts", {}) for r in (a, b)):
-            continue
-        cells = [paired(results, a, b, REAL), paired(results, a, b, REAL, over_1024=True)]
-        if all(RETIRED in rows[r]["parts"] for r in (a, b)):
-            cells += [paired(results, a, b, RETIRED), paired(results, a, b, RETIRED, over_1024=True)]
-        print(f"| {a} - {b} | " + " | ".join(cells) + " |")
+        for draw, name in ((REAL, "validation"), (RETIRED, "retired")):
+            if all(draw in found.get(r, {}).get("parts", {}) for r in (a, b)):
+                rows.append([f"{a} - {b}", name, "all", paired(results, a, b, draw)])
+                rows.append([f"{a} - {b}", name, "over 1,024", paired(results, a, b, draw, over_1024=True)])
+    return table(["gain", "draw", "articles", "paired gain (95%, n)"], rows)
+
+
+def synthetic_table(results: dict, task: str) -> list[str]:
+    """A synthetic task's acc@1 per row: all lengths (± 95%) and per haystack length."""
+    rows = []
+    for name, row in results["rows"].items():
+        part = row["parts"].get(task)
+        if part:
+            summary = part["summary"]
+            overall = f"{summary['main']:.3f} ± {1.96 * summary['main_se']:.3f}"
+            rows.append([name, overall, *(_length_score(part, n) for n in LENGTHS)])
+    return table(["row", "all", *(str(n) for n in LENGTHS)], rows)
+
+
+def print_tables(results: dict) -> None:
+    print(f"\n{results['machine']}\n")
+    print(f"{REAL}, nDCG@10 ± 95% interval (validation; the retired draw beside it), by document length\n")
+    print("\n".join(passage_table(results)))
+    print("\nPaired gains (95% paired interval, evaluators.noise.paired_gain):\n")
+    print("\n".join(gains_table(results)))
     for task in SYNTHETIC:
         print(f"\n{task}, acc@1 per haystack length (validation; 50 queries against 100 haystacks; chance 0.010)\n")
-        print("| row | all | " + " | ".join(str(n) for n in LENGTHS) + " |")
-        print("|---|---|" + "---|" * len(LENGTHS))
-        for name, row in rows.items():
-            part = row["parts"].get(task)
-            if not part:
-                continue
-            summary = part["summary"]
-            by_length = [_length_score(part, n) for n in LENGTHS]
-            print(
-                f"| {name} | {summary['main']:.3f} ± {1.96 * summary['main_se']:.3f} | " + " | ".join(by_length) + " |"
-            )
+        print("\n".join(synthetic_table(results, task)))
 
 
 def _length_score(part: dict, length: int) -> str:

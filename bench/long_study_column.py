@@ -38,6 +38,7 @@ from pathlib import Path
 SYNTHETIC = ("needle-retrieval", "passkey-retrieval")
 BASE = "base (converted, untouched)"
 INTERPOLATED_BASE = "base (converted, positions interpolated, untouched)"
+SHOWN = {BASE: "base, copied", INTERPOLATED_BASE: "base, interpolated"}  # the untrained starts in a table
 
 
 def _rows(study: Path) -> dict[str, list[dict]]:
@@ -77,13 +78,18 @@ def _value(scores: dict, task: str, part: str, metric: str) -> tuple[float, floa
 def _pooled(seeds: list[dict], columns, part: str) -> tuple[float, float, float]:
     """The synthetic columns pooled: mean over seeds, the seeds' standard error, the item standard error."""
     synthetic = [(t, m) for t, m in columns if t in SYNTHETIC]
-    means, item_se = [], []
+    runs = []
     for scores in seeds:
         pairs = [_value(scores, t, part, m) for t, m in synthetic]
-        means.append(statistics.fmean(v for v, _ in pairs))
-        item_se.append(math.sqrt(sum(se**2 for _, se in pairs)) / len(pairs))
-    seed_se = statistics.stdev(means) / math.sqrt(len(means)) if len(means) > 1 else 0.0
-    return statistics.fmean(means), seed_se, statistics.fmean(item_se)
+        runs.append((statistics.fmean(v for v, _ in pairs), math.sqrt(sum(se**2 for _, se in pairs)) / len(pairs)))
+    return _seeds_pooled(runs)
+
+
+def _seeds_pooled(runs: list[tuple[float, float]]) -> tuple[float, float, float]:
+    """Runs' (value, item standard error): their mean, the seeds' standard error, the mean item one."""
+    values = [v for v, _ in runs]
+    seed_se = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0.0
+    return statistics.fmean(values), seed_se, statistics.fmean(se for _, se in runs)
 
 
 def _long_weights(study: Path) -> dict[str, float]:
@@ -102,29 +108,103 @@ def _pooled_long(scores: dict, weights: dict[str, float], part: str = "val") -> 
     return value, math.sqrt(sum((w * se) ** 2 for w, (_, se) in zip(weights.values(), pairs))) / total
 
 
-def _curves(study: Path) -> None:
-    """Each row's pooled long tasks at every round, against its own untrained start (--rounds)."""
+def curves_table(study: Path) -> list[str]:
+    """Each row's long tasks pooled at every round (--rounds), mean ± sd over seeds, against its own
+    untrained start, with the screen (|difference| > 2 SE: the seeds' and both rows' item errors)."""
+    from bench.markdown import table
+
     weights = _long_weights(study)
     rows, interpolated = _rows(study), _interpolated_rows(study)
-    print(f"long tasks pooled ({', '.join(f'{t} {w:g}' for t, w in weights.items())}) on validation, by step,")
-    print("against the row's own untrained start (screen: |difference| > 2 SE, the seeds' and the items' errors)")
+    lines = []
     for name in json.loads((study / "study_spec.json").read_text())["resolved_spec"]["study"]["rows"]:
         results = [json.loads(p.read_text()) for p in sorted((study / "runs" / name).glob("seed*/result.json"))]
         curves = [{int(step): scores for step, scores in r["rounds"].items()} for r in results if "rounds" in r]
-        if not curves:
-            continue
         start = INTERPOLATED_BASE if name in interpolated else BASE
         start_value, start_se = _pooled_long(rows[start][0], weights)
-        print(f"\n{name} (against {start}: {start_value:.3f})")
         for step in sorted({step for curve in curves for step in curve}):
             pooled = [_pooled_long(curve[step], weights) for curve in curves if step in curve]
             values = [v for v, _ in pooled]
             seed_se = statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0.0
-            item_se = statistics.fmean(se for _, se in pooled)
-            se = math.sqrt(seed_se**2 + item_se**2 + start_se**2)
+            se = math.sqrt(seed_se**2 + statistics.fmean(s for _, s in pooled) ** 2 + start_se**2)
             gain = statistics.fmean(values) - start_value
             verdict = "beyond the screen" if abs(gain) > 2 * se else "within noise"
-            print(f"  step {step}: {_cell(values)} ({len(values)} seeds), {gain:+.3f} (2 SE {2 * se:.3f}): {verdict}")
+            lines.append(
+                [name, str(step), _cell(values), f"{start_value:.3f}", f"{gain:+.3f}", f"{2 * se:.3f}", verdict]
+            )
+    header = ["row", "step", "long tasks pooled", "its start", "gain", "2 SE", "screen"]
+    return table(header, lines, numeric=(1, 3, 4, 5))
+
+
+def rounds_table(study: Path) -> list[str]:
+    """Each seed's validation scores at every round (--rounds: the objective, the long tasks pooled
+    with their objective weights, each objective task), the untrained start first."""
+    from bench.markdown import table
+
+    spec = json.loads((study / "study_spec.json").read_text())["resolved_spec"]
+    objective, weights = spec["search"]["objective"]["tasks"], _long_weights(study)
+
+    def values(scores: dict) -> list[float]:
+        total = sum(objective.values())
+        main = {task: float(scores[task]["val"]["main"]) for task in objective}
+        return [
+            sum(w * main[t] for t, w in objective.items()) / total,
+            _pooled_long(scores, weights)[0],
+            *main.values(),
+        ]
+
+    lines = [[BASE, *(f"{v:.3f}" for v in values(_rows(study)[BASE][0]))]]
+    for name in spec["study"]["rows"]:
+        for path in sorted((study / "runs" / name).glob("seed*/result.json")):
+            rounds = json.loads(path.read_text())["rounds"]
+            by_round = [values(rounds[step]) for step in sorted(rounds, key=int)]
+            seed = path.parent.name.removeprefix("seed")
+            lines.append([f"{name}, {seed}", *(" ".join(f"{v:.3f}"[1:] for v in column) for column in zip(*by_round))])
+    return table(["row, seed", "objective", "long tasks pooled", *objective], lines)
+
+
+def study_table(study: Path, part: str = "val") -> list[str]:
+    """Every row finished so far (the bases first): each table column on ``part`` as mean ± sample
+    std over seeds, the synthetic tasks pooled, and the objective's long tasks pooled."""
+    from bench.markdown import table
+
+    rows, columns, weights = _rows(study), _columns(study), _long_weights(study)
+    lines = []
+    for name, seeds in rows.items():
+        cells = [_cell([_value(s, t, part, m)[0] for s in seeds]) for t, m in columns]
+        pooled = _pooled(seeds, columns, part)[0]
+        lines.append(
+            [name, str(len(seeds)), *cells, f"{pooled:.3f}", _cell([_pooled_long(s, weights, part)[0] for s in seeds])]
+        )
+    header = ["row", "seeds", *(f"{t} {m}" for t, m in columns), "synthetic pooled", "long tasks pooled"]
+    return table(header, lines)
+
+
+def screen_table(study: Path, against: list[str], part: str = "val", pooled_by: str = "synthetic") -> list[str]:
+    """Each row's synthetic tasks pooled (``pooled_by``: or the objective's long tasks pooled with
+    their weights) against ``against`` (a row that starts from interpolated positions against its own
+    untrained start too), with the screen: |difference| > 2 SE, the SE conservatively the seeds'
+    spread of both rows plus both rows' item errors (unpaired)."""
+    from bench.markdown import table
+
+    rows, columns, interpolated = _rows(study), _columns(study), _interpolated_rows(study)
+    if pooled_by == "synthetic":
+        pooled = {name: _pooled(seeds, columns, part) for name, seeds in rows.items()}
+    else:
+        weights = _long_weights(study)
+        pooled = {name: _seeds_pooled([_pooled_long(s, weights, part) for s in seeds]) for name, seeds in rows.items()}
+    lines = []
+    for name in list(rows)[1:]:
+        own_start = [INTERPOLATED_BASE] if name in interpolated else []
+        for reference in dict.fromkeys([*own_start, *against]):
+            if reference == name or reference not in rows:
+                continue
+            mean, seed_se, item_se = pooled[name]
+            ref_mean, ref_seed_se, ref_item_se = pooled[reference]
+            se = math.sqrt(seed_se**2 + ref_seed_se**2 + item_se**2 + ref_item_se**2)
+            verdict = "beyond the screen" if abs(mean - ref_mean) > 2 * se else "within noise"
+            shown = [SHOWN.get(name, name), SHOWN.get(reference, reference)]
+            lines.append([*shown, f"{mean - ref_mean:+.3f}", f"{2 * se:.3f}", verdict])
+    return table(["row", "against", f"{pooled_by} pooled", "2 SE", "screen"], lines, numeric=(2, 3))
 
 
 def _without_test_parts(value):
@@ -168,35 +248,15 @@ def main() -> None:
         print(f"{write_record(args.study, args.record)} file(s) recorded in {args.record}")
         return
     if args.rounds:
-        _curves(args.study)
+        print("\n".join(rounds_table(args.study)) + "\n")
+        print("\n".join(curves_table(args.study)))
         return
     rows, columns = _rows(args.study), _columns(args.study)
     if any(args.part not in scores[task] for seeds in rows.values() for scores in seeds for task, _ in columns):
         parser.error(f"{args.study} holds no {args.part} scores for some rows (a record holds validation only)")
-    header = ["row", "seeds", *(f"{t} {m}" for t, m in columns), "synthetic pooled"]
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---|" * len(header))
-    pooled = {name: _pooled(seeds, columns, args.part) for name, seeds in rows.items()}
-    for name, seeds in rows.items():
-        cells = [_cell([_value(s, t, args.part, m)[0] for s in seeds]) for t, m in columns]
-        print(f"| {name} | {len(seeds)} | " + " | ".join(cells) + f" | {pooled[name][0]:.3f} |")
-    weights = _long_weights(args.study)
-    named = ", ".join(f"{t} {w:g}" for t, w in weights.items())
-    print(f"\nthe objective's long tasks pooled ({named}) on {args.part}:")
-    for name, seeds in rows.items():
-        print(f"  {name}: {_cell([_pooled_long(s, weights, args.part)[0] for s in seeds])}")
-    print(f"\nsynthetic pooled on {args.part}, against {', '.join(args.against)} (screen: |difference| > 2 SE)")
-    interpolated = _interpolated_rows(args.study)
-    for name in list(rows)[1:]:
-        own_start = [INTERPOLATED_BASE] if name in interpolated else []
-        for reference in dict.fromkeys([*own_start, *args.against]):
-            if reference == name or reference not in rows:
-                continue
-            mean, seed_se, item_se = pooled[name]
-            ref_mean, ref_seed_se, ref_item_se = pooled[reference]
-            se = math.sqrt(seed_se**2 + ref_seed_se**2 + item_se**2 + ref_item_se**2)
-            verdict = "beyond the screen" if abs(mean - ref_mean) > 2 * se else "within noise"
-            print(f"  {name} - {reference}: {mean - ref_mean:+.3f} (2 SE {2 * se:.3f}): {verdict}")
+    print("\n".join(study_table(args.study, args.part)) + "\n")
+    print("\n".join(screen_table(args.study, args.against, args.part)) + "\n")
+    print("\n".join(screen_table(args.study, args.against, args.part, pooled_by="long tasks")))
     timings = args.study / "timings.json"
     if timings.exists():
         record = json.loads(timings.read_text())

@@ -196,22 +196,29 @@ def main() -> None:
         f"{record['date']}, {record['machine']}, torch {torch.__version__}, {args.batches} batches, "
         f"{record['seconds']} s\n"
     )
-    print(
-        "| head | MLM loss | contrastive loss | \\|g_m\\| | \\|g_c\\| | cos(g_c, g_m) | "
-        + " | ".join(f"share at {w}" for w in WEIGHTS)
-        + " |"
-    )
-    print("|---|---:|---:|---:|---:|---:|" + "---:|" * len(WEIGHTS))
-    for name, rows in results.items():
-        cells = [
-            f"{_median(rows, 'mlm_loss'):.2f}",
-            f"{_median(rows, 'contrastive_loss'):.3f}",
-            f"{_median(rows, 'mlm_grad_norm'):.3f}",
-            f"{_median(rows, 'contrastive_grad_norm'):.3f}",
-            f"{_median(rows, 'cosine'):+.3f}",
-            *(f"{_median(rows, 'weights', str(w), 'share'):.2f}" for w in WEIGHTS),
+    print("\n".join(share_table(record)))
+
+
+def share_table(record: dict) -> list[str]:
+    """Each head's medians over the batches: the MLM and contrastive losses, the two gradients'
+    norms and cosine, and the MLM term's share of the gradient at each weight."""
+    from bench.markdown import table
+
+    weights = record["settings"]["weights"]
+    rows = [
+        [
+            name,
+            f"{_median(batches, 'mlm_loss'):.2f}",
+            f"{_median(batches, 'contrastive_loss'):.3f}",
+            f"{_median(batches, 'mlm_grad_norm'):.2f}",
+            f"{_median(batches, 'contrastive_grad_norm'):.2f}",
+            f"{_median(batches, 'cosine'):+.3f}",
+            *(f"{_median(batches, 'weights', str(w), 'share'):.2f}" for w in weights),
         ]
-        print(f"| {name} | " + " | ".join(cells) + " |")
+        for name, batches in record["batches"].items()
+    ]
+    header = ["head", "MLM loss", "contrastive", "\\|g_m\\|", "\\|g_c\\|", "cos(g_c, g_m)"]
+    return table([*header, *(f"w {w}" for w in weights)], rows, numeric=range(1, 6 + len(weights)))
 
 
 if __name__ == "__main__":

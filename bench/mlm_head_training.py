@@ -103,7 +103,6 @@ def main() -> None:
     import transformers
 
     from platform import machine  # the project's package keeps the standard library's functions
-    from trainers.config import MlmHeadSettings
 
     sizes = args.sizes.split(",")
     rounds = {size: [] for size in sizes}
@@ -127,22 +126,32 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "mlm_head_training.json").write_text(json.dumps(record, indent=2))
     print(f"{record['date']}, {record['machine']}, torch {torch.__version__}, {args.threads} threads\n")
-    print(
-        "| size | sequences x tokens (held out) | seconds, median (range) | from the cache | load avg | "
-        "held-out MLM loss | unigram | positions (held out) |"
-    )
-    print("|---|---|---|---|---|---:|---:|---|")
-    for size, runs in rounds.items():
+    print("\n".join(cost_table(record)))
+
+
+def cost_table(record: dict) -> list[str]:
+    """Each size: sequences x tokens (held out), the training's wall seconds (median and range over
+    the rounds), from the cache, the held-out MLM loss against the unigram baseline, the masked
+    positions trained (held out)."""
+    from bench.markdown import table
+
+    rows = []
+    for size, runs in record["rounds"].items():
         times = [r["seconds"] for r in runs]
-        first = runs[0]
-        settings = MlmHeadSettings(**settings_for(size))
-        print(
-            f"| {size} | {settings.sequences} x {SIZES[size][1]} ({settings.held_out}) | "
-            f"{statistics.median(times):.1f} ({min(times):.1f}-{max(times):.1f}) | "
-            f"{statistics.median(r['cached_seconds'] for r in runs):.2f} | "
-            f"{', '.join(format(r['load_average_1min'], '.1f') for r in runs)} | {first['held_out_loss']:.3f} | "
-            f"{first['unigram_loss']:.3f} | {first['training_positions']} ({first['held_out_positions']}) |"
+        first, settings = runs[0], record["sizes"][size]
+        rows.append(
+            [
+                size,
+                f"{settings['settings']['sequences']} x {settings['tokens']} ({settings['settings']['held_out']})",
+                f"{statistics.median(times):.1f} ({min(times):.1f}-{max(times):.1f})",
+                f"{statistics.median(r['cached_seconds'] for r in runs):.2f}",
+                f"{first['held_out_loss']:.3f}",
+                f"{first['unigram_loss']:.3f}",
+                f"{first['training_positions']:,} ({first['held_out_positions']:,})",
+            ]
         )
+    header = ["size", "sequences x tokens (held out)", "seconds", "cached", "MLM loss", "unigram", "positions"]
+    return table(header, rows, numeric=(4, 5))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,7 @@
 """How a few-shot probe's gain interval covers at the draws a profile ships, with the draws' variance
-term as adopted and as it was before (the diagnosis of R8's rows in bench/RESULTS.md, "Recalibrated
-on the shipped local profile's trained row" and "The draws' term at its clip, and two draws").
+term as adopted and as it was before (bench/RESULTS.md, "A few-shot probe's draws").
 
-    .venv/bin/python bench/probe_draws.py [--comparisons 600] [--recorded FILE ...]
+    .venv/bin/python bench/probe_draws.py [--comparisons 600] [--recorded FILE ...] [--out FILE]
 
 For each recorded population (bench/gain_calibration.py's, R8 over the converted base) moved to a
 true gain of 0, 0.05 and 0.10, ``--comparisons`` comparisons at the local profile's size (200
@@ -12,7 +11,10 @@ median width of ``evaluators.noise.paired_gain``'s interval, with ``draw_varianc
 between-draw variance less the items' share it repeats, with Satterthwaite's degrees of freedom for
 that difference, its uncertainty kept where the difference is clipped at 0), dropped at the clip (as
 before: a term clipped to 0 added no uncertainty), with m - 1 degrees of freedom (as before that) and
-plain (the between-draw variance over m, m - 1). Prints a Markdown table.
+plain (the between-draw variance over m, m - 1). A comparison whose rows' items left its interval no
+width prints none (``evaluators.noise``: the items' agreement instead): the share printed is kept
+beside each coverage. Writes ``--out`` (bench/results/probe_draws.json) and prints it as a Markdown
+table (``coverage_table``).
 """
 
 from __future__ import annotations
@@ -53,8 +55,9 @@ def with_draws_dof(adopted, a, b, items_of_mean: float) -> tuple[float, float]:
     return variance, max(len(a.draws) - 1, 1) if a.draws is not None else 1.0
 
 
-def coverage(population, documents: int, draws: int, comparisons: int, rng) -> tuple[float, float]:
-    """The interval's coverage of the population's gain, and its median width."""
+def coverage(population, documents: int, draws: int, comparisons: int, rng) -> dict[str, float]:
+    """The interval's coverage of the population's gain over the comparisons that print one, its
+    median width, and the share of comparisons that print one."""
     import evaluators.noise as noise
     from bench.gain_calibration import outcomes_of
     from evaluators.noise import paired_gain
@@ -68,10 +71,43 @@ def coverage(population, documents: int, draws: int, comparisons: int, rng) -> t
         columns = np.concatenate([[0], 1 + rng.choice(population.a.shape[1] - 1, draws, replace=False)])
         a, b = population.a[rows][:, columns], population.b[rows][:, columns]
         gain = paired_gain({"p": outcomes_of("probe", a)}, {"p": outcomes_of("probe", b)}, {"p": 1.0})
-        hits.append(gain.low <= truth <= gain.high)
-        widths.append(gain.high - gain.low)
+        if gain.low is not None and gain.high is not None:
+            hits.append(gain.low <= truth <= gain.high)
+            widths.append(gain.high - gain.low)
     noise.MIN_DRAWS = rule
-    return float(np.mean(hits)), float(np.median(widths))
+    return {
+        "coverage": float(np.mean(hits)),
+        "median_width": float(np.median(widths)),
+        "printed": len(hits) / comparisons,
+    }
+
+
+VARIANTS = ("adopted", "dropped at the clip", "m - 1", "plain")
+
+
+# the recorded populations by the trained row they hold (bench/recorded_outcomes.py)
+POPULATIONS = {"recorded_outcomes_64_steps.json": "64-step row", "recorded_outcomes.json": "16-step row"}
+
+
+def coverage_table(record: dict) -> list[str]:
+    """Each row's coverage (median width) by variant, and the share of comparisons printing an
+    interval (the rest leave it no width: their items agreed)."""
+    from bench.markdown import table
+
+    def cell(found: dict) -> str:
+        return f"{found['coverage']:.1%} ({found['median_width']:.3f})"
+
+    rows = [
+        [
+            POPULATIONS.get(row["population"], row["population"]),
+            row["size"],
+            f"{row['target']:g}",
+            *(cell(row["variants"][v]) for v in VARIANTS),
+            f"{row['variants'][VARIANTS[0]]['printed']:.0%}",
+        ]
+        for row in record["rows"]
+    ]
+    return table(["population", "size", "true gain", *VARIANTS, "printed"], rows, numeric=(2, 7))
 
 
 def main() -> None:
@@ -84,26 +120,30 @@ def main() -> None:
         default=[ROOT / "bench/results/recorded_outcomes_64_steps.json", ROOT / "bench/results/recorded_outcomes.json"],
         help="populations (bench/recorded_outcomes.py); each cell: coverage (median width)",
     )
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "probe_draws.json")
     args = parser.parse_args()
     import evaluators.noise as noise
     from bench.gain_calibration import PROBE, population
 
     adopted = noise.draw_variance
     variants = (adopted, partial(dropped_at_clip, adopted), partial(with_draws_dof, adopted), plain_draw_variance)
-    print("| population | size | true gain | adopted | dropped at the clip | m - 1 | plain |")
-    print("|---|---|---:|---|---|---|---|")
+    record = {"comparisons": args.comparisons, "rows": []}
     for recorded in args.recorded:
-        record = json.loads(recorded.read_text())
+        populations = json.loads(recorded.read_text())
         for size, (documents, draws, profile) in SIZES.items():
             for target in (0.0, 0.05, 0.1):
-                moved = population(record, "converted", PROBE, profile).moved_to(target, np.random.default_rng(1))
-                cells = []
-                for variance in variants:
+                moved = population(populations, "converted", PROBE, profile).moved_to(target, np.random.default_rng(1))
+                row = {"population": recorded.name, "size": size, "target": target, "variants": {}}
+                for name, variance in zip(VARIANTS, variants):
                     noise.draw_variance = variance
-                    share, width = coverage(moved, documents, draws, args.comparisons, np.random.default_rng(2))
-                    cells.append(f"{share:.1%} ({width:.3f})")
+                    row["variants"][name] = coverage(
+                        moved, documents, draws, args.comparisons, np.random.default_rng(2)
+                    )
                 noise.draw_variance = adopted
-                print(f"| {recorded.name} | {size} | {target:g} | " + " | ".join(cells) + " |", flush=True)
+                record["rows"].append(row)
+                args.out.write_text(json.dumps(record, indent=1))
+                print(coverage_table(record)[-1], flush=True)
+    print("\n".join(coverage_table(record)))
 
 
 if __name__ == "__main__":

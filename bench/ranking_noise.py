@@ -36,6 +36,8 @@ if __name__ == "__main__":  # the project's ``platform`` package must come befor
 if not hasattr(sys.modules.get("platform"), "__path__"):
     sys.modules.pop("platform", None)
 
+from bench.markdown import table  # noqa: E402
+
 
 def _evaluator(run_dir: Path, summary: dict):
     from evaluators.plan import EvalBudget, EvalPlan
@@ -108,6 +110,23 @@ def combine(runs: list[dict]) -> dict[str, dict]:
     return combined
 
 
+def noise_table(record: dict) -> list[str]:
+    """Per task and search: the items a part held, sigma (a paired difference's per-item noise), the
+    typical difference between two trials and the items a part needs; then the median over searches."""
+    rows = []
+    for task, figures in record["tasks"].items():
+        for index, run in enumerate(record["runs"]):
+            own = run["tasks"][task]
+            needed = own["min_items"] if own["min_items"] is not None else "none (no spread)"
+            row = [task, f"search {index + 1}", str(own["items"]), f"{own['sigma']:.3f}"]
+            rows.append([*row, f"{own['typical_difference']:.4f}", str(needed)])
+        needed = figures["min_items"] if figures["min_items"] is not None else "none (no spread)"
+        row = [task, "median", "", f"{figures['sigma']:.3f}", f"{figures['typical_difference']:.4f}"]
+        rows.append([*row, f"**{needed}**"])
+    header = ["task", "search", "items a part", "sigma (per item)", "typical difference", "items needed a part"]
+    return table(header, rows, numeric=range(2, 6))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dirs", nargs="+", type=Path)
@@ -115,13 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     runs = [measure(run_dir) for run_dir in args.run_dirs]
     combined = combine(runs)
-    print("| task | runs | sigma (per item) | typical difference | min items per part |")
-    print("|---|---:|---:|---:|---:|")
-    for task, figures in combined.items():
-        print(
-            f"| {task} | {figures['runs']} | {figures['sigma']:.3f} | {figures['typical_difference']:.4f} "
-            f"| {figures['min_items'] if figures['min_items'] is not None else 'none (no spread)'} |"
-        )
+    print("\n".join(noise_table({"runs": runs, "tasks": combined})))
     args.out.write_text(json.dumps({"runs": runs, "tasks": combined}, indent=2) + "\n")
     return 0
 

@@ -38,8 +38,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-if __name__ == "__main__":
+if __name__ == "__main__":  # the project's ``platform`` package must come before the stdlib's
     sys.path.insert(0, str(ROOT))
+if not hasattr(sys.modules.get("platform"), "__path__"):
+    sys.modules.pop("platform", None)
 
 # the default objective's tasks (search_spaces/docsplit_long.yaml), the synthetic ones over their
 # whole length grid: their 4,096-token stratum is what a round scores

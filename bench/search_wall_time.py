@@ -1,14 +1,14 @@
 """Wall time of whole searches, end to end through ``scripts/search.sh`` (Ray start to exported winner).
 
     python bench/search_wall_time.py [--spec docsplit_long] [--profile local] [--repeats 1] [--clone]
-        [--keep DIR]
+        [--keep DIR] [--out FILE]
 
 Every search runs with ``--validation-only``: a run made to measure reads no locked test part
-(docs/decisions/locked-test-parts.md); the locked part's own cost is stated from its one recorded
-development reading. Prints a Markdown block (machine, versions, the load present, median wall time,
-trials, the winner's and the baseline rows' validation objectives, disk use of the run directory,
-and where the wall time went: the search's own ``timings.json``, its overhead share against the 5%
-bar) for bench/RESULTS.md.
+(docs/decisions/locked-test-parts.md); the locked part's own cost is stated from the one development
+reading whose phases were recorded (``LOCKED_PART``). Writes ``--out``
+(bench/results/search_wall_time.json: each run's wall time, commit, load, disk use, ``timings.json``
+and the winner's and baselines' validation objectives) and prints it as Markdown tables
+(``runs_table``, ``phases_table``).
 
 ``--clone`` runs the searches as a new user would: in a fresh ``git clone`` of this checkout's HEAD,
 whose ``scripts/setup.sh`` first builds its own ``.venv`` (timed and reported apart). Each run uses
@@ -24,12 +24,10 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,10 +37,9 @@ from child import gpus  # noqa: E402  bench/child.py, beside this script
 
 import platform  # noqa: E402
 
-# the locked test part's cost, from the one development reading that recorded its phase (the local profile, warm;
-# bench/locked-part-readings.md): these runs read validation only
-LOCKED_PHASE = "locked test part"
-RECORDED_LOCKED_SECONDS, RECORDED_LOCKED_COMMIT = 109, "e8c99d6"
+# the locked test part's cost, from the one development reading whose phases were recorded (the local profile,
+# warm, at e8c99d6: bench/locked-part-readings.md, readings 3-6): these runs read validation only
+LOCKED_PART = {"phase": "locked test part", "seconds": 109, "commit": "e8c99d6"}
 
 
 def load_average() -> str:
@@ -121,85 +118,69 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--clone", action="store_true", help="run in a fresh clone of HEAD with its own .venv")
     parser.add_argument("--keep", type=Path, help="keep the run directories here (run-1, run-2, ...)")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "search_wall_time.json")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         checkout, setup_seconds = clone_checkout(Path(tmp)) if args.clone else (ROOT, None)
         runs_under = args.keep or Path(tmp) / "runs"
         runs_under.mkdir(parents=True, exist_ok=True)
         runs = [kept_run(checkout, args.spec, args.profile, runs_under / f"run-{i + 1}") for i in range(args.repeats)]
-    report(args, runs, setup_seconds)
+    record = measurement(args, runs, setup_seconds)
+    args.out.write_text(json.dumps(record, indent=1))
+    print("\n".join(runs_table(record)) + "\n")
+    print("\n".join(phases_table(record)))
 
 
-def _number(value: float | None) -> str:
-    return "–" if value is None else f"{value:.4f}"  # BM25 has no objective where a probe counts
-
-
-def report(args: argparse.Namespace, runs: list[dict], setup_seconds: float | None) -> None:
-    from evaluators.references import REFERENCE_PREFIX
-    from platform.results.leaderboard import BASELINE_ID
-
-    walls = [run["wall"] for run in runs]
-    rows, timings = runs[-1]["rows"], runs[-1]["timings"]
-    baselines = [r for r in rows if r["trial"].startswith((BASELINE_ID, REFERENCE_PREFIX))]  # and the references
-    trials = [r for r in rows if r not in baselines]
-    best = max((r for r in trials if r["objective"] is not None), key=lambda r: r["objective"])
-
+def measurement(args: argparse.Namespace, runs: list[dict], setup_seconds: float | None) -> dict:
+    """What the results keep of the runs: each run's wall time, commit, load, disk use, its
+    ``timings.json`` and the winner's and baseline rows' validation objectives."""
     import ray
     import torch
 
-    print(f"### `{args.spec}` at `--profile {args.profile}`\n")
-    print(
-        f"- machine: {os.cpu_count()} CPUs, {platform.machine()}, {gpus()}; Python {platform.python_version()}, "
-        f"torch {torch.__version__}, ray {ray.__version__}; {time.strftime('%Y-%m-%d')}"
-    )
-    if setup_seconds is not None:
-        print(f"- a fresh clone of HEAD; its `scripts/setup.sh` built the .venv in {setup_seconds:.0f} s (not counted)")
-    print(
-        f"- wall time, median of {len(walls)}: {statistics.median(walls):.0f} s "
-        f"(runs: {', '.join(f'{w:.0f}' for w in walls)})"
-    )
-    for i, run in enumerate(runs, 1):
-        print(f"- run {i}: commit {run['commit']}, load average {run['load']}")
-    disks = [run["disk"] / 1e6 for run in runs]
-    per_run = ", ".join(f"{d:.0f}" for d in disks)
-    print(f"- run directory on disk, median: {statistics.median(disks):.0f} MB (runs: {per_run})")
-    kept_all = [(run["disk"] + run["released"]) / 1e6 for run in runs]
-    print(
-        f"- the same without releasing ended trials' checkpoints (on disk + each trial's released.json), median: "
-        f"{statistics.median(kept_all):.0f} MB (runs: {', '.join(f'{d:.0f}' for d in kept_all)})"
-    )
-    statuses = Counter(r["status"].split(" (")[0] for r in trials)
-    print(f"- trials: {len(trials)} ({', '.join(f'{n} {s}' for s, n in sorted(statuses.items()))})")
-    overheads = [run["timings"]["shares"]["overhead"] for run in runs]
-    print(
-        f"- overhead share (neither training steps, evaluation nor base stage; bar <= 5%), median of "
-        f"{len(runs)}: {statistics.median(overheads):.1%} (runs: {', '.join(f'{o:.1%}' for o in overheads)})"
-    )
-    print("\nThe last run's leaderboard (validation only: the searches read no locked test part):\n")
-    print("| row | validation objective |")
-    print("|---|---|")
-    for row in [best, *baselines]:
-        print(f"| {row['trial']} | {_number(row['objective'])} |")
-    print(
-        f"\nA search that reads its locked part (a user's default search) adds the phase '{LOCKED_PHASE}': "
-        f"{RECORDED_LOCKED_SECONDS} s in the reading recorded at {RECORDED_LOCKED_COMMIT} "
-        "(bench/locked-part-readings.md).\n"
-    )
-    print("Where the last run's wall time went (its `timings.json`):\n")
-    print("| driver phase | seconds |")
-    print("|---|---|")
-    for phase, seconds in timings["phases"].items():
-        print(f"| {phase} | {seconds:.1f} |")
-    trials = timings["trials"]
-    print(
-        f"\nInside the trials (summed over trials): wall {trials['wall_seconds']:.1f} s, training steps "
-        f"{trials['train_seconds']:.1f} s, waiting for scores {trials['eval_seconds']:.1f} s, start-up, "
-        f"checkpoints and reports {trials['start_up_checkpoints_and_reports_seconds']:.1f} s; mean "
-        f"concurrency {trials['mean_concurrency']:.2f}.\n"
-    )
-    print("| share of the wall time | " + " | ".join(timings["shares"]) + " |")
-    print("|---" * (len(timings["shares"]) + 1) + "|")
-    print("| last run | " + " | ".join(f"{v:.1%}" for v in timings["shares"].values()) + " |")
+    from evaluators.references import row_kind
+    from platform.cluster.environment import cpu_model
+
+    kept = []
+    for run in runs:
+        scored = [r for r in run["rows"] if row_kind(r["trial"]) == "trial" and r["objective"] is not None]
+        best = max(scored, key=lambda r: r["objective"])
+        baselines = {r["trial"]: r["objective"] for r in run["rows"] if row_kind(r["trial"]) == "baseline"}
+        kept.append(
+            {key: run[key] for key in ("wall", "load", "commit", "disk", "released", "timings")}
+            | {"winner": {"trial": best["trial"], "objective": best["objective"]}, "baselines": baselines}
+        )
+    return {
+        "spec": args.spec,
+        "profile": args.profile,
+        "machine": f"{os.cpu_count()} CPUs ({cpu_model()}), {gpus()}",
+        "versions": {"python": platform.python_version(), "torch": torch.__version__, "ray": ray.__version__},
+        "date": time.strftime("%Y-%m-%d"),
+        "setup_seconds": setup_seconds,
+        "locked_part": LOCKED_PART,
+        "runs": kept,
+    }
+
+
+def runs_table(record: dict) -> list[str]:
+    """Each run: its commit, wall seconds, and the shares of training, scoring and overhead in it
+    (its ``timings.json``)."""
+    from bench.markdown import table
+
+    rows = []
+    for index, run in enumerate(record["runs"], 1):
+        shares = run["timings"]["shares"]
+        commit = run["commit"][:7] + ("-dirty" if run["commit"].endswith("-dirty") else "")
+        rows.append([str(index), commit, f"{run['wall']:,.0f}", *(f"{v:.1%}" for v in shares.values())])
+    shares = list(record["runs"][0]["timings"]["shares"])
+    return table(["run", "commit", "wall seconds", *shares], rows, numeric=range(2, 3 + len(shares)))
+
+
+def phases_table(record: dict) -> list[str]:
+    """The last run's driver phases and their seconds (its ``timings.json``)."""
+    from bench.markdown import table
+
+    phases = record["runs"][-1]["timings"]["phases"]
+    return table(["driver phase", "seconds"], [[phase, f"{seconds:,.1f}"] for phase, seconds in phases.items()], (1,))
 
 
 if __name__ == "__main__":

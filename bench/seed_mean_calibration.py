@@ -30,14 +30,15 @@ validation): the smallest and the largest spread of the part's score across thos
 
 **Methods.** ``variance at the observed gain``: ``seed_mean_gain`` as shipped until 2026-12-07 (the
 items' term the mean of the runs' squared standard errors, each at its observed gain; the seeds' term
-the runs' sample variance over k, k - 1 degrees of freedom); ``interval widths``: the same with each
-run's items' term read from its own printed interval (its half-width over t: a binary part's interval
-inverted at every candidate gain, Tango's, so a part whose rows never disagree keeps the width its size
-has earned); ``half-widths combined``: the items' and the seeds' half-widths, each at its own degrees
-of freedom, combined as a root sum of squares (the seeds' t at k - 1 whatever the items' size).
-Weerahandi's generalized confidence interval over both components (*JASA* 88(423), 1993) covered
-within 0.2 points of it in the six rows it was run on, at four times the cost: not kept. ``at least
-the seeds' t``: ``interval widths``, never narrower than the seeds' own t interval.
+the runs' sample variance over k, k - 1 degrees of freedom; Welch-Satterthwaite's t on the sum);
+``interval widths``: the items' term read from each run's printed interval (its half-width over t);
+``interval widths, at least the seeds' t``: that, never narrower than the seeds' own t interval;
+``score interval, at least the seeds' t``: each run's items' variance as ``paired_gain`` takes it (a
+binary part's at every candidate gain, Tango's), the interval inverted from it, never narrower than
+the seeds' own t interval: adopted, ``evaluators.noise.seed_mean_gain`` since 2026-12-07. (Weerahandi's
+generalized confidence interval over both components, *JASA* 88(423), 1993, and the two half-widths
+combined as a root sum of squares each at its own degrees of freedom covered within 0.5 points of
+``interval widths, at least the seeds' t`` in the rows they were run on, wider: not kept.)
 
 Prints a Markdown table (coverage, Wilson's 95% interval, median width per row and method) and
 writes every row to ``--out`` (bench/results/seed_mean_calibration.json) as it finishes; a run
@@ -73,8 +74,12 @@ from bench.gain_calibration import (  # noqa: E402
     TITLE,
     Population,
     outcomes_of,
+    population,
+    recorded_seed_spreads,
     wilson,
 )
+from bench.markdown import table  # noqa: E402
+from evaluators.noise import FEW_DISAGREED  # noqa: E402
 
 PARTS = {"objective": OBJECTIVE, "long tasks pooled": LONG_TASKS}
 # items per task and few-shot draws a round scores, per profile (search_spaces/docsplit_long.yaml's local
@@ -84,48 +89,15 @@ SIZES = {
     "full": ({TITLE: None, PROBE: None, PASSAGE: None, NEEDLE: None, PASSKEY: None}, 5),
 }
 RUNS = (2, 3)  # search.confirm_seeds: the k runs a seed-mean gain is made of
-# the recorded studies whose rows' seeds give the spreads (bench/study/<study>/runs/<row>/seed<k>/result.json)
-STUDIES = ("training_frontier", "dropout_temperature", "weight_merge")
 STEP = 0.0025  # the grid of deviations a run's population is moved to (precomputed once per part and gain)
 REACH = 0.25  # the grid's half-width: beyond 4 standard deviations of the largest recorded spread
-METHODS = ("variance at the observed gain", "interval widths", "half-widths combined", "at least the seeds' t")
-
-
-def recorded_seed_spreads(studies: tuple[str, ...] = STUDIES) -> dict[str, dict[str, float]]:
-    """Each part's seed spread in every recorded row: part -> row -> the sample standard deviation
-    over the row's seeds of the part's validation score (the objective's weights), a row with scoring
-    rounds once per round."""
-    spreads: dict[str, dict[str, float]] = {part: {} for part in PARTS}
-    for study in studies:
-        for row in sorted((ROOT / "bench" / "study" / study / "runs").iterdir()):
-            seeds = [json.loads(p.read_text()) for p in sorted(row.glob("seed*/result.json"))]
-            rounds = seeds[0].get("rounds") or {"": None}
-            for step in rounds:
-                scores = [s["rounds"][step] if step else s["scores"] for s in seeds]
-                name = f"{study}: {row.name}" + (f" at {step} steps" if step else "")
-                for part, weights in PARTS.items():
-                    values = [
-                        sum(w * s[t]["val"]["main"] for t, w in weights.items()) / sum(weights.values()) for s in scores
-                    ]
-                    spreads[part][name] = float(np.std(values, ddof=1))
-    return spreads
-
-
-def recorded_population(recorded: dict, task: str, profile: str) -> Population:
-    """``task``'s population: the trained row over the untrained converted one, as recorded at
-    ``profile``'s sizes (the local recording holds the round's needle and passkey parts; the full one
-    their whole grid, whose 4,096-token stratum a round scores)."""
-    a_parts, b_parts = recorded["rows"]["trained"]["parts"], recorded["rows"]["converted"]["parts"]
-    if task in (TITLE, PASSAGE):
-        return Population("mean", np.array(a_parts[task]["items"], float), np.array(b_parts[task]["items"], float))
-    if task == PROBE:
-        return Population("probe", np.array(a_parts[task]["items"]), np.array(b_parts[task]["items"]))
-    name = task if task in a_parts else f"{task}@grid"
-    a, b = np.array(a_parts[name]["items"], float), np.array(b_parts[name]["items"], float)
-    if name != task:
-        rows = np.array(a_parts[name]["strata"]["len_2049to4096"])
-        a, b = a[rows], b[rows]
-    return Population("binary", a, b)
+METHODS = (
+    "variance at the observed gain",
+    "interval widths",
+    "interval widths, at least the seeds' t",
+    "score interval, at least the seeds' t",
+)
+ADOPTED = METHODS[3]  # evaluators.noise.seed_mean_gain since 2026-12-07
 
 
 @dataclasses.dataclass
@@ -171,51 +143,36 @@ def seed_mean_from_widths(gains, level: float = 0.95):
     return Gain(difference, low, high, se, dof, level, seed_noise=True, runs=len(gains))
 
 
-def seed_mean_from_half_widths(gains, level: float = 0.95):
-    """The seeds' and the items' half-widths combined as a root sum of squares, each at its own
-    degrees of freedom: the seeds' t at k - 1 on the runs' spread over sqrt(k), the items' t at the
-    runs' smallest on the root mean square of their standard errors (read from their printed
-    intervals, as ``seed_mean_from_widths``). Where the seeds dominate it is their exact t interval;
-    Welch-Satterthwaite's degrees of freedom for a component estimated from 1 or 2 runs are too many
-    whenever its sample variance comes out small, and the interval then covers too little."""
-    from evaluators.noise import Gain, _combined, _t_quantile
-
-    difference = float(np.mean([g.difference for g in gains]))
-    if any(g.low is None for g in gains):
-        return Gain(difference, None, None, level=level, seed_noise=True, undecided=gains[0].undecided, runs=len(gains))
-    t = [_t_quantile(level, g.degrees_of_freedom) for g in gains]
-    items_se = float(
-        np.sqrt(np.mean([(max(g.difference - g.low, g.high - g.difference) / q) ** 2 for g, q in zip(gains, t)]))
-    )
-    items_dof = min(g.degrees_of_freedom for g in gains)
-    seeds_var = float(np.var([g.difference for g in gains], ddof=1)) / len(gains)
-    half = math.hypot(
-        _t_quantile(level, items_dof) * items_se, _t_quantile(level, len(gains) - 1) * math.sqrt(seeds_var)
-    )
-    se, dof = _combined([(items_se**2, items_dof), (seeds_var, len(gains) - 1)])
-    return Gain(difference, difference - half, difference + half, se, dof, level, seed_noise=True, runs=len(gains))
-
-
-def seed_mean_at_least_the_seeds_t(gains, level: float = 0.95):
-    """``seed_mean_from_widths``'s interval, never narrower than the seeds' own t interval (their
-    spread over sqrt(k), t at k - 1 degrees of freedom): where the seeds dominate, their exact t
-    interval; elsewhere Welch-Satterthwaite's, unless a seeds' spread from so few runs asks for more."""
+def seed_mean_from_widths_at_least_the_seeds_t(gains, level: float = 0.95):
+    """``seed_mean_from_widths``, never narrower than the seeds' own t interval (their spread over
+    sqrt(k), t at k - 1)."""
     from evaluators.noise import _t_quantile
 
     gain = seed_mean_from_widths(gains, level)
     if gain.low is None:
         return gain
-    seeds = (
-        _t_quantile(level, len(gains) - 1)
-        * float(np.std([g.difference for g in gains], ddof=1))
-        / math.sqrt(len(gains))
-    )
-    half = max(gain.difference - gain.low, seeds)
+    spread = float(np.std([g.difference for g in gains], ddof=1)) / math.sqrt(len(gains))
+    half = max(gain.difference - gain.low, _t_quantile(level, len(gains) - 1) * spread)
     return dataclasses.replace(gain, low=gain.difference - half, high=gain.difference + half)
 
 
-def comparison(grids: dict[str, MovedGrid], weights, sizes, draws, runs: int, sd: float, rng) -> dict:
-    """One configuration's ``runs`` runs on one draw of items: each method's interval (None: none printed)."""
+def seed_mean_at_observed_variance(gains, level: float = 0.95):
+    """``seed_mean_gain`` as shipped until 2026-12-07: the items' term the mean of the runs' squared
+    standard errors, each at its observed gain, and Welch-Satterthwaite's t on the sum."""
+    from evaluators.noise import Gain, t_interval
+
+    difference = float(np.mean([g.difference for g in gains]))
+    if any(g.low is None for g in gains):
+        return Gain(difference, None, None, level=level, seed_noise=True, undecided=gains[0].undecided, runs=len(gains))
+    items = (float(np.mean([g.standard_error**2 for g in gains])), min(g.degrees_of_freedom for g in gains))
+    seeds = (float(np.var([g.difference for g in gains], ddof=1)) / len(gains), len(gains) - 1)
+    low, high, se, dof = t_interval(difference, [items, seeds], level)
+    return Gain(difference, low, high, se, dof, level, seed_noise=True, runs=len(gains))
+
+
+def comparison(grids: dict[str, MovedGrid], weights, sizes, draws, runs: int, sd: float, rng) -> tuple[dict, int]:
+    """One configuration's ``runs`` runs on one draw of items: each method's interval (None: none
+    printed), and the most items any run's rows scored apart."""
     from evaluators.noise import paired_gain, seed_mean_gain
 
     some = {task: grid.populations[0] for task, grid in grids.items()}
@@ -237,12 +194,13 @@ def comparison(grids: dict[str, MovedGrid], weights, sizes, draws, runs: int, sd
         mine = {task: outcomes_of(pop.kind, sample(pop, task, "a")) for task, pop in moved.items()}
         gains.append(paired_gain(mine, theirs, weights))
     made = {
-        "variance at the observed gain": seed_mean_gain(gains),
+        "variance at the observed gain": seed_mean_at_observed_variance(gains),
         "interval widths": seed_mean_from_widths(gains),
-        "half-widths combined": seed_mean_from_half_widths(gains),
-        "at least the seeds' t": seed_mean_at_least_the_seeds_t(gains),
+        "interval widths, at least the seeds' t": seed_mean_from_widths_at_least_the_seeds_t(gains),
+        "score interval, at least the seeds' t": seed_mean_gain(gains),
     }
-    return {method: None if g.low is None else (g.low, g.high) for method, g in made.items()}
+    intervals = {method: None if g.low is None else (g.low, g.high) for method, g in made.items()}
+    return intervals, made[ADOPTED].disagreed
 
 
 def calibrate(
@@ -256,8 +214,11 @@ def calibrate(
     truth = sum(w * grids[t].expected_gain(sd) for t, w in weights.items()) / total
     covered: dict[str, list[bool]] = {m: [] for m in METHODS}
     widths: dict[str, list[float]] = {m: [] for m in METHODS}
+    disagreements = []
     for _ in range(args.comparisons):
-        for method, interval in comparison(grids, weights, sizes, draws, runs, sd, rng).items():
+        intervals, disagreed = comparison(grids, weights, sizes, draws, runs, sd, rng)
+        disagreements.append(disagreed)
+        for method, interval in intervals.items():
             if interval is not None:
                 covered[method].append(interval[0] <= truth <= interval[1])
                 widths[method].append(interval[1] - interval[0])
@@ -271,6 +232,10 @@ def calibrate(
         "comparisons": args.comparisons,
         "items": {t: sizes[t] or pops[t].size for t in weights},
         "draws": draws if PROBE in weights else 0,
+        # the items the runs' rows scored apart (the binary parts' where the part has some: the most in any
+        # run), their median over comparisons and the share of comparisons with at most FEW_DISAGREED
+        "median_disagreed": float(np.median(disagreements)),
+        "few_disagreed": float(np.mean(np.asarray(disagreements) <= FEW_DISAGREED)),
         "methods": {},
     }
     for method, hits in covered.items():
@@ -300,34 +265,58 @@ def settings(spreads: dict[str, dict[str, float]]) -> list[tuple[str, str, int, 
     ]
 
 
-def print_table(record: dict, adopted: str) -> None:
-    """The coverage of each row at each true gain: the adopted method's (bold, † outside 93-97%), its
-    Wilson interval and median width, beside the method shipped before it."""
-    print(f"\n{record['machine']}\n")
-    print(f"| part | profile | runs | seed sd | {' | '.join(f'gain {g:g}' for g in GAINS)} |")
-    print("|---|---|---|---|" + "---|" * len(GAINS))
-    rows = record["rows"]
-    for setting in dict.fromkeys((r["part"], r["profile"], r["runs"], r["seed_sd"]) for r in rows):
-        found = {r["target"]: r for r in rows if (r["part"], r["profile"], r["runs"], r["seed_sd"]) == setting}
-        cells = []
-        for target in GAINS:
-            row = found.get(target)
-            if row is None:
-                cells.append("–")
-                continue
-            mine, before = row["methods"][adopted], row["methods"][METHODS[0]]
-            if not mine.get("printed"):
-                cells.append("no interval")
-                continue
-            mark = "" if BAR[0] <= mine["coverage"] else " †"
-            reached = f"; reached {row['true_gain']:.3f}" if abs(row["true_gain"] - target) > 0.002 else ""
-            cells.append(
-                f"**{mine['coverage']:.1%}**{mark} ({mine['low']:.1%}–{mine['high']:.1%}), width "
-                f"{mine['median_width']:.3f}; before {before['coverage']:.1%}, width "
-                f"{before['median_width']:.3f}{reached}"
-            )
-        part, profile, runs, sd = setting
-        print(f"| {part} | {profile} | {runs} | {sd:.4f} | " + " | ".join(cells) + " |")
+def _wilson_floor(method: dict) -> bool:
+    """Whether a row's coverage holds the floor: at least 93%, or its Wilson interval reaching 93%."""
+    return method["coverage"] >= BAR[0] or method["high"] >= BAR[0]
+
+
+def summary_table(record: dict) -> list[str]:
+    """Each method over every row with an interval: how many rows hold the floor (at least 93%, or the
+    Wilson interval reaching it), the lowest and highest coverage, and the median over rows of its
+    median width against the method shipped before (``METHODS[0]``)."""
+    rows = []
+    for method in METHODS:
+        printed = [r for r in record["rows"] if r["methods"][method].get("printed")]
+        found = [r["methods"][method] for r in printed]
+        ratio = np.median(
+            [m["median_width"] / r["methods"][METHODS[0]]["median_width"] for m, r in zip(found, printed)]
+        )
+        coverage = [m["coverage"] for m in found]
+        held = sum(map(_wilson_floor, found))
+        rows.append(
+            [method, str(len(found)), str(held), f"{min(coverage):.1%}", f"{max(coverage):.1%}", f"{ratio:.2f}"]
+        )
+    header = ["method", "rows", "at least 93%", "lowest", "highest", "median width / before's"]
+    return table(header, rows, numeric=range(1, 6))
+
+
+def coverage_table(record: dict, adopted: str = ADOPTED) -> list[str]:
+    """Every row: its setting and true gain (the one reached, where the population's bounds stopped
+    it), the adopted method's coverage (Wilson's 95% interval; † under the floor) and median width,
+    the method shipped before it beside them, and the items the runs' rows scored apart: the median
+    over comparisons, and the share of comparisons with at most ``FEW_DISAGREED``."""
+    rows = []
+    for row in record["rows"]:
+        mine, before = row["methods"][adopted], row["methods"][METHODS[0]]
+        reached = abs(row["true_gain"] - row["target"]) > 0.002
+        gain = f"{row['target']:g}" + (f" ({row['true_gain']:.3f})" if reached else "")
+        mark = "" if _wilson_floor(mine) else " †"
+        rows.append(
+            [
+                row["part"],
+                row["profile"],
+                str(row["runs"]),
+                f"{row['seed_sd']:.4f}",
+                gain,
+                f"{mine['coverage']:.1%}{mark} ({mine['low']:.1%}–{mine['high']:.1%})",
+                f"{mine['median_width']:.3f}",
+                f"{before['coverage']:.1%}",
+                f"{before['median_width']:.3f}",
+                f"{row['median_disagreed']:g} ({row['few_disagreed']:.0%})",
+            ]
+        )
+    header = ["part", "profile", "runs", "seed sd", "gain", "coverage", "width", "before", "width", "disagreed"]
+    return table(header, rows, numeric=(2, 3, 4, 6, 7, 8, 9))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -337,9 +326,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--local", type=Path, default=ROOT / "bench" / "results" / "recorded_outcomes_local.json")
     parser.add_argument("--full", type=Path, default=ROOT / "bench" / "results" / "recorded_outcomes_64_steps.json")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "seed_mean_calibration.json")
-    parser.add_argument("--adopted", choices=METHODS, default=METHODS[2])
+    parser.add_argument("--adopted", choices=METHODS, default=ADOPTED)
     args = parser.parse_args(argv)
-    spreads = recorded_seed_spreads()
+    spreads = recorded_seed_spreads(PARTS)
     record = json.loads(args.out.read_text()) if args.out.exists() else {"rows": []}
     record.setdefault("machine", f"{os.cpu_count()} CPUs, numpy {np.__version__}, {time.strftime('%Y-%m-%d')}")
     record["seed_spreads"] = spreads
@@ -348,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     for index, (part, profile, runs, sd) in enumerate(settings(spreads)):
         if profile not in args.profiles:
             continue
-        pops = {task: recorded_population(recordings[profile], task, profile) for task in PARTS[part]}
+        pops = {task: population(recordings[profile], "converted", task, profile) for task in PARTS[part]}
         for target in GAINS:
             if (part, profile, runs, sd, target, args.comparisons) in done:
                 continue  # a run started again goes on where it stopped
@@ -362,7 +351,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"({time.perf_counter() - began:.0f} s)",
                 flush=True,
             )
-    print_table(record, args.adopted)
+    print(f"\n{record['machine']}\n")
+    print("\n".join(summary_table(record)) + "\n")
+    print("\n".join(coverage_table(record, args.adopted)))
     return 0
 
 

@@ -240,7 +240,7 @@ def _initialise_unset(model: nn.Module) -> None:
 
 def cpu_computes_bf16() -> bool:
     """Whether this CPU has bf16 instructions (AVX512-BF16; AMX comes with them), where bf16
-    autocast made the local trial's 512-token step 1.4-1.5x faster than fp32 (bench/RESULTS.md,
+    autocast made the local trial's 512-token step 1.4-1.5x faster than fp32 (bench/RESULTS.md at cf730cc,
     "The local trial's step"); elsewhere autocast would emulate bf16, slower than fp32."""
     supported = getattr(torch.cpu, "_is_avx512_bf16_supported", None)  # torch's own probe, not public
     return bool(supported and supported())

@@ -38,9 +38,11 @@ Welch-Satterthwaite degrees of freedom (Satterthwaite, *Biometrics Bulletin* 2(6
   covered 90-93%, bench/RESULTS.md); where the net term comes out at or below 0 it keeps that
   uncertainty, so the interval does not jump narrower there;
 - seeds: the trained row's score is one training run's; the seeds' variance, estimated from k runs,
-  with k - 1 degrees of freedom (2 runs give 1: a wide interval, as it should be). Without
-  measured seeds the gain says "seed noise not included": it is this run's gain, not the
-  configuration's.
+  with k - 1 degrees of freedom (2 runs give 1: a wide interval, as it should be), and the interval
+  never narrower than the seeds' own t interval (t at k - 1 times their spread): Satterthwaite's
+  degrees of freedom for a term estimated from 2 or 3 runs are too many whenever its sample variance
+  comes out small (bench/seed_mean_calibration.py). Without measured seeds the gain says "seed
+  noise not included": it is this run's gain, not the configuration's.
 
 A part too small to decide (``too_few_to_decide``: a rule fixed before the interval was
 calibrated) prints no interval but "too few items to decide". The interval's coverage of a known
@@ -65,7 +67,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, astuple, dataclass, fields
 
 import numpy as np
 
@@ -140,10 +142,14 @@ class Gain:
     # where the items leave an interval no width (none disagreed, or every one moved alike): what they
     # did, said instead of an interval of no width (``agreement``); ``low`` and ``high`` are then None
     agreement: str | None = None
-    # how many of the ``items`` the two rows scored apart (``disagreeing_items``; a seeds' mean: the most
-    # in any run); a verdict on at most ``FEW_DISAGREED`` of them says so (docs/decisions/gain-intervals.md)
+    # how many of the ``items`` the two rows scored apart (``disagreeing_items``; the binary parts' alone
+    # where the gain has some, as their score interval gives it its width; a seeds' mean: the most in any
+    # run); a verdict on at most ``FEW_DISAGREED`` of them says so (docs/decisions/gain-intervals.md)
     disagreed: int | None = None
     items: int | None = None
+    # the variance components its interval was made of, for a seeds' mean to combine (``seed_mean_gain``):
+    # ``fixed``, [variance, degrees of freedom] each; ``binary``, each binary part's [share, up, down, n, gain]
+    components: dict | None = None
 
     @property
     def beyond_noise(self) -> bool:
@@ -398,12 +404,22 @@ def paired_gain(
         low, high = score_interval(difference, components_at, level)
     else:
         low, high, se, dof = t_interval(difference, fixed, level)
+    if seeds is not None:  # never narrower than the seeds' own t interval (``seed_mean_gain`` says why)
+        half = _t_quantile(level, max(seeds.runs - 1, 1)) * seeds.sd
+        low, high = min(low, difference - half), max(high, difference + half)
     reasons = {task: why for task in weights if (why := too_few_to_decide(a[task]))}
     if decided_share(weights, reasons) < DECIDED_WEIGHT:
         why = "; ".join(f"{t}: {why}" if len(weights) > 1 else why for t, why in reasons.items())
         return Gain(difference, None, None, se, dof, level, seeds is not None, undecided=why)
     pairs = {t: (a[t], b[t]) for t in weights}
-    counted = {"disagreed": sum(disagreeing_items(*pair) for pair in pairs.values()), "items": len_items(pairs)}
+    made_of = {"fixed": [list(c) for c in fixed], "binary": [list(astuple(part)) for part in binary]}
+    # where the binary parts give the interval its width (their score interval), their items are the ones counted
+    counted_pairs = {t: pair for t, pair in pairs.items() if pair[0].binary} or pairs
+    counted = {
+        "disagreed": sum(disagreeing_items(*p) for p in counted_pairs.values()),
+        "items": len_items(counted_pairs),
+        "components": made_of,
+    }
     if high - low <= NO_WIDTH:  # the items left no noise to measure: say what they did instead
         return Gain(
             difference, None, None, se, dof, level, seeds is not None, agreement=items_agreement(pairs), **counted
@@ -453,25 +469,62 @@ def seed_mean_gain(gains: Sequence[Gain], level: float = LEVEL) -> Gain:
     """One configuration's gain as the mean of its k training runs' paired gains (``paired_gain``,
     each without a seed term), every run scored on the same items against the same row.
 
-    Its variance adds two terms (``t_interval``): the seeds', the runs' sample variance of the
-    gains over k with k - 1 degrees of freedom (the items are shared, so the runs differ only by
-    their training); and the items', the mean of the runs' item variances, with the smallest of
-    their degrees of freedom: an upper bound on the mean's own item variance, since runs that share
-    their items share at most all of their item noise. No interval where any run's part was too
-    few items to decide."""
+    Its variance adds two terms: the seeds', the runs' sample variance of the gains over k with k - 1
+    degrees of freedom (the items are shared, so the runs differ only by their training); and the
+    items', the mean of the runs' item variances with the smallest of their degrees of freedom: an
+    upper bound on the mean's own, since runs that share their items share at most all of their item
+    noise. Each run's item variance is taken as ``paired_gain`` takes it (its ``components``): a
+    binary part's at every candidate gain, Tango's, the interval every gain g with |mean - g| <= t *
+    se(g) (``score_interval``), each run's binary parts moving with the mean; so a run whose rows
+    never or seldom disagreed keeps the width its questions have earned, where its variance at the
+    observed gain is 0. The interval is **never narrower than the seeds' own t interval** (their
+    spread over sqrt(k), t at k - 1): Satterthwaite's degrees of freedom for a term estimated from 2
+    or 3 runs are too many whenever its sample variance comes out small, and at the largest recorded
+    seed spread the interval then covered 84.8-88.1% (2 runs) and 90.5-93.2% (3 runs) of the true
+    gain (bench/seed_mean_calibration.py; docs/decisions/gain-intervals.md). No interval where any
+    run's part was too few items to decide; none of no width (the runs' items agreed and the runs
+    with them: ``agreement`` says so). A run recorded without its components (before 2026-12-07)
+    counts its printed interval's half-width over t as its item standard error."""
     if len(gains) < 2:
         raise ValueError(f"a seeds' mean needs at least 2 runs, got {len(gains)}")
     differences = [g.difference for g in gains]
     difference = float(np.mean(differences))
-    undecided = [g for g in gains if g.low is None or g.standard_error is None]
+    counted = {"runs": len(gains), "items": gains[0].items}
+    counted["disagreed"] = max(g.disagreed for g in gains) if all(g.disagreed is not None for g in gains) else None
+    undecided = [g for g in gains if g.undecided is not None]
     if undecided:
-        return Gain(
-            difference, None, None, level=level, seed_noise=True, undecided=undecided[0].undecided, runs=len(gains)
-        )
-    items = (float(np.mean([g.standard_error**2 for g in gains])), min(g.degrees_of_freedom for g in gains))
+        return Gain(difference, None, None, level=level, seed_noise=True, undecided=undecided[0].undecided, **counted)
     seeds = (float(np.var(differences, ddof=1)) / len(gains), len(gains) - 1)
-    low, high, se, dof = t_interval(difference, [items, seeds], level)
-    return Gain(difference, low, high, se, dof, level, seed_noise=True, runs=len(gains))
+
+    def components_at(gain: float) -> list[tuple[float, float]]:
+        runs = [_run_items(run, gain - difference) for run in gains]
+        return [(float(np.mean([v for v, _ in runs])), min(dof for _, dof in runs)), seeds]
+
+    se, dof = _combined(components_at(difference))
+    if any((run.components or {}).get("binary") for run in gains):
+        low, high = score_interval(difference, components_at, level)
+    else:
+        low, high, se, dof = t_interval(difference, components_at(difference), level)
+    half = _t_quantile(level, len(gains) - 1) * math.sqrt(seeds[0])  # the seeds' own t interval
+    low, high = min(low, difference - half), max(high, difference + half)
+    if high - low <= NO_WIDTH:
+        agreement = f"{gains[0].agreement}, in each of the {len(gains)} runs"
+        return Gain(difference, None, None, se, dof, level, seed_noise=True, agreement=agreement, **counted)
+    return Gain(difference, low, high, se, dof, level, seed_noise=True, **counted)
+
+
+def _run_items(run: Gain, shift: float) -> tuple[float, float]:
+    """One run's item variance and its degrees of freedom, its binary parts' gains moved by ``shift``
+    (``seed_mean_gain``); from its printed interval where it was recorded without its components."""
+    if run.components is None:
+        if run.low is None or run.high is None:
+            return 0.0, math.inf
+        half = max(run.difference - run.low, run.high - run.difference)
+        return (half / _t_quantile(run.level, run.degrees_of_freedom)) ** 2, run.degrees_of_freedom
+    fixed = [(float(v), float(d)) for v, d in run.components["fixed"]]
+    parts = [_BinaryPart(*part) for part in run.components["binary"]]
+    se, dof = _combined(fixed + [part.component(part.gain + shift) for part in parts])
+    return se**2, dof
 
 
 def task_gain(a: Outcomes, b: Outcomes, task: str, seeds: dict[str, SeedSpread] | None = None) -> dict:

@@ -13,7 +13,7 @@ from bench.efficiency.intervals import intervals
 from bench.efficiency.table import Table
 
 # Start-up, checkpoints and reports of a trial of the local search on 2 CPUs: 44.7 s over its 4 trials
-# (bench/RESULTS.md, "Search overhead", from the run's timings.json), so 11.2 s a trial.
+# (bench/RESULTS.md at cf730cc, "Search overhead", from the run's timings.json), so 11.2 s a trial.
 STARTUP_SECONDS = 11.2
 STORED_SEEDS = 3  # seeds 0..2 of every method, written out whole: tests replay them against the code
 

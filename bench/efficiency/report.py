@@ -41,9 +41,9 @@ def _rho(entry: dict) -> str:
     return f"{entry['rho']:+.2f} ({entry['p05']:+.2f} to {entry['p95']:+.2f}; {entry['configurations']})"
 
 
-def markdown(result: dict) -> str:
-    """The comparison as Markdown tables: the first batch's end points, the figures' spread across
-    batches, and the diagnostics."""
+def end_points_table(result: dict) -> list[str]:
+    """The first batch's end points: each method's trials, median final steps, median best
+    validation objective and median test objective of its pick (each with its IQR)."""
     lines = [
         "| method | trials | median final steps | median best val (IQR) | median test of pick (IQR) |",
         "|---|---:|---:|---|---|",
@@ -53,6 +53,63 @@ def markdown(result: dict) -> str:
             f"| {name} | {entry['samples']} | {entry['final_steps']['median']:.0f} | {_iqr(entry['final_best_val'])} "
             f"| {_iqr(entry['final_test_of_pick'])} |"
         )
+    return lines
+
+
+def spread_table(result: dict) -> list[str]:
+    """Across batches, p50 (p10 to p90): each method's steps and compute to random search's final
+    median, over random's budget and over random's own figure, and its pick's test objective against
+    random's at equal compute."""
+    lines = [
+        "| method | steps to random's final median | / random's budget | / random's own | compute to it, "
+        "start-up charged | / random's budget | / random's own | test of pick - random's, equal compute |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, entry in result["intervals"]["methods"].items():
+        lines.append(
+            f"| {name} | {_spread(entry['steps_to_target'], 0)} "
+            f"| {_spread(entry['steps_to_target_vs_random_budget'], 2)} "
+            f"| {_spread(entry['steps_to_target_vs_random'], 2)} | {_spread(entry['compute_to_target'], 1)} "
+            f"| {_spread(entry['compute_to_target_vs_random_budget'], 2)} "
+            f"| {_spread(entry['compute_to_target_vs_random'], 2)} "
+            f"| {_spread(entry['test_vs_random'], 4, signed=True)} |"
+        )
+    return lines
+
+
+def compute_table(result: dict) -> list[str]:
+    """The spread table's compute columns alone, for a narrow page: each method's compute to random
+    search's final median (start-up charged) over random's budget and over random's own, and its
+    pick's test objective against random's at equal compute."""
+    lines = ["| method | compute / random's budget | / random's own | test - random's |", "|---|---|---|---|"]
+    for name, entry in result["intervals"]["methods"].items():
+        lines.append(
+            f"| {name} | {_spread(entry['compute_to_target_vs_random_budget'], 2)} "
+            f"| {_spread(entry['compute_to_target_vs_random'], 2)} "
+            f"| {_spread(entry['test_vs_random'], 3, signed=True)} |"
+        )
+    return lines
+
+
+def spearman_table(result: dict) -> list[str]:
+    """Spearman(validation, test) over the table's configurations, at their last round and at their
+    best validation round: all finite, the sensible ones, the sensible top half by validation."""
+    rho = result["diagnostics"]["spearman"]
+    return [
+        "| configurations at | all finite | sensible | sensible, top half by validation |",
+        "|---|---|---|---|",
+        *(
+            f"| {label} | {_rho(rho[key]['all'])} | {_rho(rho[key]['sensible'])} "
+            f"| {_rho(rho[key]['sensible_top_half'])} |"
+            for key, label in (("last_round", "the last round"), ("best_round", "their best validation round"))
+        ),
+    ]
+
+
+def markdown(result: dict) -> str:
+    """The comparison as Markdown tables: the first batch's end points, the figures' spread across
+    batches, and the diagnostics."""
+    lines = end_points_table(result)
     if "intervals" in result:
         spread, charge = result["intervals"], result["startup"]
         lines += [
@@ -70,22 +127,10 @@ def markdown(result: dict) -> str:
                 else "not charged (the table records no wall time):"
             ),
             "",
-            "| method | steps to random's final median | / random's budget | / random's own | compute to it, "
-            "start-up charged | / random's budget | / random's own | test of pick - random's, equal compute |",
-            "|---|---|---|---|---|---|---|---|",
+            *spread_table(result),
         ]
-        for name, entry in spread["methods"].items():
-            lines.append(
-                f"| {name} | {_spread(entry['steps_to_target'], 0)} "
-                f"| {_spread(entry['steps_to_target_vs_random_budget'], 2)} "
-                f"| {_spread(entry['steps_to_target_vs_random'], 2)} | {_spread(entry['compute_to_target'], 1)} "
-                f"| {_spread(entry['compute_to_target_vs_random_budget'], 2)} "
-                f"| {_spread(entry['compute_to_target_vs_random'], 2)} "
-                f"| {_spread(entry['test_vs_random'], 4, signed=True)} |"
-            )
     if "diagnostics" in result:
         d = result["diagnostics"]
-        rho = d["spearman"]
         lines += [
             "",
             f"Last round over {d['configurations']} configurations: validation objective range {d['val_range']:.4f} "
@@ -104,13 +149,7 @@ def markdown(result: dict) -> str:
             )
             + f"Spearman(validation, test), 90% bootstrap interval and configurations; sensible: {d['sensible']}:",
             "",
-            "| configurations at | all finite | sensible | sensible, top half by validation |",
-            "|---|---|---|---|",
-            *(
-                f"| {label} | {_rho(rho[key]['all'])} | {_rho(rho[key]['sensible'])} "
-                f"| {_rho(rho[key]['sensible_top_half'])} |"
-                for key, label in (("last_round", "the last round"), ("best_round", "their best validation round"))
-            ),
+            *spearman_table(result),
         ]
     return "\n".join(lines)
 

@@ -26,7 +26,7 @@ LARGEST_NODE_GPUS = "largest_node_GPU"
 # all of them together at most a quarter (so whole-GPU workers fitted to the rest stay alone on
 # their GPUs). One scoring round of docsplit_long's full profile took 5.5-7.6 s on an eighth of an
 # H100, where two 4-CPU evaluators had not scored the base after 4.5 minutes on an H200 machine's
-# CPUs (bench/RESULTS.md, "Training on a GPU").
+# CPUs (bench/RESULTS.md at cf730cc, "Training on a GPU").
 EVALUATOR_GPU_SHARE = 0.125
 EVALUATORS_GPU_CAP = 0.25
 # ``evaluation.cpus_per_evaluator: auto``: at most the 4 CPUs each the shipped GPU specs gave their two

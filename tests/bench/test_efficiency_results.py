@@ -1,7 +1,7 @@
 """The checked-in search-efficiency results against the code: for each checked-in table with a
 stored replay (``bench/results/efficiency_*.json``), the seeds kept whole there replay on the table
-to exactly what is stored, and bench/RESULTS.md quotes the stored figures, so the results, the code
-and the text cannot drift apart unnoticed."""
+to exactly what is stored (bench/RESULTS.md's tables of them: tests/bench/test_results_tables.py),
+so the results, the code and the text cannot drift apart unnoticed."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from bench.efficiency import METHODS, load_table
-from bench.efficiency.report import markdown
 from platform.spec import PROFILES, load_spec
 from tests.bench.tables import REPLAYED
 from tests.conftest import ROOT
@@ -37,12 +36,6 @@ def test_the_stored_seeds_replay_to_the_stored_results(table_path, stored, metho
         run = METHODS[method](table, entry["seed"], samples)
         assert (run.configs, run.rounds) == (entry["configs"], entry["rounds"]), f"seed {entry['seed']}"
         assert run.events[-1]._asdict() == entry["final"], f"seed {entry['seed']}"
-
-
-def test_results_md_quotes_the_stored_results(stored):
-    text = (ROOT / "bench" / "RESULTS.md").read_text()
-    missing = [line for line in markdown(stored).splitlines() if line.startswith("|") and line not in text]
-    assert missing == []
 
 
 def test_no_shipped_spec_starts_from_a_table_pick_without_its_table():

@@ -40,9 +40,8 @@ def test_each_round_is_read_against_the_rows_own_start_with_the_seeds_spread(tmp
     monkeypatch.setattr(sys, "argv", ["long_study_column.py", str(study), "--rounds"])
     long_study_column.main()
     out = capsys.readouterr().out
-    # the interpolated start (0.2), not the copied base (0.1); the short task left out of the pool
-    assert "against base (converted, positions interpolated, untouched): 0.200" in out
-    # step 16: a gain of 0.01; 2 SE = 2 * sqrt((0.02 / sqrt 3)^2 + 2 * 0.0061^2) = 0.029, each side's
+    # against the interpolated start (0.2), not the copied base (0.1); the short task left out of the pool.
+    # Step 16: a gain of 0.01; 2 SE = 2 * sqrt((0.02 / sqrt 3)^2 + 2 * 0.0061^2) = 0.029, each side's
     # pooled item error sqrt((0.5 * 0.01)^2 + (0.5 * 0.01)^2 + 0.01^2) / 2 = 0.0061
-    assert "step 16: 0.210 ± 0.020 (3 seeds), +0.010 (2 SE 0.029): within noise" in out
-    assert "step 32: 0.420 ± 0.020 (3 seeds), +0.220 (2 SE 0.029): beyond the screen" in out
+    assert "| positions, interpolated | 16 | 0.210 ± 0.020 | 0.200 | +0.010 | 0.029 | within noise |" in out
+    assert "| positions, interpolated | 32 | 0.420 ± 0.020 | 0.200 | +0.220 | 0.029 | beyond the screen |" in out

@@ -367,6 +367,13 @@ def test_a_seeds_mean_gain_adds_the_seeds_spread_to_the_runs_item_noise():
     assert seed_mean_gain([runs[0], undecided]).undecided == "11 binary items, 30 needed"
     with pytest.raises(ValueError, match="at least 2 runs"):
         seed_mean_gain(runs[:1])
+    # never narrower than the seeds' own t interval: two runs' spread has one degree of freedom, and
+    # Satterthwaite's would give it more (bench/seed_mean_calibration.py: 87% coverage at a large spread)
+    two = [Gain(d, d - 0.0196, d + 0.0196, 0.01, 1000.0) for d in (0.03, 0.07)]
+    mean = seed_mean_gain(two)
+    seeds_t = stats.t.ppf(0.975, 1) * np.std([0.03, 0.07], ddof=1) / np.sqrt(2)
+    assert mean.high - mean.difference == pytest.approx(seeds_t) and mean.low == pytest.approx(0.05 - seeds_t)
+    assert mean.high - mean.difference > stats.t.ppf(0.975, mean.degrees_of_freedom) * mean.standard_error
 
 
 def test_no_interval_of_no_width_where_no_item_disagreed_or_every_item_moved_alike():
@@ -416,3 +423,16 @@ def test_a_verdict_on_a_part_where_at_most_two_items_disagreed_says_how_many():
     many[20:26] = 1.0
     gain = paired_gain({"t": _outcomes(many, binary=True)}, {"t": _outcomes(right, binary=True)}, {"t": 1.0})
     assert gain.disagreed == 6 and "disagreed" not in gain.describe()
+
+
+def test_a_seeds_mean_on_binary_parts_keeps_the_width_its_questions_earn():
+    """Three runs of a configuration on 40 questions, none of which any run answered apart from the
+    base: each run's variance at its observed gain is 0, so a mean made of those alone had an interval
+    of no width. The mean's interval is Tango's score interval on the runs' components: the gains 40
+    questions cannot rule out, as one run's own interval has them."""
+    base = _outcomes(np.r_[np.ones(10), np.zeros(30)], binary=True)
+    runs = [paired_gain({"t": base}, {"t": base}, {"t": 1.0}) for _ in range(3)]
+    assert all(run.standard_error == 0 and run.low < 0 < run.high for run in runs)
+    mean = seed_mean_gain(runs)
+    assert mean.low == pytest.approx(runs[0].low, abs=1e-5) and mean.high == pytest.approx(runs[0].high, abs=1e-5)
+    assert mean.disagreed == 0 and "0 of 40 items disagreed" in mean.describe()
