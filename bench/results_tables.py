@@ -90,6 +90,7 @@ TABLES: dict[str, Callable[[], list[str]]] = {
     "wall-time/runs": _made("search_wall_time", "runs_table", "search_wall_time.json"),
     "wall-time/phases": _made("search_wall_time", "phases_table", "search_wall_time.json"),
     "suite-time": _made("suite_time", "steps_table", "suite_time.json"),
+    "view-signal": _made("view_signal", "signal_table", "view_signal.json"),
     "mlm-head": _made("mlm_head_training", "cost_table", "mlm_head_training.json"),
     "mlm-gradient-share": _made("mlm_gradient_share", "share_table", "mlm_gradient_share.json"),
     **{

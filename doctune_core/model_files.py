@@ -20,7 +20,7 @@ from pathlib import Path
 from doctune_core.run_files import RunFiles
 
 # what a checkpoint holds beside its encoder, never needed to embed a text
-NOT_ENCODER = ("training_state", "scores.json", "report.json")
+NOT_ENCODER = ("training_state", "scores.json", "report.json", "steps.json")
 
 
 @dataclass(frozen=True)

@@ -498,7 +498,14 @@ def test_every_round_was_scored_and_an_ended_trial_keeps_only_its_rows_weights(s
         if (checkpoint.parent.parent.name, checkpoint.name) in rows_rounds:
             assert {"model.safetensors", "config.json", "doctune.json"} <= files
         else:  # train.keep_checkpoints: best
-            assert files == {"doctune.json", "scores.json", "report.json"}
+            assert files == {"doctune.json", "scores.json", "report.json", "steps.json"}
+        # each of the round's steps: its loss, its views' cosines and its gradient norm (before clipping)
+        steps = json.loads((checkpoint / "steps.json").read_text())
+        last = int(checkpoint.name.removeprefix("step_"))
+        assert [s["step"] for s in steps] == [last - 1, last]
+        for step in steps:
+            assert math.isfinite(step["loss"]) and step["grad_norm"] > 0
+            assert -1 <= step["negative_cosine"] <= 1 and -1 <= step["positive_cosine"] <= 1
     for row in trials:
         released = json.loads((kept / "trials" / row["trial"] / "released.json").read_text())
         assert released["policy"] == "best" and released["bytes"] > 0

@@ -9,6 +9,7 @@ Layout of ``<run_dir>/trials/<trial_id>/checkpoints/step_000040/``::
     training_state/state.json                         step, eval round, optimizer param groups
     scores.json                                       the evaluators' scores
     report.json                                       the round's whole report to the search (its metrics)
+    steps.json                                        each step's loss terms, views' cosines, gradient norm
 
 Rank 0 saves a round to a staging directory on its own node (``staging_dir``: written under
 ``step_N.partial`` and renamed when whole), the evaluators score it from there (its files travel
@@ -44,6 +45,7 @@ STEP_PREFIX = "step_"
 RECORD_FILE = "doctune.json"
 SCORES_FILE = "scores.json"  # the evaluators' scores, written into a checkpoint as its round is reported
 REPORT_FILE = "report.json"  # the round's whole report to the search, written beside its scores
+STEPS_FILE = "steps.json"  # each of the round's steps: its loss terms, views' cosines and gradient norm (rank 0's)
 CHECKPOINTS = "checkpoints"  # the name of a trial's Ray Train run, under the trial's directory
 
 
@@ -105,6 +107,7 @@ def save_checkpoint(
     optimizer: torch.optim.Optimizer,
     record: dict,
     state: dict,
+    steps: list[dict] | None = None,
 ) -> Path:
     partial = target.with_name(target.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
@@ -112,6 +115,8 @@ def save_checkpoint(
     encoder.save_pretrained(partial, safe_serialization=True)
     tokenizer.save_pretrained(partial)
     (partial / RECORD_FILE).write_text(json.dumps(record, indent=2, sort_keys=True))
+    if steps is not None:
+        (partial / STEPS_FILE).write_text(json.dumps(steps, indent=1))
     training = partial / "training_state"
     training.mkdir()
     save_model(full_model, str(training / "model.safetensors"))
@@ -200,6 +205,6 @@ def release_finished_trial(files: RunFiles, trial_id: str, keep_weights: str | N
         remove(f"{name}/training_state")
         if keep_weights is not None and name != keep_weights:
             for entry in files.children(f"{checkpoints}/{name}"):
-                if entry not in (RECORD_FILE, SCORES_FILE, REPORT_FILE):
+                if entry not in (RECORD_FILE, SCORES_FILE, REPORT_FILE, STEPS_FILE):
                     remove(f"{name}/{entry}")
     return freed

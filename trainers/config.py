@@ -56,7 +56,9 @@ class Hyperparameters:
 
     recipe: str | None = field(
         default=None,
-        metadata=constraint("positive-pair recipe: simcse, docsplit, deca, laser (unset: the default recipe)"),
+        metadata=constraint(
+            "positive-pair recipe: simcse, docsplit, deca, laser, crops, span (unset: the default recipe)"
+        ),
     )
     views: str | None = field(
         default=None,
@@ -64,7 +66,8 @@ class Hyperparameters:
             "augmentation type: how a document's two views are made, each as its paper makes them: dropout "
             "(SimCSE: the same text twice, the encoder's dropout the only noise), split (DocSplit's sentence "
             "split), elongation (LA(SER)^3), word (DECA's word-level operations), split+elongation (the split "
-            "with view A elongated, doctune's own combination); each recipe declares its own (its views); set, "
+            "with view A elongated, doctune's own combination), crops (Contriever's two independent crops), span "
+            "(a span of a long document against the rest of it); each recipe declares its own (its views); set, "
             "it decides recipe and elongate, which a spec then leaves out"
         ),
     )

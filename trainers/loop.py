@@ -166,18 +166,19 @@ def train_loop_per_worker(config: dict) -> None:
             _end_diverged(trial, step, loss)
             batches.close()
             return
-        torch.nn.utils.clip_grad_norm_(trial.module.parameters(), 1.0)
+        # the gradient's norm before clipping: how much the step's views had to teach
+        terms["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(trial.module.parameters(), 1.0))
         trial.optimizer.step()
         if step == resumed.step:  # this worker's start-up: the model, its documents, the first batch and step
             first_step_seconds = time.perf_counter() - started
-        window.add(terms, tokens, time.perf_counter() - began)
+        window.add(step + 1, terms, tokens, time.perf_counter() - began)
         trial.reporter.poll(step + 1)
         if (step + 1) % plan.eval_every == 0 or step + 1 == plan.steps:
             eval_round += 1
             trial.reporter.wait(step + 1)  # the previous round first: only the latest checkpoint may lack scores
             metrics = {"step": step + 1, "eval_round": eval_round, **window.metrics()}
             metrics |= {"skipped_documents": stream.skipped, "first_step_seconds": first_step_seconds}
-            _save_and_report_round(trial, stream, step, metrics)
+            _save_and_report_round(trial, stream, step, metrics, window.steps)
             window = RoundWindow()
     trial.reporter.wait(plan.steps)
     trial.reporter.close()
@@ -306,9 +307,10 @@ def _end_diverged(trial: WorkerTrial, step: int, loss: torch.Tensor) -> None:
         print(f"[{trial.trial_id}] loss became {loss.item()} at step {step}; the trial ends")
 
 
-def _save_and_report_round(trial: WorkerTrial, stream: PairStream, step: int, metrics: dict) -> None:
+def _save_and_report_round(trial: WorkerTrial, stream: PairStream, step: int, metrics: dict, steps: list[dict]) -> None:
     """The round ending after ``step``: rank 0 saves its checkpoint (with every rank's stream
-    position) to the staging folder, and the reporter hands it to the search with ``metrics``."""
+    position, and each of the round's ``steps``: its loss terms, views' cosines and gradient norm,
+    rank 0's) to the staging folder, and the reporter hands it to the search with ``metrics``."""
     metrics = {
         **metrics,
         "worker_peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # KiB on Linux
@@ -331,18 +333,22 @@ def _save_and_report_round(trial: WorkerTrial, stream: PairStream, step: int, me
                 "train_metrics": metrics,
                 "stream_positions": stream_positions,  # each rank's (epoch, offset)
             },
+            steps=steps,
         )
     trial.reporter.submit(staged, metrics, step + 1)
 
 
 class RoundWindow:
-    """The steps of the round under way: each loss term's values, the tokens read, the steps' time."""
+    """The steps of the round under way: each loss term's values (and each step's, ``steps``), the
+    tokens read, the steps' time."""
 
     def __init__(self) -> None:
         self.terms: dict[str, list[float]] = {}
+        self.steps: list[dict] = []
         self.tokens, self.seconds = 0, 0.0
 
-    def add(self, terms: dict[str, float], tokens: int, seconds: float) -> None:
+    def add(self, step: int, terms: dict[str, float], tokens: int, seconds: float) -> None:
+        self.steps.append({"step": step, **terms})
         for name, value in terms.items():
             self.terms.setdefault(name, []).append(value)
         self.tokens += tokens

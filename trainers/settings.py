@@ -91,16 +91,25 @@ owner declares it (``doctune_core.fields.constraint(perturbable=True)``)."""
 
 if typing.TYPE_CHECKING:
     from trainers.losses.info_nce import InfoNCESettings
+    from trainers.pairs.crops import CropSettings
     from trainers.pairs.deca import DecaSettings
     from trainers.pairs.docsplit import DocSplitSettings
     from trainers.pairs.laser import LaserSettings
+    from trainers.pairs.span import SpanSettings
 
     # What a type checker reads: the same fields, from doctune's own plug-ins' settings classes (a
     # separately installed plug-in's are added at run time only). tests/trainers/test_settings.py
     # checks, with mypy, that every setting of the run-time class is here.
     @dataclasses.dataclass(frozen=True)
     class TrialSettings(
-        Hyperparameters, DecaSettings, DocSplitSettings, LaserSettings, InfoNCESettings, BregmanSettings
+        Hyperparameters,
+        CropSettings,
+        DecaSettings,
+        DocSplitSettings,
+        LaserSettings,
+        SpanSettings,
+        InfoNCESettings,
+        BregmanSettings,
     ):
         """Everything a search may vary per trial."""
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from trainers.config import Hyperparameters, own_settings
 from trainers.distributed import gather, world_size
@@ -49,10 +50,23 @@ class LossHeads(nn.Module):
         return out
 
 
+def view_cosines(a: torch.Tensor, b: torch.Tensor) -> dict[str, float]:
+    """How far apart a batch's views are: the mean cosine of each pair (``positive_cosine``) and of
+    every view A with the other pairs' views B (``negative_cosine``, this rank's in-batch negatives).
+    Their gap is what the contrastive term has to learn from: dropout views of whole documents start
+    at about 0.95 against 0.26 (bench/RESULTS.md, "Views with a gradient")."""
+    cosines = F.normalize(a.float(), dim=-1) @ F.normalize(b.float(), dim=-1).T
+    n = cosines.shape[0]
+    positive = cosines.diagonal().mean().item()
+    negative = (cosines.sum() - cosines.diagonal().sum()).item() / max(n * (n - 1), 1)
+    return {"positive_cosine": positive, "negative_cosine": negative}
+
+
 def training_loss(hp: Hyperparameters, outputs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
     """``outputs`` holds ``embeddings`` (2n, d: view A rows then view B rows), the heads' outputs,
     and ``mlm_loss`` when MLM is on. Returns the loss to backpropagate and the values to log
-    (each term, ``loss`` = their weighted sum, and ``active_subnetworks`` with the Bregman term)."""
+    (each term, ``loss`` = their weighted sum, ``active_subnetworks`` with the Bregman term, and the
+    views' cosines, ``view_cosines``)."""
     embeddings = outputs["embeddings"]
     n = embeddings.shape[0] // 2
     scale = world_size()
@@ -60,7 +74,7 @@ def training_loss(hp: Hyperparameters, outputs: dict[str, torch.Tensor]) -> tupl
     loss = contrastive_loss(hp)
     contrastive, contrastive_scale = loss(own_settings(hp, loss.settings), a, b, outputs.get("predictions"))
     total = hp.contrastive_weight * contrastive * contrastive_scale
-    terms = {"contrastive_loss": contrastive.item()}
+    terms = {"contrastive_loss": contrastive.item(), **view_cosines(a.detach(), b.detach())}
     logged = hp.contrastive_weight * terms["contrastive_loss"]
     if "mlm_loss" in outputs:
         total = total + hp.mlm_weight * outputs["mlm_loss"]

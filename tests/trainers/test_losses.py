@@ -378,7 +378,21 @@ def test_training_loss_combines_the_terms_with_their_weights():
     )
     assert total.item() == pytest.approx(expected.item(), rel=1e-6)
     assert terms["loss"] == pytest.approx(expected.item(), rel=1e-6)
-    assert set(terms) == {"loss", "contrastive_loss", "mlm_loss", "bregman_loss", "active_subnetworks"}
+    assert set(terms) == {
+        "loss",
+        "contrastive_loss",
+        "mlm_loss",
+        "bregman_loss",
+        "active_subnetworks",
+        "positive_cosine",
+        "negative_cosine",
+    }
+    # the views' cosines: each pair's, and every view A's with the other pairs' views B
+    cosines = (
+        torch.nn.functional.normalize(embeddings[:3], dim=-1) @ torch.nn.functional.normalize(embeddings[3:], dim=-1).T
+    )
+    assert terms["positive_cosine"] == pytest.approx(cosines.diagonal().mean().item(), rel=1e-5)
+    assert terms["negative_cosine"] == pytest.approx(cosines[~torch.eye(3, dtype=bool)].mean().item(), rel=1e-5)
 
 
 def test_a_sampled_temperature_changes_the_loss():

@@ -34,7 +34,7 @@ def context(documents=CORPUS, max_length: int = 256, **hp) -> tuple:
 
 
 def test_every_recipe_is_registered():
-    assert recipes() == ["deca", "docsplit", "laser", "simcse"]
+    assert recipes() == ["crops", "deca", "docsplit", "laser", "simcse", "span"]
 
 
 # --- docsplit ---------------------------------------------------------------------------------
@@ -346,3 +346,82 @@ def test_deca_deletion_and_swap(augmentation, check):
 def test_unavailable_augmentations_say_what_is_missing(name, message):
     with pytest.raises(AugmentationUnavailable, match=message):
         check_augmentation(name)
+
+
+# --- crops ------------------------------------------------------------------------------------
+
+
+def _runs_of(view: str, words: list[str]) -> int:
+    """Where ``view``'s words run contiguously in ``words`` (-1: nowhere)."""
+    span = view.split()
+    return next((i for i in range(len(words) - len(span) + 1) if words[i : i + len(span)] == span), -1)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(4, 400), st.integers(16, 256), st.floats(0.05, 1.0), st.floats(0.05, 1.0), st.integers(0, 999))
+def test_crops_are_two_spans_of_one_window_that_fits_each_a_share_of_it(words, max_length, low, high, seed):
+    document = [f"w{i}" for i in range(words)]
+    build = build_pairs(*context(max_length=max_length, views="crops", crop_min=low, crop_max=high))
+    view_a, view_b = build([" ".join(document)], random.Random(seed))
+    starts = [_runs_of(view, document) for view in (view_a, view_b)]
+    assert -1 not in starts  # each a contiguous span of the document
+    lo, hi = min(low, high), max(low, high)
+    window = min(words, max_length - 2)  # a word is a token here: the window fits the view's budget
+    first, last = min(starts), max(s + len(v.split()) for s, v in zip(starts, (view_a, view_b)))
+    assert last - first <= window
+    for view in (view_a, view_b):
+        assert max(1, round(lo * window)) - 1 <= len(view.split()) <= max(1, round(hi * window)) + 1
+
+
+def test_crops_differ_by_seed_and_a_short_document_gives_none():
+    build = build_pairs(*context(views="crops"))
+    document = [" ".join(f"w{i}" for i in range(200))]
+    assert build(document, random.Random(1)) != build(document, random.Random(2))
+    assert build(document, random.Random(3)) == build(document, random.Random(3))
+    assert build(["three short words"], random.Random(0)) is None
+
+
+# --- span to document -------------------------------------------------------------------------
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(2, 1500), st.integers(0, 600), st.integers(1, 120), st.integers(1, 120), st.integers(0, 999))
+def test_span_is_taken_past_its_start_and_the_rest_of_the_document_is_the_other_view(words, after, low, high, seed):
+    document = [f"w{i}" for i in range(words)]
+    hp = {"views": "span", "span_after": after, "span_min_tokens": low, "span_max_tokens": high}
+    pair = build_pairs(*context(max_length=512, **hp))([" ".join(document)], random.Random(seed))
+    fewest, most = min(low, high), max(low, high)
+    if words < after + fewest + 1:
+        assert pair is None
+        return
+    span, rest = pair[0].split(), pair[1].split()
+    start = _runs_of(pair[0], document)
+    assert start >= after and fewest <= len(span) <= most
+    assert rest == document[:start] + document[start + len(span) :]  # the document, the span taken out
+    if after >= 512:  # read at the trial's length, the rest never holds the span
+        assert not set(rest[:512]) & set(span)
+
+
+def test_span_views_come_from_pretraining_articles_and_no_held_out_text():
+    """The training stream's documents are the pretraining articles; a span built from them is text of
+    its own article and of no validation, development or locked test article."""
+    from transformers import AutoTokenizer
+
+    from doctune_core.data.news import held_out_articles, pretraining_articles
+    from doctune_core.encoder import resolve_model
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model("all-minilm-l6-v2"))
+    count = lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"])  # noqa: E731
+    articles = pretraining_articles()[:60]
+    build = build_pairs(TrialSettings(views="span"), 4096, count, [a.text.split(". ") for a in articles])
+    held_out = [a.text for a in held_out_articles()]
+    built = 0
+    for article in articles:
+        sentences = article.text.split(". ")
+        pair = build(sentences, random.Random(article.article_id))
+        if pair is None:
+            continue
+        built += 1
+        assert _runs_of(pair[0], " ".join(sentences).split()) >= 0  # a run of its own article's words
+        assert not any(pair[0] in text for text in held_out)
+    assert built >= 10

@@ -66,12 +66,12 @@ def test_a_plug_in_receives_its_own_settings_with_the_trials_values():
 def test_each_augmentation_type_is_declared_on_the_recipe_that_makes_it():
     from trainers.pairs import RECIPES, VIEWS
 
-    assert VIEWS.names() == ["dropout", "elongation", "split", "split+elongation", "word"]
+    assert VIEWS.names() == ["crops", "dropout", "elongation", "span", "split", "split+elongation", "word"]
     assert {name: VIEWS[name].recipe for name in VIEWS} == {
         name: recipe for recipe in RECIPES for name in RECIPES[recipe].views
     }
     assert TrialSettings(views="dropout").recipe == "simcse"  # SimCSE's views: the same text, dropout the noise
-    with pytest.raises(KeyError, match="unknown augmentation type 'sentence'; known: dropout, elongation"):
+    with pytest.raises(KeyError, match="unknown augmentation type 'sentence'; known: crops, dropout, elongation"):
         TrialSettings(views="sentence")
 
 
