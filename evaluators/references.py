@@ -38,9 +38,6 @@ def row_kind(row_id: str) -> RowKind:
     return "baseline" if row_id.startswith(BASELINE_PREFIX) else "trial"
 
 
-BM25_PARAMETERS = {"k1": 1.5, "b": 0.75}
-
-
 @dataclass(frozen=True)
 class Reading:
     """How an encoder reads a task's texts: at most ``max_length`` tokens (None: the task's
@@ -119,21 +116,15 @@ def references(source_model: str) -> tuple[Reference, ...]:
 def bm25_runs(task, split: str) -> dict[str, dict[str, float]]:
     """BM25's top documents and scores for every query of a retrieval task's part, each query
     ranking its own candidate pool (``RetrievalTask.pools``)."""
-    import bm25s
-
+    from doctune_core.bm25 import bm25_index, bm25_tokens
     from evaluators.tasks.retrieval import TOP_K
 
     corpus, queries, _ = task.parts[split]
-
-    def tokens(texts: list[str]) -> list[list[str]]:
-        return bm25s.tokenize(texts, stopwords="en", return_ids=False, show_progress=False)
-
     runs: dict[str, dict[str, float]] = {}
     for doc_ids, query_ids in task.pools(split):
-        index = bm25s.BM25(**BM25_PARAMETERS)
-        index.index(tokens([corpus[d] for d in doc_ids]), show_progress=False)
+        index = bm25_index([corpus[d] for d in doc_ids])
         hits, scores = index.retrieve(
-            tokens([queries[q] for q in query_ids]), k=min(TOP_K, len(doc_ids)), show_progress=False
+            bm25_tokens([queries[q] for q in query_ids]), k=min(TOP_K, len(doc_ids)), show_progress=False
         )
         for q, rows, values in zip(query_ids, hits, scores):
             runs[q] = {doc_ids[j]: float(s) for j, s in zip(rows.tolist(), values.tolist()) if doc_ids[j] != q}

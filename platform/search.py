@@ -268,7 +268,8 @@ def _share_inputs(resolved):
     from trainers.inputs import share_inputs
 
     plan = resolved.train_plan
-    inputs = share_inputs(plan.run_files, (plan.base_model, plan.corpus_path), cache_dir())
+    paths = (plan.base_model, plan.corpus_path, *filter(None, [plan.neighbours_path, plan.anchor_targets_path]))
+    inputs = share_inputs(plan.run_files, paths, cache_dir())
     for path, name in inputs.items():
         log.info(f"doctune: {path} shared through the run's storage as {name}")
     return dataclasses.replace(resolved, train_plan=dataclasses.replace(plan, inputs=inputs))

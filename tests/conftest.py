@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -200,6 +201,26 @@ version = "0.1.0"
 """
     )
     return project
+
+
+def written_corpus(directory: Path, documents: list[list[str]], rows_per_group: int = 2):
+    """A ``PreparedCorpus`` of ``documents`` (each its sentences; an empty one is an empty row)
+    written as preparation writes one, in one shard of ``rows_per_group``-row groups, without Ray."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from doctune_core.data.corpus import CorpusStats, PreparedCorpus, RowGroup
+
+    directory.mkdir(parents=True, exist_ok=True)
+    table = pa.table({"sentences": pa.array(documents, type=pa.list_(pa.string()))})
+    pq.write_table(table, directory / "part-000000.parquet", row_group_size=rows_per_group)
+    groups = pq.ParquetFile(directory / "part-000000.parquet").metadata.num_row_groups
+    row_groups = tuple(
+        RowGroup("part-000000.parquet", i, min(rows_per_group, len(documents) - i * rows_per_group))
+        for i in range(groups)
+    )
+    stats = CorpusStats(sum(1 for d in documents if d), sum(map(len, documents)), 0, 0, 0, 0)
+    return PreparedCorpus(directory, stats, row_groups, hashlib.sha256(json.dumps(documents).encode()).hexdigest())
 
 
 def spec_variant(name: str, directory: Path, **changes) -> str:

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import psutil
 import pytest
 
@@ -529,6 +530,7 @@ def test_tensorboard_shows_every_trial(kept):
     # one directory per trial; the interrupted trial's holds a second events file, its resumed run's
     trial_dirs = sorted({p.parent for p in kept.glob("tune/smoke/*/events.out.tfevents.*")})
     assert len(trial_dirs) == 2
+    steps = json.loads((kept / "search.json").read_text())["trial_plan"]["steps"]
     for trial_dir in trial_dirs:
         events = EventAccumulator(str(trial_dir))
         events.Reload()
@@ -540,6 +542,10 @@ def test_tensorboard_shows_every_trial(kept):
         # the interrupted trial's first round reached TensorBoard before the kill, and again from its resume
         assert [e.step for e in events.Scalars(objective)] in ([1, 2], [1, 1, 2])
         assert "_hparams_/session_start_info" in events.PluginTagToContent("hparams")
+        # and every training step's loss, views' cosines and gradient norm, on the axis of steps
+        for name in ("loss", "contrastive_loss", "positive_cosine", "negative_cosine", "grad_norm"):
+            stepped = {e.step for e in events.Scalars(f"step/{name}")}
+            assert stepped == set(range(1, steps + 1)), (name, stepped)
 
 
 # TensorBoard's own file system for s3:// (boto3), pointed at the test's server by S3_ENDPOINT, which
@@ -966,8 +972,15 @@ def test_each_recipes_gpu_sized_spec_runs_real_trials_under_the_smoke_profile(
         **confirm,
         **tracked,
     }
-    if spec == "bregman_longformer":  # with the Bregman term, the docs' example recipe (docs/plugins.md)
-        changes |= {"recipe": "shuffled", "hyperparameters.shuffled_share": 0.7}
+    if spec == "bregman_longformer":  # with the Bregman term, the docs' example recipe (docs/plugins.md), one
+        # hard negative a pair (mined by the installed wheel, made by the plug-in recipe) and the anchor term,
+        # through GradCache
+        changes |= {
+            "recipe": "shuffled",
+            "hyperparameters.shuffled_share": 0.7,
+            "hyperparameters.hard_negatives": 1,
+            "hyperparameters.anchor_weight": 1.0,
+        }
     variant = spec_variant(spec, tmp_path, **changes)
     run_dir = tmp_path / "run"
     ledger = tmp_path / "readings.jsonl"  # the test's own ledger of locked-part readings
@@ -1017,8 +1030,21 @@ def test_each_recipes_gpu_sized_spec_runs_real_trials_under_the_smoke_profile(
     trials = trial_rows(rows)
     assert {r["status"] for r in trials} == {"completed"}
     assert {r["hyperparameters"]["recipe"] for r in trials} <= recipes
-    if spec == "bregman_longformer":  # the recipe read its own setting; the pairs it made trained
+    if spec == "bregman_longformer":  # the recipe read its own setting; the pairs it made trained, with their
+        # hard negatives, from the corpus's neighbours mined before the trial (a row for each corpus row)
         assert {r["hyperparameters"]["shuffled_share"] for r in trials} == {0.7}
+        assert {r["hyperparameters"]["hard_negatives"] for r in trials} == {1}
+        mined = np.load(Path(search["mined_neighbours"]) / "neighbours.npy")
+        assert mined.shape[0] == search["corpus"]["documents"] + search["corpus"]["dropped_empty"]
+        steps = [
+            s for r in _last_results(run_dir) for s in json.loads((Path(r["checkpoint"]) / "steps.json").read_text())
+        ]
+        assert steps and all(-1.0 <= s["hard_negative_cosine"] <= 1.0 for s in steps)
+        # and the anchor term, against the start's embeddings of short pretraining texts embedded before
+        assert all(0.0 <= s["anchor_loss"] <= 4.0 for s in steps)
+        assert (Path(search["anchor_targets"]) / "mean.npy").is_file()
+    else:  # no trial takes hard negatives or weights the anchor: nothing is mined or embedded for them
+        assert search["mined_neighbours"] is None and search["anchor_targets"] is None
     if tracked:
         assert done.stderr.count("warning: MLflow tracking at") == 1 and "the search goes on" in done.stderr
     if spec == "bregman_longformer":  # validation_only: no locked part read, nothing entered, no test verdict

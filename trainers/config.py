@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Literal, Protocol, TypeVar
 
+from doctune_core.data.neighbours import MINED
 from doctune_core.fields import constraint
 from doctune_core.run_files import RunFiles
 
@@ -47,12 +48,12 @@ def own_settings(hp: object, settings: type[T]) -> T:
 class Hyperparameters:
     """The settings every trial reads, whatever its recipe and loss: ``recipe`` (or ``views``, which
     decides it), ``loss``, ``lr``, ``weight_decay``, ``warmup_ratio``, ``batch_size``, ``pooling``,
-    ``contrastive_weight``, ``mlm_weight``, ``trainable`` (``trainers.trainable``) and ``position_init``
-    (``doctune_core.longformer.interpolate_positions``). Each recipe's
-    and loss's own settings live in its module (its ``settings`` class; the Bregman term's in
-    ``trainers.losses.bregman``); ``trainers.settings.TrialSettings`` assembles them with these into
-    the one flat namespace a spec and Optuna see, and turns ``views`` into the recipe and the
-    settings it fixes."""
+    ``contrastive_weight``, ``mlm_weight``, ``hard_negatives`` (``trainers.hard_negatives``),
+    ``trainable`` (``trainers.trainable``) and ``position_init``
+    (``doctune_core.longformer.interpolate_positions``). Each recipe's and loss's own settings live
+    in its module (its ``settings`` class; the Bregman term's in ``trainers.losses.bregman``);
+    ``trainers.settings.TrialSettings`` assembles them with these into the one flat namespace a
+    spec and Optuna see, and turns ``views`` into the recipe and the settings it fixes."""
 
     recipe: str | None = field(
         default=None,
@@ -92,6 +93,15 @@ class Hyperparameters:
     batch_size: int = field(
         default=8,
         metadata=constraint("positive pairs per optimizer step, across all workers (in-batch negatives)", 1, 1_000_000),
+    )
+    hard_negatives: int = field(
+        default=0,
+        metadata=constraint(
+            "BM25-mined hard negatives a pair, views of its document's neighbours in the pretraining corpus made by "
+            "the trial's recipe (trainers.hard_negatives; near duplicates excluded); 0: in-batch negatives only",
+            0,
+            MINED,
+        ),
     )
     weight_decay: float = field(default=0.01, metadata=constraint("AdamW weight decay", 0.0, 1.0))
     trainable: Trainable = field(
@@ -207,8 +217,13 @@ class TrainPlan:
     # Population Based Training: every round's checkpoint keeps its training state (another trial may
     # continue from it) and reports go to Tune with a checkpoint (trainers.population)
     population: bool = False
-    # the driver's input paths (base_model, corpus_path) -> their copies in the run's files, for nodes
-    # that do not see the driver's cache (trainers.inputs; empty where the run is a local directory)
+    # the corpus's mined BM25 neighbours (doctune_core.data.neighbours), where some trial takes hard negatives
+    neighbours_path: str | None = None
+    # the anchor term's texts and the start's embeddings of them (trainers.anchor_targets), where some trial weights it
+    anchor_targets_path: str | None = None
+    # the driver's input paths (base_model, corpus_path, neighbours_path, anchor_targets_path) -> their copies
+    # in the run's files, for nodes that do not see the driver's cache (trainers.inputs; empty where the run is
+    # a local directory)
     inputs: dict[str, str] = field(default_factory=dict)
 
     @property

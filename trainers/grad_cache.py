@@ -71,6 +71,8 @@ def cached_step(module, inputs: dict[str, torch.Tensor], hp: Hyperparameters, ch
                 pieces.append(module.embed(*trimmed(ids, mask, rows, ends)).float())
     embeddings = torch.cat(pieces)[torch.argsort(order)].requires_grad_()
     outputs = {"embeddings": embeddings}
+    if "anchor_targets" in inputs:
+        outputs["anchor_targets"] = inputs["anchor_targets"]
     if module.heads is not None:
         outputs |= module.heads(embeddings)
     loss, terms = training_loss(hp, outputs)

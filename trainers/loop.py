@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import random
 import resource
 import shutil
 import time
@@ -16,8 +17,10 @@ import torch.distributed as dist
 import torch.nn as nn
 
 from doctune_core.data import DocumentStream, PreparedCorpus, StreamPosition
+from doctune_core.data.neighbours import Neighbours
 from doctune_core.encoder import bf16_autocast, embed_in_length_groups, load_encoder, tokenize
 from doctune_core.longformer import base_position_rows, first_new_position, interpolate_positions
+from trainers.anchor_targets import AnchorTargets
 from trainers.batches import PairStream, Prefetched
 from trainers.checkpoint import (
     CHECKPOINTS,
@@ -29,11 +32,12 @@ from trainers.checkpoint import (
     step_name,
     trial_path,
 )
-from trainers.config import Hyperparameters, TrainPlan
+from trainers.config import Hyperparameters, TrainPlan, own_settings
 from trainers.distributed import finite_everywhere, record_placement, training_device, world_size
 from trainers.grad_cache import all_reduce_gradients, cached_step
+from trainers.hard_negatives import HardNegatives
 from trainers.inputs import on_this_node
-from trainers.losses import mask_tokens, masked_lm_loss
+from trainers.losses import AnchorSettings, mask_tokens, masked_lm_loss
 from trainers.memory import MIB
 from trainers.pairs import STATISTICS_DOCUMENTS, PairBuilder, build_pairs
 from trainers.population import record_loaded_weights, resume_point
@@ -76,8 +80,18 @@ class ContrastiveModel(nn.Module):
     def mlm_loss(self, input_ids, attention_mask, labels):
         return masked_lm_loss(self.model, input_ids, attention_mask, labels)
 
-    def forward(self, input_ids, attention_mask, mlm_input_ids=None, mlm_labels=None, mlm_attention_mask=None):
+    def forward(
+        self,
+        input_ids,
+        attention_mask,
+        mlm_input_ids=None,
+        mlm_labels=None,
+        mlm_attention_mask=None,
+        anchor_targets=None,
+    ):
         outputs = {"embeddings": self.embed(input_ids, attention_mask)}
+        if anchor_targets is not None:  # the anchor term's (its texts are the batch's last rows)
+            outputs["anchor_targets"] = anchor_targets
         if self.heads is not None:
             outputs |= self.heads(outputs["embeddings"])
         if mlm_labels is not None:
@@ -141,7 +155,7 @@ def train_loop_per_worker(config: dict) -> None:
     """Ray Train's loop for one worker of a trial: start (or resume), then steps, a checkpoint and
     a report every ``plan.eval_every`` steps; a loss that is not finite on some rank ends the trial."""
     started = time.perf_counter()
-    trial, documents, pairs, batch_tokenizer = _start_worker(config)
+    trial, documents, pairs, negatives, anchors, batch_tokenizer = _start_worker(config)
     plan, hp = trial.plan, trial.hp
     resumed = _resume(trial)
     stream = PairStream(
@@ -151,11 +165,18 @@ def train_loop_per_worker(config: dict) -> None:
         plan.seed,
         trial.rank,
         give_up_after=documents.rows,
+        negatives=negatives,
     )
 
+    anchor_count = own_settings(hp, AnchorSettings).anchor_texts
+
     def build_batch(step: int):
-        views_a, views_b = stream.batch(step)
-        return len(views_a), tokenize(batch_tokenizer, views_a + views_b, plan.max_length)
+        batch = stream.batch(step)
+        texts, targets = batch.texts, None
+        if anchors is not None:  # the anchor term's short texts, after the pairs
+            anchor_texts, targets = anchors.draw(anchor_count, random.Random(f"{plan.seed}/{trial.rank}/anchors{step}"))
+            texts = texts + anchor_texts
+        return len(batch.views_a), tokenize(batch_tokenizer, texts, plan.max_length), targets
 
     batches = Prefetched(build_batch, plan.steps)
     window, eval_round = RoundWindow(), resumed.eval_round
@@ -187,9 +208,12 @@ def train_loop_per_worker(config: dict) -> None:
         shutil.rmtree(trial.staging, ignore_errors=True)
 
 
-def _start_worker(config: dict) -> tuple[WorkerTrial, DocumentStream, PairBuilder, object]:
+def _start_worker(
+    config: dict,
+) -> tuple[WorkerTrial, DocumentStream, PairBuilder, HardNegatives | None, AnchorTargets | None, object]:
     """This worker's trial set up: its device, the model built and wrapped for data parallelism,
-    its share of the corpus, the recipe's pair builder (and the tokenizer the batch thread uses)."""
+    its share of the corpus, the recipe's pair builder, the hard negatives and the anchor term's
+    targets where the trial takes them (and the tokenizer the batch thread uses)."""
     import ray.train
     import ray.train.torch
 
@@ -206,7 +230,8 @@ def _start_worker(config: dict) -> tuple[WorkerTrial, DocumentStream, PairBuilde
 
     base_model, corpus = (on_this_node(files, plan.inputs, path) for path in (plan.base_model, plan.corpus_path))
     module, tokenizer = build_module(base_model, hp, plan.gradient_checkpointing)
-    documents = DocumentStream(PreparedCorpus.load(corpus), rank, world, plan.seed)
+    prepared = PreparedCorpus.load(corpus)
+    documents = DocumentStream(prepared, rank, world, plan.seed)
     batch_tokenizer = copy.deepcopy(tokenizer)  # the batch thread's own: a fast tokenizer is not thread-safe
     pairs = build_pairs(
         hp,
@@ -238,7 +263,14 @@ def _start_worker(config: dict) -> tuple[WorkerTrial, DocumentStream, PairBuilde
         reporter=RoundReporter(plan, hp, trial_id, rank, device),
         mask_rng=torch.Generator().manual_seed(plan.seed * 1000 + rank),
     )
-    return trial, documents, pairs, batch_tokenizer
+    negatives = None
+    if hp.hard_negatives:
+        neighbours = Neighbours.load(on_this_node(files, plan.inputs, plan.neighbours_path))
+        negatives = HardNegatives(prepared, neighbours, hp.hard_negatives, pairs)
+    anchors = None
+    if own_settings(hp, AnchorSettings).anchor_weight > 0:
+        anchors = AnchorTargets.load(on_this_node(files, plan.inputs, plan.anchor_targets_path), hp.pooling)
+    return trial, documents, pairs, negatives, anchors, batch_tokenizer
 
 
 def _resume(trial: WorkerTrial) -> ResumePoint:
@@ -274,11 +306,16 @@ def _resume(trial: WorkerTrial) -> ResumePoint:
     return resumed
 
 
-def train_step(trial: WorkerTrial, step: int, n: int, batch: dict) -> tuple[torch.Tensor, dict[str, float], int]:
-    """One step's forward and backward over a batch of ``n`` pairs (both views, then the MLM term's
-    masked view A where it is on), at the step's learning rate: (loss, its terms, tokens read)."""
+def train_step(
+    trial: WorkerTrial, step: int, n: int, batch: dict, anchor_targets: torch.Tensor | None = None
+) -> tuple[torch.Tensor, dict[str, float], int]:
+    """One step's forward and backward over a batch of ``n`` pairs (both views, their hard negatives,
+    the anchor term's texts, then the MLM term's masked view A where it is on; ``anchor_targets``:
+    the start's embeddings of those texts), at the step's learning rate: (loss, its terms, tokens read)."""
     module, device = trial.module, trial.device
     inputs = {"input_ids": batch["input_ids"].to(device), "attention_mask": batch["attention_mask"].to(device)}
+    if anchor_targets is not None:
+        inputs["anchor_targets"] = anchor_targets.to(device)
     tokens = int(batch["attention_mask"].sum())
     if module.with_mlm:
         inputs |= _mlm_inputs(batch, n, trial.tokenizer, trial.mask_rng, device)
@@ -369,7 +406,10 @@ def _probed_chunk_size(module, tokenizer, plan: TrainPlan, hp: Hyperparameters, 
     smallest over all ranks, so every rank runs the same chunks."""
     from trainers.memory import probe_chunk_size
 
-    sequences = 2 * (hp.batch_size // context.get_world_size())  # both views of each pair
+    # both views of each pair, its hard negatives, and the anchor term's texts
+    anchor = own_settings(hp, AnchorSettings)
+    sequences = (2 + hp.hard_negatives) * (hp.batch_size // context.get_world_size())
+    sequences += anchor.anchor_texts if anchor.anchor_weight > 0 else 0
     probe = probe_chunk_size(
         module,
         len(tokenizer),

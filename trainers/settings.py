@@ -1,7 +1,7 @@
 """A trial's settings as one flat namespace (``TrialSettings``), assembled from their owners.
 
 ``trainers.config.Hyperparameters`` holds what every trial reads; each recipe, contrastive loss
-and the Bregman term own theirs, a frozen dataclass in their own module (their ``settings``). A
+and the Bregman and anchor terms own theirs, a frozen dataclass in their own module (their ``settings``). A
 spec's ``hyperparameters:`` and ``search.space:``, Optuna's parameters and a leaderboard row name
 them all side by side (``split_probability``, ``temperature``, ``bregman_k``), so this module joins
 them into one dataclass, once, from the registries: adding a recipe with settings adds its fields
@@ -22,7 +22,7 @@ import typing
 from dataclasses import Field
 
 from trainers.config import Hyperparameters
-from trainers.losses import CONTRASTIVE_LOSSES, BregmanSettings
+from trainers.losses import CONTRASTIVE_LOSSES, AnchorSettings, BregmanSettings
 from trainers.pairs import RECIPES, VIEWS
 
 
@@ -30,7 +30,7 @@ def settings_owners() -> dict[str, type]:
     """Each owner of settings of its own (as a spec's docs name it) -> its settings class."""
     owners = {f"recipe {name}": RECIPES[name].settings for name in RECIPES}
     owners |= {f"loss {name}": CONTRASTIVE_LOSSES[name].settings for name in CONTRASTIVE_LOSSES}
-    return owners | {"the Bregman term": BregmanSettings}
+    return owners | {"the Bregman term": BregmanSettings, "the anchor term": AnchorSettings}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,6 +110,7 @@ if typing.TYPE_CHECKING:
         SpanSettings,
         InfoNCESettings,
         BregmanSettings,
+        AnchorSettings,
     ):
         """Everything a search may vary per trial."""
 

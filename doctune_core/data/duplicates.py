@@ -23,6 +23,11 @@ def shingles(text: str) -> set[str]:
     return {" ".join(words[i : i + SHINGLE_WORDS]) for i in range(max(1, len(words) - SHINGLE_WORDS + 1))}
 
 
+def similarity(a: set[str], b: set[str]) -> float:
+    """The Jaccard similarity of two texts' ``shingles``."""
+    return len(a & b) / len(a | b) if a or b else 1.0
+
+
 def near_duplicated(texts: Sequence[str], against: Sequence[str], threshold: float = NEAR) -> list[bool]:
     """For each of ``texts``: whether some text of ``against`` is its near duplicate (Jaccard of
     shingles at least ``threshold``). Only ``texts``' shingles are indexed; ``against`` streams past."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from doctune_core.data.corpus import PreparedCorpus, RowGroup
 
@@ -27,11 +28,18 @@ class StreamPosition:
     offset: int = 0  # rows of this epoch's order already read, empty documents included
 
 
+class StreamedDocument(NamedTuple):
+    sentences: list[str]
+    position: StreamPosition  # the stream's position after it
+    row: int  # its row in the corpus (``doctune_core.data.neighbours`` keys its neighbours by it)
+
+
 @dataclass(frozen=True)
 class _Piece:
     group: RowGroup
     start: int  # this part's rows of the group: [start, stop)
     stop: int
+    first_row: int  # the corpus row of the group's row ``start``
 
     @property
     def rows(self) -> int:
@@ -66,9 +74,9 @@ class DocumentStream:
         reads it."""
         return _Deferred(lambda: self.head(limit))
 
-    def read(self, start: StreamPosition = StreamPosition()) -> Iterator[tuple[list[str], StreamPosition]]:
-        """Non-empty documents from ``start`` on, each with the position after it, epoch after
-        epoch without end."""
+    def read(self, start: StreamPosition = StreamPosition()) -> Iterator[StreamedDocument]:
+        """Non-empty documents from ``start`` on, each with the position after it and its corpus
+        row, epoch after epoch without end."""
         epoch, offset = start.epoch, start.offset
         while True:
             found = False
@@ -78,12 +86,13 @@ class DocumentStream:
                 if window_start + window_rows <= offset:  # read before the position: skipped unread
                     window_start += window_rows
                     continue
-                rows = [row for piece in window for row in self._read(piece)]
+                rows = [(piece.first_row + i, d) for piece in window for i, d in enumerate(self._read(piece))]
                 random.Random(f"{self.seed}/{self.rank}/epoch{epoch}/window{number}").shuffle(rows)
                 for index in range(max(0, offset - window_start), len(rows)):
-                    if rows[index]:
+                    row, document = rows[index]
+                    if document:
                         found = True
-                        yield rows[index], StreamPosition(epoch, window_start + index + 1)
+                        yield StreamedDocument(document, StreamPosition(epoch, window_start + index + 1), row)
                 window_start += window_rows
             if not found and offset == 0:
                 raise ValueError(f"worker {self.rank}'s part of the corpus holds no non-empty document")
@@ -109,7 +118,7 @@ def _pieces(groups: tuple[RowGroup, ...], first: int, stop: int) -> list[_Piece]
     for group in groups:
         lo, hi = max(first, group_start), min(stop, group_start + group.rows)
         if lo < hi:
-            pieces.append(_Piece(group, lo - group_start, hi - group_start))
+            pieces.append(_Piece(group, lo - group_start, hi - group_start, lo))
         group_start += group.rows
     return pieces
 

@@ -30,6 +30,8 @@ class InputsPlan:
         bool  # some trial may start from interpolated positions (doctune_core.longformer.interpolate_positions)
     )
     recipes: tuple[str, ...]  # every recipe a trial may train: each may refuse the corpus
+    hard_negatives: bool  # some trial may take hard negatives: the corpus's neighbours are mined
+    anchor_poolings: tuple[str, ...]  # some trial may weight the anchor term: its targets in these poolings
     # how the base stage's Ray Train run and the MLM head train (the spec's train: section)
     workers: int | str  # a count once fitted to the cluster (platform.search_path.resolution.fit_to_cluster)
     cpus_per_worker: float
@@ -51,6 +53,8 @@ class InputsPlan:
             may_weight_mlm=spec.may_weight_mlm(),
             interpolates=spec.may_interpolate_positions(),
             recipes=spec.recipes(),
+            hard_negatives=spec.may_take_hard_negatives(),
+            anchor_poolings=spec.poolings() if spec.may_anchor() else (),
             workers=train.workers,
             cpus_per_worker=train.cpus_per_worker,
             gpus_per_worker=train.gpus_per_worker,
@@ -80,20 +84,27 @@ def prepare_inputs(
     of a run kept at a storage URI, through which the trials receive the inputs (``trainers.inputs``)
     and a corpus prepared now reaches this machine (``doctune_core.data.corpus``), so no node need see
     this machine's cache (the base stage's work goes through them too: ``trainers.base_stage.staging``).
+    Where some trial may take hard negatives, the corpus's BM25 neighbours are mined (once per corpus:
+    ``doctune_core.data.neighbours``), and where some trial weights the anchor term, the start's
+    embeddings of its texts are computed (``trainers.anchor_targets``); under ``plan_only`` neither yet.
     A conversion whose positions
     some trial would interpolate but cannot (a length not a multiple of the base's) is a
     ``SpecError``.
     """
     from doctune_core.data import cache_dir, prepare_corpus
+    from doctune_core.data.neighbours import ensure_neighbours
     from doctune_core.encoder import embedding_length, resolve_model
     from doctune_core.longformer import cached_longformer, check_interpolable
     from platform.spec import SpecError
+    from trainers.anchor_targets import ensure_anchor_targets
     from trainers.base_stage import base_entry, ensure_base
     from trainers.mlm_head import ensure_mlm_head, mlm_head_entry
 
     model_dir = resolve_model(inputs.base_model) if inputs.base is None else None
     corpus = prepare_corpus(inputs.corpus.source, inputs.corpus.max_documents, through=storage)
     check_corpus_suits_recipes(inputs, corpus.stats)
+    if inputs.hard_negatives and not plan_only:
+        ensure_neighbours(corpus)
     if inputs.base is not None and build_base_in is None:
         model_dir = str(base_entry(inputs.base, corpus.directory))
     elif inputs.base is not None:
@@ -141,6 +152,8 @@ def prepare_inputs(
             f"doctune: Longformer backbone from {inputs.base_model} ({longformer.max_length} positions, "
             f"window {longformer.attention_window}): {model_dir}",
         )
+    if inputs.anchor_poolings and Path(model_dir).is_dir() and not plan_only:
+        ensure_anchor_targets(model_dir, corpus, inputs.anchor_poolings, inputs.max_length)
     return model_dir, corpus, source_model
 
 

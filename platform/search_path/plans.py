@@ -68,8 +68,16 @@ class ResolvedSearch:
         return dataclasses.replace(self, storage=uri, train_plan=dataclasses.replace(self.train_plan, run_uri=uri))
 
     def with_base(self, model_dir: str, source_model: str) -> ResolvedSearch:
-        """The same search once a base it trains (``base:``) exists: only the model paths change."""
-        train_plan = dataclasses.replace(self.train_plan, base_model=model_dir)
+        """The same search once a base it trains (``base:``) exists: only the model paths change (and
+        the anchor term's targets, which are the base's embeddings)."""
+        from doctune_core.data import PreparedCorpus
+        from trainers.anchor_targets import anchor_dir
+
+        anchors = self.train_plan.anchor_targets_path
+        if anchors is not None:
+            corpus = PreparedCorpus.load(self.train_plan.corpus_path)
+            anchors = str(anchor_dir(model_dir, corpus, self.train_plan.max_length))
+        train_plan = dataclasses.replace(self.train_plan, base_model=model_dir, anchor_targets_path=anchors)
         return dataclasses.replace(self, train_plan=train_plan, source_model=source_model)
 
     def summary(self) -> dict:
@@ -88,6 +96,8 @@ class ResolvedSearch:
             "searched": {k: {d.kind: list(d.values)} for k, d in self.search.space.items()},
             "corpus": dataclasses.asdict(self.corpus_stats),
             "prepared_corpus": self.train_plan.corpus_path,  # the Parquet shards every Train worker reads
+            "mined_neighbours": self.train_plan.neighbours_path,  # its BM25 neighbours (trials take hard negatives)
+            "anchor_targets": self.train_plan.anchor_targets_path,  # where trials weight the anchor term
             "resources": dataclasses.asdict(self.resources),
             "environment": environment(ROOT),
             "trial_plan": {

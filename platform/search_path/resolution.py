@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from doctune_core.data.corpus import PreparedCorpus
+from doctune_core.data.neighbours import neighbours_dir
 from doctune_core.data.wheels import cache_dir
 from evaluators.plan import EvalPlan
 from evaluators.pool import CheckpointScorer
@@ -59,6 +60,7 @@ from platform.spec import Replacement, SearchSpec, find_spec_file, parse_profile
 from platform.spec.checks import check_semantics, losses_of, values_of
 from platform.spec.convert import plugin_registries
 from platform.strategies import strategy_for
+from trainers.anchor_targets import anchor_dir
 from trainers.config import TrainPlan
 
 log = logging.getLogger(f"doctune.{__name__}")
@@ -433,6 +435,8 @@ def resolve(
         base_model=model_dir,
         base_model_name=spec.base_model,
         corpus_path=str(corpus.directory),
+        neighbours_path=str(neighbours_dir(corpus)) if spec.may_take_hard_negatives() else None,
+        anchor_targets_path=str(anchor_dir(model_dir, corpus, train.max_length)) if spec.may_anchor() else None,
         corpus_name=spec.corpus.source,
         steps=train.steps,
         eval_every=train.eval_every,

@@ -166,7 +166,13 @@ def _callbacks(resolved: ResolvedSearch, more: Sequence = ()) -> list:
     from platform.tracking import ValidationOnlyTensorBoard
 
     released = [] if resolved.search.strategy.population else [_release_callback(resolved)]
-    return [*released, ValidationOnlyTensorBoard(), TrialListeners(), *more, UploadRecords()]
+    return [
+        *released,
+        ValidationOnlyTensorBoard(resolved.train_plan.run_files),
+        TrialListeners(),
+        *more,
+        UploadRecords(),
+    ]
 
 
 def _release_callback(resolved: ResolvedSearch):

@@ -374,6 +374,13 @@ def _check_recipe_needs(spec: SearchSpec) -> None:
             "position_init: interpolate re-fills the position rows a Longformer conversion adds, and this spec "
             "converts nothing; add backbone.longformer or keep position_init: copy"
         )
+    if spec.may_take_hard_negatives():
+        refusing = [loss for loss in losses_of(spec) if not plugin_registries()["loss"][loss].takes_hard_negatives]
+        if refusing:
+            raise SpecError(
+                f"hard_negatives: loss {', '.join(refusing)} takes no hard negatives (infonce does); set loss: infonce "
+                "or keep hard_negatives at 0"
+            )
     batch_sizes = values_of(spec, "batch_size") or (spec.train.batch_size,)
     per_worker = min(batch_sizes) // workers_checked(spec)
     for loss in losses_of(spec):

@@ -381,6 +381,32 @@ class SearchSpec:
         weights += [row.get("mlm_weight", fixed) for row in (self.study.rows.values() if self.study else ())]
         return max(weights) > 0
 
+    def may_take_hard_negatives(self) -> bool:
+        """Whether some trial (or study row) of this spec trains with ``hard_negatives`` > 0: the
+        corpus's BM25 neighbours are then mined before any trial starts (``doctune_core.data.neighbours``)."""
+        fixed = self.fixed_hyperparameters().hard_negatives
+        searched = self.search.space.get("hard_negatives")
+        counts = list(searched.values) if searched else [fixed]
+        counts += [row.get("hard_negatives", fixed) for row in (self.study.rows.values() if self.study else ())]
+        return max(counts) > 0
+
+    def may_anchor(self) -> bool:
+        """Whether some trial (or study row) of this spec weights the anchor term (``anchor_weight`` > 0):
+        its targets are then embedded before any trial starts (``trainers.anchor_targets``)."""
+        fixed = self.fixed_hyperparameters().anchor_weight
+        searched = self.search.space.get("anchor_weight")
+        weights = list(searched.values) if searched else [fixed]
+        weights += [row.get("anchor_weight", fixed) for row in (self.study.rows.values() if self.study else ())]
+        return max(weights) > 0
+
+    def poolings(self) -> tuple[str, ...]:
+        """Every pooling a trial (or study row) of this spec may use."""
+        fixed = self.fixed_hyperparameters().pooling
+        searched = self.search.space.get("pooling")
+        found = list(searched.values) if searched else [fixed]
+        found += [row.get("pooling", fixed) for row in (self.study.rows.values() if self.study else ())]
+        return tuple(dict.fromkeys(found))
+
     def may_interpolate_positions(self) -> bool:
         """Whether some trial (or study row) of this spec starts from interpolated positions
         (``position_init: interpolate``): then the untrained interpolated conversion is scored too."""

@@ -30,6 +30,7 @@ from pathlib import Path
 from ray import tune
 from ray.tune.logger import TBXLoggerCallback
 
+from doctune_core.run_files import RunFiles
 from platform.spec.schema import TrackerSettings
 from platform.tracking.base import (
     SEARCH_ARTIFACTS,
@@ -39,6 +40,7 @@ from platform.tracking.base import (
     chosen_round_scores,
     search_settings,
 )
+from trainers.checkpoint import STEPS_FILE
 
 log = logging.getLogger(f"doctune.{__name__}")
 
@@ -138,11 +140,32 @@ class RoundsToTrackers(tune.Callback):
 
 class ValidationOnlyTensorBoard(TBXLoggerCallback):
     """Tune's TensorBoard logger without the per-round test scores (they stay in each round's
-    ``scores.json``; the leaderboard reports test for the chosen round only)."""
+    ``scores.json``; the leaderboard reports test for the chosen round only), and with every training
+    step's values, read from the round's checkpoint (``steps.json``: its loss terms, views' cosines,
+    gradient norm) as ``step/<name>`` on the axis of training steps (the rounds' own scalars count
+    rounds)."""
+
+    def __init__(self, run_files: RunFiles) -> None:
+        super().__init__()
+        self._run_files = run_files
+        self._stepped: set[tuple[str, str]] = set()  # (trial, checkpoint) whose steps are logged
 
     def log_trial_result(self, iteration: int, trial, result: dict) -> None:
         kept = {key: value for key, value in result.items() if not is_test_metric(key)}
         super().log_trial_result(iteration, trial, kept)
+        files = getattr(self, "_run_files", None)  # None: restored from a search saved before step logging
+        checkpoint = files.relative(str(result.get("checkpoint", ""))) if files is not None else None
+        if checkpoint is None or (trial.trial_id, checkpoint) in self._stepped:  # a round reported again
+            return
+        self._stepped.add((trial.trial_id, checkpoint))
+        if not files.is_file(f"{checkpoint}/{STEPS_FILE}"):  # a checkpoint of before steps.json
+            return
+        writer = self._trial_writer[trial]
+        for entry in files.read_json(f"{checkpoint}/{STEPS_FILE}"):
+            for name, value in entry.items():
+                if name != "step":
+                    writer.add_scalar(f"step/{name}", value, global_step=entry["step"])
+        writer.flush()
 
 
 def open_trackers(tracking: TrackerSettings, name: str, run_dir: Path) -> Trackers:

@@ -157,9 +157,12 @@ def streamed(tmp_path_factory, local_ray) -> PreparedCorpus:
 
 def test_workers_parts_are_disjoint_and_cover_the_corpus(streamed):
     parts = [DocumentStream(streamed, rank, 3, seed=0, window_rows=100) for rank in range(3)]
-    seen = [{d[0] for d, _ in _take(part.read(), part.rows)} for part in parts]
+    read = [_take(part.read(), part.rows) for part in parts]
+    seen = [{d[0] for d, _, _ in part} for part in read]
     assert sorted(len(s) for s in seen) == [1000, 1000, 1001]
     assert set.union(*seen) == {f"Document {i} begins." for i in range(STREAMED)}
+    # each document comes with its corpus row, by which its mined neighbours are found
+    assert all(d[0] == f"Document {row} begins." for part in read for d, _, row in part)
     assert not (seen[0] & seen[1]) and not (seen[1] & seen[2])
 
 
@@ -172,15 +175,15 @@ def test_the_order_is_seeded_per_epoch_and_a_stream_resumes_where_it_stood(strea
     rows = stream.rows  # one epoch of this worker's half
     first = _take(stream.read(), 2 * rows + 100)  # all of epoch 0, then on into epochs 1 and 2
     assert first == _take(DocumentStream(streamed, 0, 2, seed=3, window_rows=64).read(), 2 * rows + 100)
-    epoch0 = [d[0] for d, _ in first[:rows]]
+    epoch0 = [d[0] for d, _, _ in first[:rows]]
     assert len(set(epoch0)) == rows  # every document of the half once
-    assert epoch0 != [d[0] for d, _ in first[rows : 2 * rows]]  # a new order each epoch
-    assert epoch0 != [d[0] for d, _ in _take(DocumentStream(streamed, 0, 2, seed=4, window_rows=64).read(), rows)]
+    assert epoch0 != [d[0] for d, _, _ in first[rows : 2 * rows]]  # a new order each epoch
+    assert epoch0 != [d[0] for d, _, _ in _take(DocumentStream(streamed, 0, 2, seed=4, window_rows=64).read(), rows)]
     for cut in (1, rows // 2, rows - 1, rows, rows + rows // 2):
-        position = first[cut - 1][1]
+        position = first[cut - 1].position
         resumed = _take(stream.read(position), len(first) - cut)
         assert resumed == first[cut:], cut
-    assert first[rows - 1][1] == StreamPosition(0, rows) and first[rows][1] == StreamPosition(1, 1)
+    assert first[rows - 1].position == StreamPosition(0, rows) and first[rows].position == StreamPosition(1, 1)
 
 
 def test_a_worker_holds_one_window_of_documents(streamed):

@@ -69,6 +69,11 @@ BAD = [
     (_with("search.space.batch_size", {"choice": [4, 7]}), "multiple of train.workers"),
     (_with("search.space.trainable", {"choice": ["all", "positions"]}), "this spec converts nothing"),
     (_with("search.space.position_init", {"choice": ["copy", "interpolate"]}), "position_init: interpolate re-fills"),
+    (
+        _with("hyperparameters", {"hard_negatives": 1, "loss": "ntxent"}),
+        "hard_negatives: loss ntxent takes no hard negatives (infonce does)",
+    ),
+    (_with("search.space.hard_negatives", {"choice": [0, 1, 2, 4, 5]}), "5 is out of range; it must be <= 4"),
     (_with("search.objective.tasks", {}), "search.objective: give either tasks"),
     (_with("search.objective.objectives", {"a": {"r8-fewshot": 1.0}}), "give either tasks"),
     (_with("search.objective", {"objectives": {"a": {"r8-fewshot": 1.0}}}), "name two or more objectives"),

@@ -18,8 +18,14 @@ TEXTS = [
 ]
 
 
-def _inputs(tokenizer, with_mlm: bool) -> dict[str, torch.Tensor]:
-    batch = tokenize(tokenizer, TEXTS[:4] + TEXTS[4:], 32)
+NEGATIVES = [f"another document, on {topic}" for topic in ["weather", "votes", "prices", "sport"]]
+ANCHORS = ["a short text", "a title of a few words", "one sentence on the harbour"]
+
+
+def _inputs(tokenizer, with_mlm: bool, hard_negatives: int = 0, anchors: bool = False) -> dict[str, torch.Tensor]:
+    """Four pairs (views A, then views B), each pair's ``hard_negatives``, the anchor term's texts
+    and targets (any vectors: the gradients are compared, not the targets' meaning) and the MLM term's inputs."""
+    batch = tokenize(tokenizer, TEXTS + NEGATIVES[: 4 * hard_negatives] + (ANCHORS if anchors else []), 32)
     inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
     if with_mlm:
         masked, labels = mask_tokens(
@@ -30,6 +36,8 @@ def _inputs(tokenizer, with_mlm: bool) -> dict[str, torch.Tensor]:
             torch.Generator().manual_seed(0),
         )
         inputs |= {"mlm_input_ids": masked, "mlm_labels": labels, "mlm_attention_mask": batch["attention_mask"][:4]}
+    if anchors:
+        inputs["anchor_targets"] = torch.randn(len(ANCHORS), 384, generator=torch.Generator().manual_seed(1))
     return inputs
 
 
@@ -43,13 +51,14 @@ def _grads(module) -> dict[str, torch.Tensor]:
     [
         TrialSettings(mlm_weight=0.0, temperature=0.1),
         TrialSettings(mlm_weight=0.1, loss="ntxent", bregman_weight=1.0, bregman_k=4),
+        TrialSettings(mlm_weight=0.1, temperature=0.1, hard_negatives=1, anchor_weight=2.0),
     ],
-    ids=["infonce", "ntxent+mlm+bregman"],
+    ids=["infonce", "ntxent+mlm+bregman", "infonce+hard-negatives+anchor+mlm"],
 )
 def test_cached_gradients_equal_the_plain_ones(minilm_with_mlm_head, hp, chunk_size):
     module, tokenizer = build_module(minilm_with_mlm_head, hp)
     module.eval()  # no dropout: the plain single forward and the chunked forwards see the same network
-    inputs = _inputs(tokenizer, hp.mlm_weight > 0)
+    inputs = _inputs(tokenizer, hp.mlm_weight > 0, hp.hard_negatives, anchors=hp.anchor_weight > 0)
     loss, _ = training_loss(hp, module(**inputs))
     loss.backward()
     plain = _grads(module)

@@ -10,7 +10,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from trainers.distributed import gather, world_size
-from trainers.losses import deca_nt_xent, info_nce, mask_tokens, masked_lm_loss, nt_xent
+from trainers.losses import anchor_loss, deca_nt_xent, info_nce, mask_tokens, masked_lm_loss, nt_xent
 from trainers.settings import TrialSettings
 from trainers.training_loss import LossHeads, training_loss
 
@@ -41,6 +41,41 @@ def test_info_nce_matches_the_hand_worked_batch_in_each_direction():
     assert info_nce(VIEW_A, VIEW_B, TAU).item() == pytest.approx(INFONCE_A_TO_B, rel=1e-6)
     expected = (INFONCE_A_TO_B + INFONCE_B_TO_A) / 2
     assert info_nce(VIEW_A, VIEW_B, TAU, symmetric=True).item() == pytest.approx(expected, rel=1e-6)
+
+
+# One hard negative a pair (trainers.hard_negatives): k1 = (1, 1) for h1's pair, k2 = (1, 0) for h2's,
+# each in every anchor's denominator: h1's cosines with (g1, g2, k1, k2) are (1, c, c, 1), h2's (0, c, c, 0):
+#   h1: -2 + log(2 e^2 + 2 e^2c);  h2: -2c + log(2 + 2 e^2c)
+# and from view B back to view A nothing changes (a hard negative is no one's anchor).
+HARD_NEGATIVES = torch.tensor([[1.0, 1.0], [1.0, 0.0]])
+INFONCE_A_TO_B_HARD = ((-2 + math.log(2 * E2 + 2 * E2C)) + (-2 * C + math.log(2 + 2 * E2C))) / 2
+
+
+def test_hard_negatives_join_every_anchor_s_denominator_in_the_hand_worked_batch():
+    hard = info_nce(VIEW_A, VIEW_B, TAU, negatives=HARD_NEGATIVES)
+    assert hard.item() == pytest.approx(INFONCE_A_TO_B_HARD, rel=1e-6)
+    expected = (INFONCE_A_TO_B_HARD + INFONCE_B_TO_A) / 2
+    both = info_nce(VIEW_A, VIEW_B, TAU, symmetric=True, negatives=HARD_NEGATIVES)
+    assert both.item() == pytest.approx(expected, rel=1e-6)
+    hp = TrialSettings(temperature=TAU, mlm_weight=0.0, hard_negatives=1)  # infonce in both directions
+    total, terms = training_loss(hp, {"embeddings": torch.cat([VIEW_A, VIEW_B, HARD_NEGATIVES])})
+    assert total.item() == pytest.approx(expected, rel=1e-6)
+    assert terms["hard_negative_cosine"] == pytest.approx((C + 0.0) / 2, rel=1e-6)  # cos(h1, k1), cos(h2, k2)
+    assert terms["negative_cosine"] == pytest.approx((C + 0.0) / 2, rel=1e-6)  # the in-batch ones: unchanged
+
+
+def test_the_anchor_term_is_twice_one_minus_each_text_s_cosine_to_its_start_and_joins_the_total():
+    trained, start = torch.tensor([[1.0, 0.0], [0.0, 2.0]]), torch.tensor([[1.0, 1.0], [0.0, 1.0]])
+    # cosines c and 1 (the norms do not count): 2 (1 - c) and 0, their mean 1 - c
+    assert anchor_loss(trained, start).item() == pytest.approx(1 - C, rel=1e-6)
+    with pytest.raises(ValueError, match="equal shape"):
+        anchor_loss(trained, start[:1])
+    hp = TrialSettings(temperature=TAU, mlm_weight=0.0, hard_negatives=1, anchor_weight=0.5)
+    outputs = {"embeddings": torch.cat([VIEW_A, VIEW_B, HARD_NEGATIVES, trained]), "anchor_targets": start}
+    total, terms = training_loss(hp, outputs)  # the anchor texts are the last rows, after the hard negatives
+    expected = (INFONCE_A_TO_B_HARD + INFONCE_B_TO_A) / 2 + 0.5 * (1 - C)
+    assert total.item() == pytest.approx(expected, rel=1e-6) and terms["loss"] == pytest.approx(expected, rel=1e-6)
+    assert terms["anchor_loss"] == pytest.approx(1 - C, rel=1e-6)
 
 
 def test_nt_xent_and_decas_eq4_match_the_hand_worked_batch_and_differ_on_it():

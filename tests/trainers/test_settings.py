@@ -16,7 +16,7 @@ import pytest
 from doctune_core.fields import constraint
 from tests.conftest import ROOT
 from trainers.config import Hyperparameters, own_settings
-from trainers.losses import CONTRASTIVE_LOSSES, BregmanSettings
+from trainers.losses import CONTRASTIVE_LOSSES, AnchorSettings, BregmanSettings
 from trainers.pairs import RECIPES, Recipe
 from trainers.pairs.docsplit import DocSplitSettings
 from trainers.settings import SETTINGS, TrialSettings, _settings
@@ -35,6 +35,7 @@ def test_hyperparameters_hold_only_what_every_trial_reads_and_each_plug_in_owns_
         "pooling",
         "contrastive_weight",
         "mlm_weight",
+        "hard_negatives",
         "trainable",
         "position_init",
     }
@@ -44,6 +45,7 @@ def test_hyperparameters_hold_only_what_every_trial_reads_and_each_plug_in_owns_
             *((f"recipe {name}", RECIPES[name].settings) for name in RECIPES),
             *((f"loss {name}", CONTRASTIVE_LOSSES[name].settings) for name in CONTRASTIVE_LOSSES),
             ("the Bregman term", BregmanSettings),
+            ("the anchor term", AnchorSettings),
         ]
         for f in dataclasses.fields(settings)
     }

@@ -3,7 +3,7 @@
 The contrastive losses a spec's ``hyperparameters.loss`` names are ``ContrastiveLoss`` classes
 registered by name in their modules (``CONTRASTIVE_LOSSES``); adding one is one module here
 (docs/plugins.md). ``trainers.training_loss`` combines the
-chosen one with the MLM and Bregman terms into a trial's training loss.
+chosen one with the MLM, Bregman and anchor terms into a trial's training loss.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from trainers.losses.base import CONTRASTIVE_LOSSES, ContrastiveLoss, Temperatur
 
 import_plugins(__name__, __path__, "doctune.losses")
 
+from trainers.losses.anchor import AnchorSettings, anchor_loss  # noqa: E402
 from trainers.losses.bregman import (  # noqa: E402
     BregmanHead,
     BregmanSettings,
@@ -28,12 +29,14 @@ from trainers.losses.simsiam import SimSiamPredictor, simsiam_loss  # noqa: E402
 
 __all__ = [
     "CONTRASTIVE_LOSSES",
+    "AnchorSettings",
     "BregmanHead",
     "BregmanSettings",
     "ContrastiveLoss",
     "SimSiamPredictor",
     "TemperatureSettings",
     "active_subnetworks",
+    "anchor_loss",
     "bregman_divergence",
     "bregman_loss",
     "deca_nt_xent",

@@ -11,6 +11,11 @@ N is the global batch.
 ``symmetric=True`` returns ``(L_a->b + L_b->a) / 2``, where ``L_b->a`` uses the transposed
 similarity matrix. Returns a scalar tensor.
 
+``negatives`` (``(M, d)``, optional): hard negatives (``trainers.hard_negatives``) that join every
+anchor's denominator beside the positives, ``j`` running over the N positives and the M negatives
+in ``L_a->b``; ``L_b->a`` ranks the anchors only (a negative is no one's anchor). DPR (Karpukhin et
+al., EMNLP 2020, Sec. 3.2) shares its BM25 negatives across the batch the same way.
+
 Paper: Gao et al., "SimCSE: Simple Contrastive Learning of Sentence Embeddings" (EMNLP 2021),
 Eq. 1 (tau = 0.05 there). DocSplit/SimDE use it on sentence-split views; LA(SER)^3 on
 elongated views. Related: NT-Xent (SimCLR) also counts same-view negatives.
@@ -30,16 +35,24 @@ from trainers.losses.precision import at_least_fp32
 
 
 def info_nce(
-    anchors: torch.Tensor, positives: torch.Tensor, temperature: float, symmetric: bool = False
+    anchors: torch.Tensor,
+    positives: torch.Tensor,
+    temperature: float,
+    symmetric: bool = False,
+    negatives: torch.Tensor | None = None,
 ) -> torch.Tensor:
     if anchors.shape != positives.shape or anchors.dim() != 2:
         shapes = f"{tuple(anchors.shape)} and {tuple(positives.shape)}"
         raise ValueError(f"expected two (N, d) tensors of equal shape, got {shapes}")
-    scores = F.normalize(at_least_fp32(anchors), dim=-1) @ F.normalize(at_least_fp32(positives), dim=-1).T / temperature
-    labels = torch.arange(scores.shape[0], device=scores.device)
+    candidates = positives if negatives is None else torch.cat([positives, negatives])
+    scores = (
+        F.normalize(at_least_fp32(anchors), dim=-1) @ F.normalize(at_least_fp32(candidates), dim=-1).T / temperature
+    )
+    n = anchors.shape[0]
+    labels = torch.arange(n, device=scores.device)
     loss = F.cross_entropy(scores, labels)
     if symmetric:
-        loss = (loss + F.cross_entropy(scores.T, labels)) / 2
+        loss = (loss + F.cross_entropy(scores[:, :n].T, labels)) / 2
     return loss
 
 
@@ -53,8 +66,15 @@ class InfoNCE(ContrastiveLoss):
     """The SimCSE form over every rank's pairs."""
 
     settings = InfoNCESettings
+    takes_hard_negatives = True
 
     def __call__(
-        self, settings: InfoNCESettings, a: torch.Tensor, b: torch.Tensor, head_outputs: torch.Tensor | None
+        self,
+        settings: InfoNCESettings,
+        a: torch.Tensor,
+        b: torch.Tensor,
+        head_outputs: torch.Tensor | None,
+        negatives: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, int]:
-        return info_nce(gather(a), gather(b), settings.temperature, settings.symmetric), world_size()
+        gathered = None if negatives is None else gather(negatives)
+        return info_nce(gather(a), gather(b), settings.temperature, settings.symmetric, gathered), world_size()
