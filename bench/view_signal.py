@@ -132,8 +132,9 @@ def signal_table(record: dict) -> list[str]:
                 f"{over['grad_norm']:,.0f}x" if base else "–",
             ]
         )
-    header = ["views", "batches", "loss", "positives' cos", "negatives' cos", "hard negatives' cos", "grad norm"]
-    return table([*header, "loss / dropout's", "norm / dropout's"], rows, numeric=range(1, 9))
+    # cos: the mean cosine of the positives, the in-batch negatives and the hard negatives to their anchors
+    header = ["views", "batches", "loss", "cos +", "cos -", "cos hard -", "grad norm", "loss / dropout's"]
+    return table([*header, "norm / dropout's"], rows, numeric=range(1, 9))
 
 
 def main() -> int:
