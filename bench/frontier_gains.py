@@ -15,6 +15,12 @@ paired, no seed term); the row's, ``seed_mean_gain`` over its seeds (the seeds' 
 This is the paired counterpart of ``bench/long_study_column.py --rounds``, whose unpaired screen adds
 both rows' item errors and is conservative. Validation only: no test part is read.
 
+Beside the gains, what training did to the geometry (``geometry_table``): the mean cosine between
+each checkpoint's and its start's embeddings of the short tasks' validation texts
+(``Evaluator.start_cosine``: 1.0 unmoved), and each long task's documents' mean pairwise cosine
+(``doc_cosine``) before and after: a long gain that comes with documents spread apart may be
+de-collapse rather than reading (arXiv 2410.24200).
+
 ``--merge ALPHA`` also scores each checkpoint's weights interpolated with its start's, start +
 ALPHA x (trained - start): WiSE-FT's weight-space ensemble (Wortsman et al. 2022, "Robust fine-tuning
 of zero-shot models", Sec. 2, Eq. 1), one way to keep what the start could do while keeping part of
@@ -143,6 +149,13 @@ def main() -> None:
                         group: paired_gain(trained, start_outcomes(start), weights).record()
                         for group, weights in groups.items()
                     }
+                    done[str(seed)]["start_cosine"] = evaluator.start_cosine(
+                        str(model), start_model(start), pooling, list(objective)
+                    )
+                    done[str(seed)]["doc_cosine"] = {
+                        task: [start_outcomes(start)[task].scores["doc_cosine"], trained[task].scores["doc_cosine"]]
+                        for task in long_tasks
+                    }
                     args.out.parent.mkdir(parents=True, exist_ok=True)
                     args.out.write_text(json.dumps(results, indent=1))
                     print(f"{row}, seed {seed}, step {step}: {time.perf_counter() - began:.0f} s", flush=True)
@@ -151,6 +164,8 @@ def main() -> None:
     for group in groups:
         print(f"\n{group}\n")
         print("\n".join(gains_table(results, group)))
+    print("\nwhat training did to the geometry\n")
+    print("\n".join(geometry_table(results)))
 
 
 def gains_table(record: dict, group: str) -> list[str]:
@@ -166,11 +181,38 @@ def gains_table(record: dict, group: str) -> list[str]:
         for step, by_seed in sorted(by_step.items(), key=lambda kv: int(kv[0])):
             gains = [Gain.from_record(run[key]) for _, run in sorted(by_seed.items(), key=lambda kv: int(kv[0]))]
             seeds = " / ".join(f"{g.difference:+.3f}" + ("*" if g.beyond_noise else "") for g in gains)
+            if len(gains) < 2:  # a study in progress: no seeds' spread yet
+                lines.append([f"{name}, {step}", seeds, "– (one seed so far)"])
+                continue
             mean = seed_mean_gain(gains)
             shown = mean.cell().replace(" s)", ")") if mean.low is not None else mean.cell()
             lines.append([f"{name}, {step}", seeds, f"**{shown}**" if mean.beyond_noise else shown])
     seeds_header = "seeds " + " / ".join(sorted(next(iter(next(iter(record["rows"].values())).values())), key=int))
     return table(["row, step", seeds_header, "the seeds' mean (95%)"], lines)
+
+
+def geometry_table(record: dict) -> list[str]:
+    """Per row and step, the seeds' mean of each short task's cosine to the start
+    (``start_cosine``) and of each long task's documents' mean pairwise cosine, the start's then the
+    trained model's; runs scored before these were recorded are left out."""
+    lines, short, long = [], [], []
+    for by_step in record["rows"].values():
+        for runs in by_step.values():
+            for run in runs.values():
+                short += [t for t in run.get("start_cosine", {}) if t not in short]
+                long += [t for t in run.get("doc_cosine", {}) if t not in long]
+    for name, by_step in record["rows"].items():
+        for step, by_seed in sorted(by_step.items(), key=lambda kv: int(kv[0])):
+            runs = [run for run in by_seed.values() if "start_cosine" in run]
+            if not runs:
+                continue
+            cells = [f"{sum(run['start_cosine'][t] for run in runs) / len(runs):.3f}" for t in short]
+            for task in long:
+                before, after = (sum(run["doc_cosine"][task][i] for run in runs) / len(runs) for i in (0, 1))
+                cells.append(f"{before:.3f} -> {after:.3f}")
+            lines.append([f"{name}, {step}", str(len(runs)), *cells])
+    header = ["row, step", "seeds", *(f"{t}: cos to start" for t in short), *(f"{t}: docs' cos" for t in long)]
+    return table(header, lines)
 
 
 if __name__ == "__main__":

@@ -116,6 +116,27 @@ class Evaluator:
                 self._finish(name, model_dir, embed, {})
         return outcomes
 
+    def start_cosine(
+        self, model: str | ModelFiles, start: str | ModelFiles, pooling: str, task_names: list[str]
+    ) -> dict[str, float]:
+        """Per task of ``task_names`` with short validation texts (``Task.short_texts``: queries, short
+        documents), the mean cosine between ``model``'s and ``start``'s embeddings of them, each read as
+        its task reads it: 1.0 where training left them where they were. Reported only; validation's
+        texts, never a test part's."""
+        import numpy as np
+
+        names = [name for name in task_names if self.tasks[name].short_texts("val")]
+        cosines = {}
+        with self._local(model) as (model_dir, cache), self._local(start) as (start_dir, start_cache):
+            trained = self._embedders(model_dir, cache, pooling, names, AS_TASKS_SAY)
+            started = self._embedders(start_dir, start_cache, pooling, names, AS_TASKS_SAY)
+            for (name, embed), (_, embed_start) in zip(trained, started):
+                texts = self.tasks[name].short_texts("val")
+                cosines[name] = float(np.mean(np.einsum("ij,ij->i", embed(texts), embed_start(texts))))
+                embed.cache.save(embed.key)  # not _finish: these texts are not the task's whole part
+                embed_start.cache.save(embed_start.key)
+        return cosines
+
     @contextmanager
     def _local(self, model: str | ModelFiles) -> Iterator[tuple[str, object]]:
         """``model``'s directory on this node (files sent are written here while the block runs)

@@ -190,6 +190,17 @@ class PerEncoder:
         return self._value
 
 
+def mean_pairwise_cosine(vectors: np.ndarray) -> float:
+    """The mean cosine between any two of ``vectors`` (``(n, d)``, L2-normalised), each pair once: how
+    alike an encoder makes a collection's documents look. A gain that only spreads documents apart
+    lowers it without reading them better (de-collapse, arXiv 2410.24200)."""
+    n = len(vectors)
+    if n < 2:
+        return float("nan")
+    total = vectors.sum(axis=0)
+    return float((total @ total - np.einsum("ij,ij->", vectors, vectors)) / (n * (n - 1)))
+
+
 def mean_of_rows(items: np.ndarray) -> float:
     """The statistic of tasks whose main score is a mean over items (nDCG over queries, accuracy)."""
     return float(np.mean(items))
@@ -261,6 +272,12 @@ class Task(ABC):
     def document_texts(self) -> list[str]:
         """The documents both parts score, once loaded (what the dry run's length table counts);
         empty for a task whose items are not documents."""
+        return []
+
+    def short_texts(self, split: Split) -> list[str]:
+        """The texts of one part that fit the base's window (queries, short documents), once loaded:
+        what ``Evaluator.start_cosine`` compares a trained encoder's embeddings of with its start's.
+        Empty for a task of long documents."""
         return []
 
     @abstractmethod

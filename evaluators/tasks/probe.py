@@ -184,6 +184,9 @@ class ProbeTask(Task):
     def document_texts(self) -> list[str]:
         return [text for texts, _ in self.parts.values() for text in texts]
 
+    def short_texts(self, split: Split) -> list[str]:
+        return [] if self.metadata.long_documents else list(self.parts[split][0])
+
     def outcomes(self, embed: Embedder, split: Split) -> Outcomes:
         texts, labels = self.parts[split]
         features = embed(texts)

@@ -21,6 +21,7 @@ from evaluators.tasks.base import (
     Task,
     TaskMetadata,
     mean_of_rows,
+    mean_pairwise_cosine,
     register_task,
 )
 
@@ -95,6 +96,9 @@ class RetrievalTask(Task):
     def document_texts(self) -> list[str]:
         return list(dict.fromkeys(text for corpus, _, _ in self.parts.values() for text in corpus.values()))
 
+    def short_texts(self, split: Split) -> list[str]:
+        return [] if self.metadata.long_documents else list(self.parts[split][1].values())  # the queries
+
     def _limited(self, corpus, queries, qrels) -> Collection:
         """The part within the budget: the first ``max_queries`` judged queries (by id) and a corpus
         of at most ``max_documents`` that keeps every judged document of a kept query."""
@@ -128,7 +132,10 @@ class RetrievalTask(Task):
             top = top_k(np.stack([query_vectors[q] for q in query_ids]), docs, min(TOP_K, len(doc_ids)))
             for q, hits in zip(query_ids, top):
                 runs[q] = {doc_ids[j]: score for j, score in hits if doc_ids[j] != q}  # BEIR drops a query's own id
-        return self.ranked_outcomes(runs, split, len(all_docs))
+        outcomes = self.ranked_outcomes(runs, split, len(all_docs))
+        if self.metadata.long_documents:  # reported beside the score, never part of it
+            outcomes.scores["doc_cosine"] = mean_pairwise_cosine(np.stack(list(vectors.values())))
+        return outcomes
 
     def ranked_outcomes(self, runs: dict[str, dict[str, float]], split: Split, documents: int) -> Outcomes:
         """Outcomes of one part from each query's ranking (any ranker's: an encoder's, BM25's)."""
