@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -60,6 +60,9 @@ class LeaderboardRow:
     # the winner's: how many earlier readings on this cache read the locked parts its test verdicts rest on
     # (None where no locked part was read: a validation-only search, or a row other than the winner)
     locked_reading: ReadingCount | None = None
+    # a trial's: per short task, the mean cosine between its and its untrained start's embeddings of the
+    # task's short validation texts (1.0: training left them where they were); empty on the other rows
+    start_cosine: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def kind(self) -> RowKind:
@@ -91,6 +94,7 @@ class LeaderboardRow:
             confirmation=dict(record.get("confirmation", {})),
             lineage=tuple(record.get("lineage", ())),
             locked_reading=ReadingCount.from_record(record["locked_reading"]) if record.get("locked_reading") else None,
+            start_cosine=dict(record.get("start_cosine", {})),
         )
 
 

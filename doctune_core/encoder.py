@@ -78,9 +78,13 @@ def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> to
     raise ValueError(f"unknown pooling {pooling!r} (cls, mean, max)")
 
 
-def encode(model: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-    """Token states (N, L, d); a Longformer also gets global attention on [CLS]."""
-    extra = position_inputs(model.config, attention_mask)
+def encode(
+    model: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Token states (N, L, d); a Longformer also gets global attention on [CLS]. ``position_ids``: the
+    rows each token reads, where training chooses them (``trainers.skipped_positions``); by default as
+    the model numbers them (``position_inputs``)."""
+    extra = position_inputs(model.config, attention_mask) if position_ids is None else {"position_ids": position_ids}
     if getattr(model.config, "model_type", "") == "longformer":
         extra["global_attention_mask"] = torch.zeros_like(attention_mask)
         extra["global_attention_mask"][:, 0] = 1
@@ -108,15 +112,25 @@ def by_length(attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]
 
 
 def trimmed(
-    input_ids: torch.Tensor, attention_mask: torch.Tensor, rows: torch.Tensor, ends: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """``rows`` of a padded batch, cut to the longest of them."""
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    rows: torch.Tensor,
+    ends: torch.Tensor,
+    position_ids: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """``rows`` of a padded batch (and of its position ids, where given), cut to the longest of them."""
     width = int(ends[rows].max())
-    return input_ids[rows, :width], attention_mask[rows, :width]
+    positions = None if position_ids is None else position_ids[rows, :width]
+    return input_ids[rows, :width], attention_mask[rows, :width], positions
 
 
 def embed_in_length_groups(
-    model: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor, pooling: str, groups: int
+    model: nn.Module,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    pooling: str,
+    groups: int,
+    position_ids: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """(N, d) embeddings of a padded batch, computed as ``groups`` forwards over rows of similar
     length, each cut to its own longest row, so padded positions are mostly not computed at all.
@@ -127,12 +141,12 @@ def embed_in_length_groups(
     """
     split = length_groups(attention_mask, groups)
     if len(split) == 1:
-        return pool(encode(model, input_ids, attention_mask), attention_mask, pooling)
+        return pool(encode(model, input_ids, attention_mask, position_ids), attention_mask, pooling)
     _, ends = by_length(attention_mask)
     parts = []
     for rows in split:
-        ids, mask = trimmed(input_ids, attention_mask, rows, ends)
-        parts.append(pool(encode(model, ids, mask), mask, pooling))
+        ids, mask, positions = trimmed(input_ids, attention_mask, rows, ends, position_ids)
+        parts.append(pool(encode(model, ids, mask, positions), mask, pooling))
     return torch.cat(parts)[torch.argsort(torch.cat(split))]
 
 

@@ -380,6 +380,14 @@ def checkpoint_outcomes(
     return _call_pool(plan, files.name, "outcomes", files, pooling, task_names, split)
 
 
+def checkpoint_start_cosine(
+    plan: EvalPlan, model_dir: str | ModelFiles, start_dir: str, pooling: str, task_names: list[str]
+) -> dict[str, float]:
+    """``Evaluator.start_cosine`` of ``model_dir`` (or its files) against ``start_dir``, from the pool."""
+    files = model_files(model_dir)
+    return _call_pool(plan, files.name, "start_cosine", files, model_files(start_dir), pooling, task_names)
+
+
 def _call_pool(plan: EvalPlan, what: str, method: str, *args):
     """``method(*args)`` on one of the pool's actors (chosen by ``what``, the model or reference
     scored), retrying on another actor if that one dies mid-call."""

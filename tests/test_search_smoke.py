@@ -380,6 +380,12 @@ def test_leaderboard_has_every_trial_and_the_baseline_with_finite_scores(smoke_r
     assert gain["low"] <= gain["difference"] <= gain["high"]
     assert gain["beyond_noise"] == (gain["low"] > 0 or gain["high"] < 0)
     assert "The winner over baseline on test (unbiased)" in stdout
+    # how far training moved each trial's embeddings of the short validation texts from its start's: reported
+    for row in trials:
+        assert set(row["start_cosine"]) == {"news-title-retrieval", "r8-fewshot"}, row["status"]
+        assert all(0.0 < value <= 1.0 + 1e-6 for value in row["start_cosine"].values())
+    assert "embeddings of short validation texts, mean cosine to its untrained start" in stdout
+    assert not any(row["start_cosine"] for row in rows if row["trial"] not in {t["trial"] for t in trials})
     assert {r["status"] for r in trials} == {"completed"}
     assert all(0.3 <= r["hyperparameters"]["split_probability"] <= 0.7 for r in trials)
     # the spec's two warm starts: DocSplit's own setting, and the same with a learning rate 100x too high

@@ -119,6 +119,16 @@ class Hyperparameters:
             "base read embed as before; doctune_core.position_interpolation)"
         ),
     )
+    skipped_positions: int = field(
+        default=0,
+        metadata=constraint(
+            "read each training view as a part of a text of up to this many tokens, its position ids skipped ahead "
+            "(PoSE; trainers.skipped_positions), so inputs of the base's length reach a converted Longformer's new "
+            "position rows; 0: positions as read",
+            0,
+            1_000_000,
+        ),
+    )
     warmup_ratio: float = field(default=0.1, metadata=constraint("share of steps with linear warm-up", 0.0, 1.0))
 
 

@@ -58,7 +58,7 @@ def cached_step(module, inputs: dict[str, torch.Tensor], hp: Hyperparameters, ch
     afterwards). Returns ``(loss, terms)`` like ``training_loss``, with the MLM term included.
     """
     autocast = autocast or nullcontext()
-    ids, mask = inputs["input_ids"], inputs["attention_mask"]
+    ids, mask, positions = inputs["input_ids"], inputs["attention_mask"], inputs.get("position_ids")
     device = ids.device
     # chunks of rows of similar length, each cut to its longest row: little padding is computed
     order, ends = by_length(mask)
@@ -68,7 +68,7 @@ def cached_step(module, inputs: dict[str, torch.Tensor], hp: Hyperparameters, ch
         for rows in chunks:
             states.append(RandomState(device))
             with autocast:
-                pieces.append(module.embed(*trimmed(ids, mask, rows, ends)).float())
+                pieces.append(module.embed(*trimmed(ids, mask, rows, ends, positions)).float())
     embeddings = torch.cat(pieces)[torch.argsort(order)].requires_grad_()
     outputs = {"embeddings": embeddings}
     if "anchor_targets" in inputs:
@@ -81,7 +81,7 @@ def cached_step(module, inputs: dict[str, torch.Tensor], hp: Hyperparameters, ch
     for rows, state in zip(chunks, states):
         state.restore()
         with autocast:
-            piece = module.embed(*trimmed(ids, mask, rows, ends)).float()
+            piece = module.embed(*trimmed(ids, mask, rows, ends, positions)).float()
         (piece * cached[rows]).sum().backward()
     if "mlm_labels" in inputs:
         mlm = _chunked_mlm(module, inputs, chunk_size, hp.mlm_weight, autocast)

@@ -9,6 +9,7 @@ import random
 import resource
 import shutil
 import time
+import zlib
 from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
@@ -43,6 +44,7 @@ from trainers.pairs import STATISTICS_DOCUMENTS, PairBuilder, build_pairs
 from trainers.population import record_loaded_weights, resume_point
 from trainers.reporting import RoundReporter
 from trainers.schedule import lr_factor
+from trainers.skipped_positions import batch_position_ids
 from trainers.trainable import freeze_for, parameter_groups
 from trainers.training_loss import LossHeads, training_loss
 
@@ -73,9 +75,9 @@ class ContrastiveModel(nn.Module):
         forward's launches and a sync (bench/RESULTS.md at cf730cc, "Training on a GPU")."""
         return 1 if input_ids.is_cuda else min(4, input_ids.shape[0] // 8)
 
-    def embed(self, input_ids, attention_mask):
+    def embed(self, input_ids, attention_mask, position_ids=None):
         groups = self.length_groups(input_ids)
-        return embed_in_length_groups(self.encoder, input_ids, attention_mask, self.pooling, groups)
+        return embed_in_length_groups(self.encoder, input_ids, attention_mask, self.pooling, groups, position_ids)
 
     def mlm_loss(self, input_ids, attention_mask, labels):
         return masked_lm_loss(self.model, input_ids, attention_mask, labels)
@@ -88,8 +90,9 @@ class ContrastiveModel(nn.Module):
         mlm_labels=None,
         mlm_attention_mask=None,
         anchor_targets=None,
+        position_ids=None,
     ):
-        outputs = {"embeddings": self.embed(input_ids, attention_mask)}
+        outputs = {"embeddings": self.embed(input_ids, attention_mask, position_ids)}
         if anchor_targets is not None:  # the anchor term's (its texts are the batch's last rows)
             outputs["anchor_targets"] = anchor_targets
         if self.heads is not None:
@@ -176,7 +179,14 @@ def train_loop_per_worker(config: dict) -> None:
         if anchors is not None:  # the anchor term's short texts, after the pairs
             anchor_texts, targets = anchors.draw(anchor_count, random.Random(f"{plan.seed}/{trial.rank}/anchors{step}"))
             texts = texts + anchor_texts
-        return len(batch.views_a), tokenize(batch_tokenizer, texts, plan.max_length), targets
+        tokens = tokenize(batch_tokenizer, texts, plan.max_length)
+        if hp.skipped_positions:  # the views read at a long text's positions; the anchor's texts as the start read them
+            views = len(texts) - (0 if targets is None else len(targets))
+            seed = zlib.crc32(f"{plan.seed}/{trial.rank}/positions{step}".encode())
+            tokens["position_ids"] = batch_position_ids(
+                trial.module.encoder.config, tokens["attention_mask"], views, hp.skipped_positions, seed
+            )
+        return len(batch.views_a), tokens, targets
 
     batches = Prefetched(build_batch, plan.steps)
     window, eval_round = RoundWindow(), resumed.eval_round
@@ -314,6 +324,8 @@ def train_step(
     the start's embeddings of those texts), at the step's learning rate: (loss, its terms, tokens read)."""
     module, device = trial.module, trial.device
     inputs = {"input_ids": batch["input_ids"].to(device), "attention_mask": batch["attention_mask"].to(device)}
+    if "position_ids" in batch:  # skipped positions (trainers.skipped_positions)
+        inputs["position_ids"] = batch["position_ids"].to(device)
     if anchor_targets is not None:
         inputs["anchor_targets"] = anchor_targets.to(device)
     tokens = int(batch["attention_mask"].sum())

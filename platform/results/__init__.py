@@ -78,6 +78,7 @@ def establish(resolved, results, *, baseline: dict, clock: PhaseClock, retrain: 
             winner.compare_with_baselines(best, baselines, outcomes)
             winner.compare_per_task(best, baselines, resolved)
         noise = winner.assess_ranking(rows, baselines, outcomes)
+        winner.measure_start_drift(scored, baselines, resolved)
     rows = leaderboard.write_leaderboard(rows, run_dir, columns, noise.record() if noise else None)
     return Standing(rows, columns, noise)
 
@@ -90,8 +91,9 @@ def verdict_lines(standing: Standing) -> list[str]:
     from platform.results import leaderboard, ranking
 
     best = standing.best
+    drift = leaderboard.start_drift_lines(best)
     if not best.locked_reading:  # validation only: no test verdict
-        return ranking.verdict(standing.noise) if standing.noise is not None else []
+        return (ranking.verdict(standing.noise) if standing.noise is not None else []) + drift
     reading = ReadingCount.from_record(best.locked_reading)
     lines = [leaderboard.locked_part_line(best, reading)]
     if standing.noise is not None:
@@ -109,7 +111,7 @@ def verdict_lines(standing: Standing) -> list[str]:
     if best.confirmation:
         tested.append(f"{best.trial}'s configuration {leaderboard.describe_confirmation(best.confirmation)}")
     # every test verdict says how often its locked part was read before (a table's rows, by its title)
-    return lines + [line if line.startswith("  ") else f"{line} [{reading.describe()}]" for line in tested]
+    return lines + [line if line.startswith("  ") else f"{line} [{reading.describe()}]" for line in tested] + drift
 
 
 __all__ = ["Standing", "baseline_record", "establish", "verdict_lines"]

@@ -65,6 +65,9 @@ class Row:
     # the winner's: how often the locked parts its test verdicts rest on were read before on this cache
     # (``evaluators.readings.ReadingCount``); empty where no locked part was read
     locked_reading: dict = field(default_factory=dict)
+    # a trial's: per short task, the mean cosine between its and its untrained start's embeddings of the
+    # task's short validation texts (``evaluators.pool.Evaluator.start_cosine``: 1.0 unmoved); reported only
+    start_cosine: dict[str, float] = field(default_factory=dict)
 
     def test_score(self, task: str) -> float | None:
         return part(self.scores, task, "test").get("main")
@@ -89,6 +92,17 @@ class Row:
             out[f"{task}.se"] = part(self.scores, task, "test").get("main_se")
             out[f"{task}.val"] = part(self.scores, task, "val").get("main")
         return out
+
+
+def start_drift_lines(best: Row) -> list[str]:
+    """The winner's drift from its untrained start on the short tasks' validation texts, one line."""
+    if not best.start_cosine:
+        return []
+    cosines = ", ".join(f"{task} {value:.3f}" for task, value in best.start_cosine.items())
+    return [
+        f"{best.trial}'s embeddings of short validation texts, mean cosine to its untrained start: {cosines} "
+        "(1.000: unmoved; reported only)"
+    ]
 
 
 def describe_lineage(lineage: list[dict]) -> str:

@@ -136,6 +136,32 @@ def compare_per_task(best, baselines, resolved) -> None:
         }
 
 
+def measure_start_drift(trials, baselines, resolved) -> None:
+    """Set each trial row's ``start_cosine``: how far training moved its embeddings of the short tasks'
+    validation texts from its untrained start's (the converted base, with the trial's own
+    ``position_init``; the base where nothing was converted). Reported only: validation texts, no test
+    part, nothing chosen by it."""
+    from evaluators.pool import CheckpointMissing, checkpoint_start_cosine, stored_model
+    from platform.results.leaderboard import BASELINE_ID, CONVERTED_BASELINE_ID, INTERPOLATED_BASELINE_ID
+
+    evaluation = resolved.evaluation
+    by_id = {b.trial: b for b in baselines}
+    log.info(f"doctune: measuring how far {len(trials)} trials moved short validation texts from their start")
+    for row in trials:
+        interpolated = row.hyperparameters.get("position_init") == "interpolate"
+        start = by_id.get(INTERPOLATED_BASELINE_ID if interpolated else CONVERTED_BASELINE_ID) or by_id.get(BASELINE_ID)
+        if start is None or not start.checkpoint or not row.checkpoint:
+            continue
+        tasks = [t for t in (*evaluation.tasks, *evaluation.report_tasks) if t in row.scores]
+        model = stored_model(resolved.train_plan.run_files, row.checkpoint)
+        try:
+            row.start_cosine = checkpoint_start_cosine(
+                evaluation, model, start.checkpoint, row.hyperparameters["pooling"], tasks
+            )
+        except (CheckpointMissing, RuntimeError) as err:  # reported only: the leaderboard still follows
+            row.status += f"; its drift from the start not measured: {err}"
+
+
 def assess_ranking(rows, baselines, outcomes: ItemOutcomes) -> ranking.RankingNoise | None:
     """Whether the trials, and the winner against the runner-up and the baselines, differ beyond
     the validation scores' noise (``platform.results.ranking``); None, with the reason printed, when a

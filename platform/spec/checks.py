@@ -374,6 +374,11 @@ def _check_recipe_needs(spec: SearchSpec) -> None:
             "position_init: interpolate re-fills the position rows a Longformer conversion adds, and this spec "
             "converts nothing; add backbone.longformer or keep position_init: copy"
         )
+    if spec.backbone.longformer is None and any(values_of(spec, "skipped_positions")):
+        raise SpecError(
+            "skipped_positions: reads training views at the position rows a Longformer conversion adds, and this "
+            "spec converts nothing; add backbone.longformer or keep skipped_positions: 0"
+        )
     if spec.may_take_hard_negatives():
         refusing = [loss for loss in losses_of(spec) if not plugin_registries()["loss"][loss].takes_hard_negatives]
         if refusing:

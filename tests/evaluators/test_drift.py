@@ -41,7 +41,7 @@ def moved_minilm(minilm_dir, tmp_path_factory) -> str:
 def test_short_texts_move_with_the_weights_and_long_documents_report_how_alike_they_look(
     minilm_dir, moved_minilm, tmp_path
 ):
-    from evaluators.pool import Evaluator
+    from evaluators.pool import Evaluator, model_files
 
     plan = EvalPlan(
         objectives={"objective": dict.fromkeys(TASKS, 1.0)},
@@ -60,6 +60,9 @@ def test_short_texts_move_with_the_weights_and_long_documents_report_how_alike_t
     assert all(value == pytest.approx(1.0, abs=1e-5) for value in unmoved.values())
     moved = evaluator.start_cosine(moved_minilm, minilm_dir, "mean", TASKS)
     assert set(moved) == set(unmoved) and all(0.0 < value < 0.999 for value in moved.values()), moved
+    # sent as files, as the search's driver sends the winner and its start to an evaluator actor
+    sent = evaluator.start_cosine(model_files(moved_minilm), model_files(minilm_dir), "mean", TASKS)
+    assert sent == pytest.approx(moved, abs=1e-6)
     # a long task reports its documents' mean pairwise cosine beside its score, a short one does not
     scores = evaluator.score(minilm_dir, "mean", TASKS)
     assert -1.0 <= scores["needle-retrieval"]["val"]["doc_cosine"] <= 1.0

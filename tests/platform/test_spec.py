@@ -69,6 +69,7 @@ BAD = [
     (_with("search.space.batch_size", {"choice": [4, 7]}), "multiple of train.workers"),
     (_with("search.space.trainable", {"choice": ["all", "positions"]}), "this spec converts nothing"),
     (_with("search.space.position_init", {"choice": ["copy", "interpolate"]}), "position_init: interpolate re-fills"),
+    (_with("hyperparameters.skipped_positions", 2048), "skipped_positions: reads training views at the position rows"),
     (
         _with("hyperparameters", {"hard_negatives": 1, "loss": "ntxent"}),
         "hard_negatives: loss ntxent takes no hard negatives (infonce does)",

@@ -98,6 +98,8 @@ def _resolved(strategy: SearchStrategy, run_dir) -> ResolvedSearch:
         may_weight_mlm=False,
         interpolates=False,
         recipes=("docsplit",),
+        hard_negatives=False,
+        anchor_poolings=(),
         workers=1,
         cpus_per_worker=1.0,
         gpus_per_worker=0.0,

@@ -38,6 +38,7 @@ def test_hyperparameters_hold_only_what_every_trial_reads_and_each_plug_in_owns_
         "hard_negatives",
         "trainable",
         "position_init",
+        "skipped_positions",
     }
     owned = {
         f.name: owner
