@@ -375,29 +375,25 @@ class SearchSpec:
     def may_weight_mlm(self) -> bool:
         """Whether some trial (or study row) of this spec can train with ``mlm_weight`` > 0: the
         searched values (a range's upper end), else the fixed one, and every study row's."""
-        fixed = self.fixed_hyperparameters().mlm_weight
-        searched = self.search.space.get("mlm_weight")
-        weights = list(searched.values) if searched else [fixed]
-        weights += [row.get("mlm_weight", fixed) for row in (self.study.rows.values() if self.study else ())]
-        return max(weights) > 0
+        return max(self._values_anywhere("mlm_weight")) > 0
 
     def may_take_hard_negatives(self) -> bool:
         """Whether some trial (or study row) of this spec trains with ``hard_negatives`` > 0: the
         corpus's BM25 neighbours are then mined before any trial starts (``doctune_core.data.neighbours``)."""
-        fixed = self.fixed_hyperparameters().hard_negatives
-        searched = self.search.space.get("hard_negatives")
-        counts = list(searched.values) if searched else [fixed]
-        counts += [row.get("hard_negatives", fixed) for row in (self.study.rows.values() if self.study else ())]
-        return max(counts) > 0
+        return max(self._values_anywhere("hard_negatives")) > 0
 
     def may_anchor(self) -> bool:
         """Whether some trial (or study row) of this spec weights the anchor term (``anchor_weight`` > 0):
         its targets are then embedded before any trial starts (``trainers.anchor_targets``)."""
-        fixed = self.fixed_hyperparameters().anchor_weight
-        searched = self.search.space.get("anchor_weight")
-        weights = list(searched.values) if searched else [fixed]
-        weights += [row.get("anchor_weight", fixed) for row in (self.study.rows.values() if self.study else ())]
-        return max(weights) > 0
+        return max(self._values_anywhere("anchor_weight")) > 0
+
+    def _values_anywhere(self, name: str) -> list:
+        """The values hyperparameter ``name`` takes in this spec: the searched ones (a range's ends), else the
+        fixed one, and every study row's."""
+        fixed = getattr(self.fixed_hyperparameters(), name)
+        searched = self.search.space.get(name)
+        values = list(searched.values) if searched else [fixed]
+        return values + [row.get(name, fixed) for row in (self.study.rows.values() if self.study else ())]
 
     def poolings(self) -> tuple[str, ...]:
         """Every pooling a trial (or study row) of this spec may use."""
