@@ -47,6 +47,7 @@ FEW_ITEMS = {
     "repeats": 2,
     "long_length": 256,
     "long_queries": 6,
+    "max_train": 64,  # pair and full-probe training examples
 }
 
 

@@ -141,3 +141,6 @@ def test_a_search_started_with_no_gpu_node_plans_for_the_autoscalers_gpus_and_ge
     (trial,) = [r for r in rows if not r["trial"].startswith("baseline")]
     assert trial["status"] == "completed" and trial["hyperparameters"]["views"] == "dropout"
     assert all(math.isfinite(r["objective"]) for r in rows)
+    # its report-only document-similarity task, scored for the winner and the untrained start alike
+    for row in [trial, *(r for r in rows if r["trial"] == "baseline-converted")]:
+        assert 0.0 <= row["scores"]["20ng-topic-pairs"]["val"]["main"] <= 1.0, row["trial"]
