@@ -15,12 +15,15 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from doctune.cli import driver_root
 from doctune.leaderboard import Leaderboard
 from evaluators.evaluate import Evaluation
 from evaluators.plan import EvalBudget
+
+if TYPE_CHECKING:
+    from platform.spec import SearchSpec
 
 _driver_package = None  # the driver, once imported: every call puts the same package in place
 
@@ -107,9 +110,27 @@ def search(
     return Leaderboard.read(outcome.run_dir)
 
 
-def load_spec(spec: str | Path, profile: str = "local"):
-    """The search spec ``spec`` (a path, or a shipped spec's name), validated for ``profile``: a
-    ``platform.spec.SearchSpec``. Raises ``BadInput`` naming what is wrong."""
+def load_spec(spec: str | Path, *, profile: Literal["full", "local", "smoke"] = "local") -> SearchSpec:
+    """Read a search spec and validate it for a profile, as a search does before it starts anything.
+
+    Args:
+        spec: a spec file's path, or a shipped spec's name (``docsplit_long``).
+        profile: ``full``, ``local`` or ``smoke``: doctune's built-in overrides for that profile, then
+            the spec's own ``profiles:`` section, are applied before validation.
+
+    Returns:
+        The spec as typed objects (``platform.spec.SearchSpec``): ``.train``, ``.search``,
+        ``.evaluation`` and the rest, every value checked.
+
+    Raises:
+        BadInput: the spec is missing or invalid; the message names the key, what is wrong and how
+            to fix it (what the command line prints with its exit code 2).
+
+    Example::
+
+        spec = doctune.load_spec("docsplit_long", profile="local")
+        print(spec.train.steps, spec.search.samples, spec.evaluation.report_tasks)
+    """
     with _driver():
         from platform.spec import SpecError
         from platform.spec import load_spec as load

@@ -15,14 +15,23 @@ from collections.abc import Callable
 from typing import Any
 
 
+def set_up_worker() -> None:
+    """Ray's ``worker_process_setup_hook`` for doctune's jobs: each worker process pinned to its
+    own cluster (``pin_ray_address``) and logging as its driver does
+    (``doctune_core.logs.configure_worker_logging``)."""
+    from doctune_core.logs import configure_worker_logging
+
+    pin_ray_address()
+    configure_worker_logging()
+
+
 def pin_ray_address() -> None:
-    """Ray's ``worker_process_setup_hook`` for doctune's jobs: ``RAY_ADDRESS`` in each worker
-    process is its own cluster's GCS. Ray's state API, called without an address inside a worker
-    (Ray Train's placement-group cleaner asks it whether the Train controller lives), otherwise
-    reads an inherited ``RAY_ADDRESS`` or looks for running GCS processes, and with two Ray
-    instances on one host it fails: the cleaner's thread dies, and the placement group of a Train
-    run whose controller Tune killed (a PBT pause, an ASHA stop) is never removed, so the trials
-    after it wait for its CPUs."""
+    """``RAY_ADDRESS`` in each worker process is its own cluster's GCS. Ray's state API, called
+    without an address inside a worker (Ray Train's placement-group cleaner asks it whether the
+    Train controller lives), otherwise reads an inherited ``RAY_ADDRESS`` or looks for running GCS
+    processes, and with two Ray instances on one host it fails: the cleaner's thread dies, and the
+    placement group of a Train run whose controller Tune killed (a PBT pause, an ASHA stop) is
+    never removed, so the trials after it wait for its CPUs."""
     import os
 
     import ray

@@ -17,8 +17,8 @@ standard = sys.modules["platform"]
 import doctune
 from evaluators.plan import EvalBudget
 
-spec = doctune.load_spec("smoke", "smoke")
-loaded_twice = doctune.load_spec("docsplit_long", "full").name
+spec = doctune.load_spec("smoke", profile="smoke")
+loaded_twice = doctune.load_spec("docsplit_long", profile="full").name
 try:
     doctune.load_spec("no_such_spec")
 except doctune.BadInput as err:

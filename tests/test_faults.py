@@ -102,6 +102,8 @@ def test_killed_workers_resume_from_their_checkpoints_and_a_later_divergence_end
     assert group and "resumed from step_000002" in output  # the new worker group started from the checkpoint
     assert "resumed from step_000004" in output  # Tune's restart of the trial did too
     assert "resumed from step_000006" not in output  # the divergence was not retried
+    # the trial's error on the console at the default verbosity: its worker's line and Tune's
+    assert "loss became nan at step 7; the trial ends" in output and "Trial task failed" in output
     (trial,) = [r for r in json.loads((run_dir / "leaderboard.json").read_text())["rows"] if r["trial"] != "baseline"]
     assert trial["status"].startswith("error after round 3") and "loss became nan at step 7" in trial["status"]
     assert trial["step"] in (2, 4, 6) and trial["objective"] is not None

@@ -705,6 +705,20 @@ def test_the_search_decides_and_measures_as_its_golden_record(kept):
     assert not departures, "\n".join(departures[:20])
 
 
+def test_the_console_shows_doctunes_progress_and_verdicts_and_none_of_the_libraries_internals(smoke_run):
+    """At the default verbosity, doctune's lines (each trial's rounds, forwarded from its workers; the
+    leaderboard; the verdicts) and nothing of Ray's, Tune's or Optuna's (``-v`` brings them back: the
+    DECA search below); a failed trial's error stays shown (tests/test_faults.py)."""
+    _, output = smoke_run
+    assert re.search(r"\] step \d+/4 loss \d\.\d+ objective \d\.\d+ \(validation\)", output)
+    assert "doctune: best trial" in output and "The winner over baseline on test" in output
+    assert not [line for line in output.splitlines() if len(line) > 300]
+    assert "Reporting training result" not in output  # Ray Train's round, every metric in one line
+    assert "Trial status:" not in output and "Trial name" not in output  # Tune's status table
+    assert "core_worker.cc" not in output and "A new study created" not in output  # Ray's and Optuna's notes
+    assert not re.search(r"\b\w*Warning: ", output)  # Python's warnings
+
+
 def test_every_report_file_is_written(smoke_run):
     run_dir, stdout = smoke_run
     for name in ("leaderboard.csv", "leaderboard.json", "report.html", "optuna.journal", "search.json"):
@@ -1004,9 +1018,13 @@ def test_each_recipes_gpu_sized_spec_runs_real_trials_under_the_smoke_profile(
             done = outside_the_checkout(command, tmp_path, timeout=900)
         finally:
             outside_the_checkout([*pip, "uninstall", "-y", "doctune-shuffled-recipe"], tmp_path)
-    else:
-        done = run_smoke_search(variant, run_dir)
+    else:  # DECA's with -v: the libraries' own output as well as doctune's
+        done = run_smoke_search(variant, run_dir, *(["-v"] if spec == "deca_wordnet" else []))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    if spec == "deca_wordnet":  # Ray Train's round lines, Tune's status table, doctune's own rounds
+        console = done.stdout + done.stderr
+        assert "Reporting training result" in console and "Trial status:" in console
+        assert re.search(r"\] step \d+/4 loss", console)
     if spec == "bregman_longformer":  # the rows returned, each round handed over, the standard module in place
         (line,) = [line for line in done.stdout.splitlines() if line.startswith("API ")]
         called = json.loads(line.removeprefix("API "))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import logging
 import random
 import resource
 import shutil
@@ -47,6 +48,8 @@ from trainers.schedule import lr_factor
 from trainers.skipped_positions import batch_position_ids
 from trainers.trainable import freeze_for, parameter_groups
 from trainers.training_loss import LossHeads, training_loss
+
+log = logging.getLogger(f"doctune.{__name__}")
 
 T = TypeVar("T")
 
@@ -308,10 +311,10 @@ def _resume(trial: WorkerTrial) -> ResumePoint:
     name = PurePosixPath(resume_from).name
     if from_donor:  # the donor reported that round; this trial goes on from it with its own settings
         if trial.rank == 0:
-            print(f"[{trial_id}] continues from {files.path(resume_from)} (PBT exploit; step {resumed.step})")
+            log.info(f"[{trial_id}] continues from {files.path(resume_from)} (PBT exploit; step {resumed.step})")
     else:
         if trial.rank == 0:
-            print(f"[{trial_id}] resumed from {name} (step {resumed.step}, documents from {resumed.stream})")
+            log.info(f"[{trial_id}] resumed from {name} (step {resumed.step}, documents from {resumed.stream})")
         trial.reporter.report_again([r for r in reported_rounds(files, trial_id) if r <= name])
     return resumed
 
@@ -353,7 +356,7 @@ def _end_diverged(trial: WorkerTrial, step: int, loss: torch.Tensor) -> None:
     trial.reporter.close()
     if trial.rank == 0:
         record_divergence(trial.plan.run_files, trial.trial_id, step, loss.item())
-        print(f"[{trial.trial_id}] loss became {loss.item()} at step {step}; the trial ends")
+        log.error(f"[{trial.trial_id}] loss became {loss.item()} at step {step}; the trial ends")
 
 
 def _save_and_report_round(trial: WorkerTrial, stream: PairStream, step: int, metrics: dict, steps: list[dict]) -> None:
@@ -435,7 +438,7 @@ def _probed_chunk_size(module, tokenizer, plan: TrainPlan, hp: Hyperparameters, 
     if dist.is_initialized():
         dist.all_reduce(chunk, op=dist.ReduceOp.MIN)
     if context.get_world_rank() == 0:
-        print(f"[{trial_id}] chunk_size auto: {int(chunk.item())} ({probe.describe()} on rank 0)")
+        log.info(f"[{trial_id}] chunk_size auto: {int(chunk.item())} ({probe.describe()} on rank 0)")
     return int(chunk.item())
 
 

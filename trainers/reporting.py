@@ -28,6 +28,7 @@ docs/decisions/population-based-training.md).
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -40,6 +41,8 @@ import torch.distributed as dist
 from doctune_core.data.atomic import atomic_file
 from trainers.checkpoint import CHECKPOINTS, REPORT_FILE, SCORES_FILE, drop_superseded_training_state, trial_path
 from trainers.config import Hyperparameters, TrainPlan
+
+log = logging.getLogger(f"doctune.{__name__}")
 
 ROUND_SECONDS = ("train_seconds", "scoring_seconds", "eval_seconds")  # the time a round's report accounts for
 
@@ -156,7 +159,7 @@ class RoundReporter:
         objectives = {k: v for k, v in scored.items() if k.partition("/")[0] == "objective"}
         if not all(math.isfinite(v) for v in objectives.values()):
             raise FloatingPointError(f"trial {self.trial_id}: objectives {objectives} at step {metrics['step']}")
-        print(
+        log.info(
             f"[{self.trial_id}] step {metrics['step']}/{self.plan.steps} loss {metrics['loss']:.4f} "
             f"objective {scored['objective']:.4f} (validation) ({metrics['tokens_per_s']:.0f} tokens/s)"
             + (f", reported at step {metrics['report_step']}" if metrics["report_step"] != metrics["step"] else "")

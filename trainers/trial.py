@@ -10,11 +10,15 @@ again.
 from __future__ import annotations
 
 import dataclasses
+import logging
 
+from doctune_core.logs import library_log_level
 from trainers.checkpoint import CHECKPOINTS, divergence, trial_path
 from trainers.config import TrainPlan
 from trainers.distributed import collective_backend
 from trainers.settings import SETTINGS, TrialSettings
+
+log = logging.getLogger(f"doctune.{__name__}")
 
 
 class TrialDiverged(FloatingPointError):
@@ -59,6 +63,7 @@ def run_trial(config: dict, plan: TrainPlan, fixed: dict) -> None:
                 failure_config=ray.train.FailureConfig(
                     max_failures=plan.max_worker_failures, controller_failure_limit=3
                 ),
+                logging_config=ray.train.LoggingConfig(log_level=library_log_level()),
             ),
         )
 
@@ -66,7 +71,7 @@ def run_trial(config: dict, plan: TrainPlan, fixed: dict) -> None:
         from trainers.population import continue_from_donor, fit_reporting_to_tune
 
         if record := continue_from_donor(files, trial_id, config):
-            print(f"[{trial_id}] PBT: continues from {record['donor']} at step {record['step']} with {config}")
+            log.info(f"[{trial_id}] PBT: continues from {record['donor']} at step {record['step']} with {config}")
         fit_reporting_to_tune(trial_id, trainer)
     else:
         trainer([TuneReportCallback()]).fit()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,8 @@ from evaluators.tasks.base import (
     mean_pairwise_cosine,
     register_task,
 )
+
+log = logging.getLogger(f"doctune.{__name__}")
 
 TOP_K = 100
 QUERY_BLOCK = 1024  # queries scored per matrix product
@@ -195,7 +198,7 @@ def search_backend(documents: int) -> str:
         import faiss  # noqa: F401
     except ImportError as err:
         if not _FALLBACK_SAID:
-            print(f"doctune: note: faiss is not importable ({err}); exact search runs on numpy (slower)", flush=True)
+            log.info(f"doctune: note: faiss is not importable ({err}); exact search runs on numpy (slower)")
             _FALLBACK_SAID = True
         return "numpy"
     return "faiss"

@@ -8,7 +8,7 @@ import os
 import socket
 from pathlib import Path
 
-from doctune_core.logs import tells_progress
+from doctune_core.logs import shows_library_output, tells_progress, worker_environment
 from platform.cluster.environment import ROOT
 from platform.cluster.resources import LARGEST_NODE_GPUS
 
@@ -52,8 +52,8 @@ def ray_init(address: str | None, trials_may_wait: bool = False, log_to_driver: 
     restarting the trials it paused), so their worker groups wait for the trials ahead.
     ``log_to_driver``: print the workers' output here (off for a dry run, whose standard output is
     its plan as JSON: on a running cluster, Ray's forwarded lines would otherwise follow it), and only
-    where doctune's progress is shown (``doctune_core.logs.tells_progress``: not from Python at WARNING,
-    where Ray's own warnings are left out too)."""
+    where doctune's progress is shown (``doctune_core.logs.tells_progress``: not from Python at WARNING).
+    Ray's own notes and warnings are shown with ``-v`` alone (``doctune_core.logs.shows_library_output``)."""
     import ray
 
     os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.5")  # default 2 s caps short trials
@@ -66,8 +66,10 @@ def ray_init(address: str | None, trials_may_wait: bool = False, log_to_driver: 
     for name, value in os.environ.items():  # DOCTUNE_CACHE and the other DOCTUNE_ settings
         if name in ("HF_HUB_OFFLINE", "HF_HOME") or name.startswith("DOCTUNE_"):
             env_vars[name] = value
-    # every worker process asks Ray's state API about its own cluster (doctune_core.nodes.pin_ray_address)
-    runtime_env: dict = {"env_vars": env_vars, "worker_process_setup_hook": "doctune_core.nodes.pin_ray_address"}
+    # every worker process asks Ray's state API about its own cluster and logs as this driver does
+    # (doctune_core.nodes.set_up_worker)
+    env_vars |= worker_environment()
+    runtime_env: dict = {"env_vars": env_vars, "worker_process_setup_hook": "doctune_core.nodes.set_up_worker"}
     if "RAY_JOB_CONFIG_JSON_ENV_VAR" in os.environ:
         # inside `ray job submit --working-dir .`: the job's working directory reaches every node,
         # and these env_vars join the job's runtime env (Ray refuses a driver's that repeats a field)
@@ -93,14 +95,41 @@ def ray_init(address: str | None, trials_may_wait: bool = False, log_to_driver: 
         # started, so they wait for the trials ahead, or for the nodes to come up, instead
         env_vars["RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"] = WORKERS_START_TIMEOUT_S
     shown = tells_progress()  # quiet: Ray's own errors alone, none of its workers' lines
-    level = "WARNING" if shown else "ERROR"
+    level = "INFO" if shows_library_output() else "ERROR"
     ray.init(address=address, runtime_env=runtime_env, logging_level=level, log_to_driver=log_to_driver and shown)
+    if log_to_driver and shown and not shows_library_output():
+        _leave_out_notes_that_are_not_failures()
     if own:
         warn_of_another_ray()
     cluster = {k: float(v) for k, v in ray.cluster_resources().items()}
     node_gpus = [node["Resources"].get("GPU", 0.0) for node in ray.nodes() if node["Alive"]]
     cluster[LARGEST_NODE_GPUS] = float(max(node_gpus, default=0.0))
     return cluster
+
+
+# What Ray's core (C++) logs at error level from its workers to the console, though nothing failed
+RAY_NOTES_THAT_ARE_NOT_FAILURES = (
+    # Ray Train's PreemptionWatcher actor, made by every trial's controller: a restart that cannot
+    # happen in a search (github.com/ray-project/ray/issues/53727)
+    "has constructor arguments in the object store and max_restarts > 0",
+)
+
+
+def _leave_out_notes_that_are_not_failures() -> None:
+    """The workers' lines Ray forwards to this console, without ``RAY_NOTES_THAT_ARE_NOT_FAILURES``
+    (shown with ``-v``). Ray offers no filter of its own: its forwarding handler is wrapped."""
+    from ray._private.ray_logging import global_worker_stdstream_dispatcher as dispatcher
+
+    def kept(forward):
+        def forward_kept(batch: dict) -> None:
+            lines = [line for line in batch["lines"] if not any(n in line for n in RAY_NOTES_THAT_ARE_NOT_FAILURES)]
+            if lines:
+                forward({**batch, "lines": lines})
+
+        return forward_kept
+
+    with dispatcher._lock:
+        dispatcher.handlers = [(name, kept(h) if name == "ray_print_logs" else h) for name, h in dispatcher.handlers]
 
 
 def warn_of_another_ray() -> None:

@@ -15,7 +15,7 @@ import os
 from collections.abc import Sequence
 from contextlib import contextmanager
 
-from doctune_core.logs import tells_progress
+from doctune_core.logs import shows_library_output
 from doctune_core.run_files import RunFiles
 from platform.rundir.layout import TUNE_DIR
 from platform.rundir.timings import PhaseClock
@@ -25,22 +25,23 @@ log = logging.getLogger(f"doctune.{__name__}")
 
 
 def tune_verbosity() -> int | None:
-    """Tune's console output: its own default where doctune's progress is shown, silent otherwise
-    (a search called from Python with logging at WARNING prints nothing; see
-    ``libraries_quiet_unless_told``)."""
-    return None if tells_progress() else 0
+    """Tune's console output (its status table every 30 seconds, each trial's start and end): its own
+    default with ``-v`` (``doctune_core.logs.shows_library_output``), silent otherwise, doctune's own
+    lines saying what a person needs; a failed trial's error is printed either way (Tune logs it at
+    ERROR; see ``libraries_quiet_unless_told``)."""
+    return None if shows_library_output() else 0
 
 
 @contextmanager
 def libraries_quiet_unless_told():
-    """A Tune run's making and fitting, its console output as doctune's progress says. Quiet, two
+    """A Tune run's making and fitting, the libraries' console output shown with ``-v`` alone. Quiet, two
     libraries need more than Tune's verbosity (``tune_verbosity``): Tune's new output engine prints an
     experiment's start (its configuration, where its results are) at every verbosity, 0 included,
     while its legacy engine prints nothing at 0, so a quiet run uses the legacy one
     (``RAY_AIR_NEW_OUTPUT=0``, read as the run starts); Optuna logs its study's creation (when the
     searcher is made) at INFO through a handler of its own, so its verbosity is WARNING. Both are put
     back after the block."""
-    if tells_progress():
+    if shows_library_output():
         yield
         return
     import optuna

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import ast
 import logging
 import sys
+from pathlib import Path
 
 import pytest
 
-from doctune_core.logs import LOGGER, progress, show_on_console, tells_progress
+from doctune_core.logs import (
+    LOG_LEVEL_ENV,
+    LOGGER,
+    configure_worker_logging,
+    progress,
+    show_on_console,
+    shows_library_output,
+    tells_progress,
+    worker_environment,
+)
 
 
 @pytest.fixture
@@ -56,3 +67,61 @@ def test_a_progress_bar_is_drawn_only_for_a_person_at_a_terminal(doctune_logger,
     show_on_console(-1)  # -q: no bar even at a terminal
     assert list(progress(iter(range(3)), 3, "baseline rows")) == [0, 1, 2]
     assert capsys.readouterr() == ("", "")
+
+
+@pytest.mark.parametrize("verbosity", [0, 1])
+def test_a_search_worker_logs_as_its_driver_and_leaves_ray_trains_round_reports_out_without_v(
+    doctune_logger, capsys, monkeypatch, verbosity
+):
+    from ray.train.v2._internal.execution import context as train_context
+
+    show_on_console(verbosity)  # the driver
+    assert shows_library_output() == (verbosity == 1)
+    carried = worker_environment()
+    assert carried == {LOG_LEVEL_ENV: "DEBUG" if verbosity else "INFO"}
+    # a worker process of its search: its own logging, the driver's level carried in its environment
+    doctune_logger.handlers.clear()
+    doctune_logger.setLevel(logging.NOTSET)
+    monkeypatch.setenv(LOG_LEVEL_ENV, carried[LOG_LEVEL_ENV])
+    before = train_context.logger.level
+    try:
+        train_context.logger.setLevel(logging.NOTSET)
+        configure_worker_logging()
+        logging.getLogger(f"{LOGGER}.trainers.reporting").info("[1cd56a9d] step 2/4 loss 0.8234")
+        assert capsys.readouterr().out == "[1cd56a9d] step 2/4 loss 0.8234\n"  # Ray forwards it to the driver
+        # Ray Train's "Reporting training result N: TrainingReport(...)", every metric of the round, logged
+        # in the worker at INFO (its root logger's level there): with -v only
+        assert train_context.logger.level == (logging.NOTSET if verbosity else logging.WARNING)
+    finally:
+        train_context.logger.setLevel(before)
+
+
+def test_a_process_no_search_started_keeps_its_logging(doctune_logger, monkeypatch):
+    monkeypatch.delenv(LOG_LEVEL_ENV, raising=False)
+    doctune_logger.handlers.clear()
+    configure_worker_logging()
+    assert not doctune_logger.handlers
+
+
+ROOT = Path(__file__).resolve().parents[2]
+LIBRARY_PACKAGES = ("trainers", "evaluators", "doctune_core", "platform")
+
+
+def _command_line_module(path: Path, source: str) -> bool:
+    return path.name in ("__main__.py", "cli.py") or 'if __name__ == "__main__":' in source
+
+
+def test_library_code_logs_and_only_command_line_modules_print():
+    printing = []
+    for package in LIBRARY_PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            source = path.read_text(encoding="utf-8")
+            if _command_line_module(path, source):
+                continue
+            for node in ast.walk(ast.parse(source)):
+                if not isinstance(node, ast.Call):
+                    continue
+                called = ast.unparse(node.func)
+                if called in ("print", "sys.stdout.write", "sys.stderr.write"):
+                    printing.append(f"{path.relative_to(ROOT)}:{node.lineno} {called}")
+    assert not printing, printing

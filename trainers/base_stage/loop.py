@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import shutil
 import time
 from dataclasses import asdict, dataclass
@@ -33,6 +34,8 @@ from trainers.config import BaseSettings
 from trainers.distributed import finite_everywhere, training_device
 from trainers.losses import mask_tokens, masked_lm_loss
 from trainers.schedule import lr_factor
+
+log = logging.getLogger(f"doctune.{__name__}")
 
 WEIGHT_DECAY = 0.01  # BERT, Appendix A.2
 LOG_EVERY = 10  # steps per logged loss (fewer in a run of under 100 steps)
@@ -127,7 +130,7 @@ def train_loop_per_worker(config: dict) -> None:
         state = load_training_state(latest, model, optimizer)
         start_step, curve = state["step"], state["loss_curve"]
         if rank == 0:
-            print(f"[base {plan.digest}] resumed from {latest.name} (step {start_step})")
+            log.info(f"[base {plan.digest}] resumed from {latest.name} (step {start_step})")
     window = {"loss": 0.0, "steps": 0, "tokens": 0, "seconds": 0.0}
     with _tensorboard(work) if rank == 0 else contextlib.nullcontext() as writer:
         for step in range(start_step, settings.steps):
@@ -170,7 +173,7 @@ def train_loop_per_worker(config: dict) -> None:
                     if plan.through is not None:
                         writer.flush()
                         staging.upload_checkpoint(plan.through, plan.digest, work, saved)
-                    print(f"[base {plan.digest}] step {done}/{settings.steps} mlm loss {step_loss:.4f}", flush=True)
+                    log.info(f"[base {plan.digest}] step {done}/{settings.steps} mlm loss {step_loss:.4f}")
                 ray.train.report({"step": done, "mlm_loss": step_loss})
 
 

@@ -39,6 +39,7 @@ import numpy as np
 from doctune_core.data.atomic import exclusive_lock
 from doctune_core.data.corpus import PreparedCorpus
 from doctune_core.data.wheels import cache_dir
+from doctune_core.logs import library_log_level
 from doctune_core.run_files import RunFiles
 from trainers.base_stage import staging
 from trainers.base_stage.loop import BasePlan, train_loop_per_worker
@@ -306,6 +307,7 @@ def _fit(plan: BasePlan, workers: int, cpus_per_worker: float, gpus_per_worker: 
             storage_path=storage,
             storage_filesystem=filesystem,
             failure_config=ray.train.FailureConfig(max_failures=max_failures, controller_failure_limit=3),
+            logging_config=ray.train.LoggingConfig(log_level=library_log_level()),
         ),
     )
     try:
