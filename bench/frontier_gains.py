@@ -19,7 +19,8 @@ Beside the gains, what training did to the geometry (``geometry_table``): the me
 each checkpoint's and its start's embeddings of the short tasks' validation texts
 (``Evaluator.start_cosine``: 1.0 unmoved), and each long task's documents' mean pairwise cosine
 (``doc_cosine``) before and after: a long gain that comes with documents spread apart may be
-de-collapse rather than reading (arXiv 2410.24200).
+de-collapse rather than reading (arXiv 2410.24200). And what each row cost (``cost_table``): its
+runs' training and scoring time up to each step, in CPU-minutes, from Tune's record of their rounds.
 
 ``--merge ALPHA`` also scores each checkpoint's weights interpolated with its start's, start +
 ALPHA x (trained - start): WiSE-FT's weight-space ensemble (Wortsman et al. 2022, "Robust fine-tuning
@@ -48,6 +49,15 @@ if __name__ == "__main__":
 from bench.markdown import table  # noqa: E402
 
 TRIAL_DIR = re.compile(r"^run_trial_(\w+?_\d+)_\d+_seed=(\d+)_")
+SECONDS = ("train_seconds", "scoring_seconds")
+# the geometry table's short names for the default objective's tasks
+TASK_NAMES = {
+    "news-title-retrieval": "titles",
+    "r8-fewshot": "R8",
+    "needle-retrieval": "needle",
+    "passkey-retrieval": "passkey",
+    "news-passage-retrieval": "passage",
+}
 
 
 def checkpoints(row_dir: Path) -> dict[int, dict[int, Path]]:
@@ -60,6 +70,19 @@ def checkpoints(row_dir: Path) -> dict[int, dict[int, Path]]:
         trial_id, seed = match.group(1), int(match.group(2))
         for step_dir in sorted((row_dir / "trials" / trial_id / "checkpoints").glob("step_*")):
             found.setdefault(seed, {})[int(step_dir.name.split("_")[1])] = step_dir
+    return found
+
+
+def round_seconds(row_dir: Path) -> dict[int, dict[int, dict[str, float]]]:
+    """A row's cost: seed -> step -> the training and the scoring seconds its run spent up to that step,
+    summed over its rounds' reports (each checkpoint keeps its round's, ``report.json``, across resumes)."""
+    found: dict[int, dict[int, dict[str, float]]] = {}
+    for seed, steps in checkpoints(row_dir).items():
+        spent = dict.fromkeys(SECONDS, 0.0)
+        for step, directory in sorted(steps.items()):
+            report = json.loads((directory / "report.json").read_text())
+            spent = {key: spent[key] + report[key] for key in SECONDS}
+            found.setdefault(seed, {})[step] = spent
     return found
 
 
@@ -119,6 +142,7 @@ def main() -> None:
     evaluator = Evaluator(plan, str(args.study))
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     results["machine"] = f"{os.cpu_count()} CPUs, torch {torch.__version__}"
+    results["cpus"] = os.cpu_count()
     results["groups"] = groups
     rows = results.setdefault("rows", {})
     starts: dict[str, dict] = {}
@@ -131,8 +155,14 @@ def main() -> None:
             starts[position_init] = evaluator.outcomes(start_model(position_init), pooling, list(objective), "val")
         return starts[position_init]
 
+    costs = results.setdefault("seconds", {})
     for name, values in spec.study.rows.items():
         start = values.get("position_init", fixed_start)
+        for seed, by_step in round_seconds(args.study / "runs" / name).items():
+            for step, seconds in by_step.items():
+                costs.setdefault(name, {}).setdefault(str(step), {})[str(seed)] = seconds
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(results, indent=1))
         for seed, steps in sorted(checkpoints(args.study / "runs" / name).items()):
             for step, directory in sorted(steps.items()):
                 versions = {name: directory}
@@ -166,6 +196,8 @@ def main() -> None:
         print("\n".join(gains_table(results, group)))
     print("\nwhat training did to the geometry\n")
     print("\n".join(geometry_table(results)))
+    print("\nwhat each row cost\n")
+    print("\n".join(cost_table(results)))
 
 
 def gains_table(record: dict, group: str) -> list[str]:
@@ -209,10 +241,24 @@ def geometry_table(record: dict) -> list[str]:
             cells = [f"{sum(run['start_cosine'][t] for run in runs) / len(runs):.3f}" for t in short]
             for task in long:
                 before, after = (sum(run["doc_cosine"][task][i] for run in runs) / len(runs) for i in (0, 1))
-                cells.append(f"{before:.3f} -> {after:.3f}")
+                cells.append(f"{before:.3f}→{after:.3f}")
             lines.append([f"{name}, {step}", str(len(runs)), *cells])
-    header = ["row, step", "seeds", *(f"{t}: cos to start" for t in short), *(f"{t}: docs' cos" for t in long)]
+    header = ["row, step", "seeds", *(f"{TASK_NAMES.get(t, t)} vs start" for t in short)]
+    header += [f"{TASK_NAMES.get(t, t)} docs" for t in long]
     return table(header, lines)
+
+
+def cost_table(record: dict) -> list[str]:
+    """Per row and step, the median over its seeds of the training and the scoring time its runs spent
+    up to that step, in CPU-minutes (minutes times the machine's CPUs: a local trial holds them all)."""
+    cpus = record.get("cpus", 1)
+    lines = []
+    for name, by_step in record.get("seconds", {}).items():
+        for step, by_seed in sorted(by_step.items(), key=lambda kv: int(kv[0])):
+            runs = list(by_seed.values())
+            train, scoring = (sorted(run[k] for run in runs)[len(runs) // 2] * cpus / 60 for k in SECONDS)
+            lines.append([f"{name}, {step}", str(len(runs)), f"{train:.0f}", f"{scoring:.0f}"])
+    return table(["row, step", "seeds", "training, CPU-min", "scoring, CPU-min"], lines)
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ def _made(module: str, formatter: str, *args) -> Callable[[], list[str]]:
 
 GAINS = ("long tasks pooled", "objective", "r8-fewshot", "news-title-retrieval")
 STUDIES = {"frontier_gains.json": "training_frontier", "dropout_temperature_gains.json": "dropout_temperature"}
-STUDIES |= {"weight_merge_gains.json": "weight_merge"}
+STUDIES |= {"weight_merge_gains.json": "weight_merge", "view_frontier_gains.json": "view_frontier"}
 EFFICIENCY = ("efficiency_docsplit", "efficiency_recipes", "efficiency_recipes_large_parts")
 LONG = "long_document_tasks.json"
 
@@ -91,6 +91,8 @@ TABLES: dict[str, Callable[[], list[str]]] = {
     "wall-time/phases": _made("search_wall_time", "phases_table", "search_wall_time.json"),
     "suite-time": _made("suite_time", "steps_table", "suite_time.json"),
     "view-signal": _made("view_signal", "signal_table", "view_signal.json"),
+    "view_frontier/geometry": _made("frontier_gains", "geometry_table", "view_frontier_gains.json"),
+    "view_frontier/cost": _made("frontier_gains", "cost_table", "view_frontier_gains.json"),
     "mlm-head": _made("mlm_head_training", "cost_table", "mlm_head_training.json"),
     "mlm-gradient-share": _made("mlm_gradient_share", "share_table", "mlm_gradient_share.json"),
     **{
