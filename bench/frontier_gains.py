@@ -122,7 +122,7 @@ def main() -> None:
     import torch
 
     from doctune_core.longformer import cached_interpolated
-    from evaluators.noise import paired_gain
+    from doctune_core.noise import paired_gain
     from evaluators.pool import Evaluator
     from evaluators.tasks import task_class
     from platform.search_path.inputs import InputsPlan, prepare_inputs
@@ -205,7 +205,7 @@ def gains_table(record: dict, group: str) -> list[str]:
     a row per study row and step: each seed's paired gain (``*``: its own interval, items only,
     excludes 0) and the seeds' mean with its 95% interval (``seed_mean_gain``: the seeds' spread
     included; bold where it excludes 0)."""
-    from evaluators.noise import Gain, seed_mean_gain
+    from doctune_core.noise import Gain, seed_mean_gain
 
     (key,) = [name for name in record["groups"] if name.split(" (")[0] == group.split(" (")[0]]
     lines = []

@@ -31,7 +31,7 @@ rows of the standard deviation over their 3 seeds), and the spread is estimated 
 ``search.confirm_seeds`` measures it; "none": no seed noise and none measured (the interval is then
 this run's gain's).
 
-**Methods.** ``paired t`` is the interval adopted (``evaluators.noise.paired_gain``: Satterthwaite's
+**Methods.** ``paired t`` is the interval adopted (``doctune_core.noise.paired_gain``: Satterthwaite's
 degrees of freedom; a binary part's variance at each candidate gain, Tango's, the interval inverted
 from it; pseudo-items on a gain on one continuous part; the seeds' variance with k - 1 degrees of
 freedom; "too few items to decide" by the rule fixed before this calibration), beside the one
@@ -74,7 +74,7 @@ if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))
 
 from bench.markdown import table  # noqa: E402
-from evaluators.noise import FEW_DISAGREED  # noqa: E402
+from doctune_core.noise import FEW_DISAGREED  # noqa: E402
 
 TITLE, PROBE, PASSAGE, NEEDLE, PASSKEY = (
     "news-title-retrieval",
@@ -137,7 +137,7 @@ def seed_sd() -> dict[str, float]:
 GAINS = (0.0, 0.02, 0.05, 0.10)
 # the needle and passkey haystacks a round scores (haystacks: longest): 2,048 tokens locally, 4,096 in full
 LONGEST = {"local": "len_1025to2048", "full": "len_2049to4096"}
-# the paired t interval as adopted (evaluators.noise.paired_gain: binary parts' variance at each candidate
+# the paired t interval as adopted (doctune_core.noise.paired_gain: binary parts' variance at each candidate
 # gain, Tango's; a continuous mean's pseudo-items, 1 on each side, on a gain on one part), and the one
 # adopted before it (binary parts' variance at the observed gain, with the same pseudo-items as a
 # continuous part's) with pseudo-items on every part and with none (Wald)
@@ -242,7 +242,7 @@ def population(recorded: dict, pair: str, task: str, profile: str) -> Population
 
 def outcomes_of(kind: str, items: np.ndarray):
     """``Outcomes`` as the task builds them (a retrieval task's, a pairs task's, a probe's)."""
-    from evaluators.tasks.base import Outcomes, mean_of_rows
+    from doctune_core.outcomes import Outcomes, mean_of_rows
     from evaluators.tasks.probe import macro_f1, macro_f1_influence, mean_over_draws, mean_over_draws_influence
 
     if kind != "probe":
@@ -384,7 +384,7 @@ def comparison(
     """One simulated comparison: each method's interval (None: none printed), shifted by this
     run's seed deviation (the paired t intervals alone with ``paired_only``), and the items the rows
     scored apart (``Gain.disagreed``: the binary parts' where the part has some)."""
-    from evaluators.noise import SeedSpread, paired_gain
+    from doctune_core.noise import SeedSpread, paired_gain
 
     samples = {}
     for task in weights:

@@ -136,14 +136,14 @@ def main() -> None:
 
 
 def _outcomes(part: dict, label: str | None = None):
-    from evaluators.tasks.base import Outcomes, mean_of_rows
+    from doctune_core.outcomes import Outcomes, mean_of_rows
 
     rows = np.arange(len(part["items"])) if label is None else np.array(part["strata"].get(label, []), int)
     return Outcomes({}, np.asarray(part["items"])[rows], mean_of_rows, ids=tuple(np.asarray(part["ids"])[rows]))
 
 
 def paired(results: dict, a: str, b: str, task: str, over_1024: bool = False) -> str:
-    from evaluators.noise import paired_gain
+    from doctune_core.noise import paired_gain
 
     part_a, part_b = (results["rows"][r]["parts"][task] for r in (a, b))
     if over_1024:
@@ -175,7 +175,7 @@ def passage_table(results: dict) -> list[str]:
 
 
 def gains_table(results: dict) -> list[str]:
-    """The paired gains of ``PAIRS`` on the real-text task (``evaluators.noise.paired_gain``, 95%), on
+    """The paired gains of ``PAIRS`` on the real-text task (``doctune_core.noise.paired_gain``, 95%), on
     each draw, over all its queries and over those whose article is over 1,024 tokens."""
     rows, found = [], results["rows"]
     for a, b in PAIRS:
@@ -202,7 +202,7 @@ def print_tables(results: dict) -> None:
     print(f"\n{results['machine']}\n")
     print(f"{REAL}, nDCG@10 ± 95% interval (validation; the retired draw beside it), by document length\n")
     print("\n".join(passage_table(results)))
-    print("\nPaired gains (95% paired interval, evaluators.noise.paired_gain):\n")
+    print("\nPaired gains (95% paired interval, doctune_core.noise.paired_gain):\n")
     print("\n".join(gains_table(results)))
     for task in SYNTHETIC:
         print(f"\n{task}, acc@1 per haystack length (validation; 50 queries against 100 haystacks; chance 0.010)\n")

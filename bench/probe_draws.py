@@ -6,13 +6,13 @@ term as adopted and as it was before (bench/RESULTS.md, "A few-shot probe's draw
 For each recorded population (bench/gain_calibration.py's, R8 over the converted base) moved to a
 true gain of 0, 0.05 and 0.10, ``--comparisons`` comparisons at the local profile's size (200
 documents, 3 of the 10 recorded draws), the full one's (the whole part, 5 draws) and at 2 draws (the
-smoke profile's 64 documents, under ``evaluators.noise.MIN_DRAWS``), no seed term: the coverage and
-median width of ``evaluators.noise.paired_gain``'s interval, with ``draw_variance`` as adopted (the
+smoke profile's 64 documents, under ``doctune_core.noise.MIN_DRAWS``), no seed term: the coverage and
+median width of ``doctune_core.noise.paired_gain``'s interval, with ``draw_variance`` as adopted (the
 between-draw variance less the items' share it repeats, with Satterthwaite's degrees of freedom for
 that difference, its uncertainty kept where the difference is clipped at 0), dropped at the clip (as
 before: a term clipped to 0 added no uncertainty), with m - 1 degrees of freedom (as before that) and
 plain (the between-draw variance over m, m - 1). A comparison whose rows' items left its interval no
-width prints none (``evaluators.noise``: the items' agreement instead): the share printed is kept
+width prints none (``doctune_core.noise``: the items' agreement instead): the share printed is kept
 beside each coverage. Writes ``--out`` (bench/results/probe_draws.json) and prints it as a Markdown
 table (``coverage_table``).
 """
@@ -58,9 +58,9 @@ def with_draws_dof(adopted, a, b, items_of_mean: float) -> tuple[float, float]:
 def coverage(population, documents: int, draws: int, comparisons: int, rng) -> dict[str, float]:
     """The interval's coverage of the population's gain over the comparisons that print one, its
     median width, and the share of comparisons that print one."""
-    import evaluators.noise as noise
+    import doctune_core.noise.rules as noise
     from bench.gain_calibration import outcomes_of
-    from evaluators.noise import paired_gain
+    from doctune_core.noise import paired_gain
 
     rule = noise.MIN_DRAWS
     noise.MIN_DRAWS = min(rule, draws)  # the rule lifted, to show what it keeps from being printed
@@ -122,7 +122,7 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "probe_draws.json")
     args = parser.parse_args()
-    import evaluators.noise as noise
+    import doctune_core.noise.rules as noise
     from bench.gain_calibration import PROBE, population
 
     adopted = noise.draw_variance

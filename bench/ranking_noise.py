@@ -8,7 +8,7 @@ chosen checkpoint:
 
 - ``sigma``: the noise of a difference between two trials per item, the standard error of their
   paired difference (a joint bootstrap over the part's items, and a probe's draws, as the search
-  itself measures it: ``evaluators.noise``) times the square root of the items; the median over
+  itself measures it: ``doctune_core.noise``) times the square root of the items; the median over
   pairs of trials. A difference's standard error at ``n`` items is ``sigma / sqrt(n)``;
 - ``spread``: the trials' spread on that task once noise is taken out (``Spread.true_spread``),
   and the typical difference between two trials, ``spread * sqrt(2)``;
@@ -61,7 +61,7 @@ def _evaluator(run_dir: Path, summary: dict):
 
 def measure(run_dir: Path) -> dict:
     """Per objective task: items, ``sigma``, ``spread``, ``typical_difference`` and ``min_items``."""
-    from evaluators.noise import joint_resamples, spread_test
+    from doctune_core.noise import joint_resamples, spread_test
     from evaluators.tasks.base import PartSizeReference
     from platform.results.leaderboard import is_baseline, read_leaderboard
 

@@ -5,7 +5,7 @@
 
 ``search.confirm_seeds: k`` retrains the winner's configuration with k new seeds, scores each run on
 the same test items against the same row, and prints the mean of the k runs' paired gains with the
-interval of ``evaluators.noise.seed_mean_gain``; so do the frontier, temperature and merge tables.
+interval of ``doctune_core.noise.seed_mean_gain``; so do the frontier, temperature and merge tables.
 This benchmark measures that interval's coverage of the configuration's true gain, as
 bench/gain_calibration.py does ``paired_gain``'s.
 
@@ -35,7 +35,7 @@ the runs' sample variance over k, k - 1 degrees of freedom; Welch-Satterthwaite'
 ``interval widths, at least the seeds' t``: that, never narrower than the seeds' own t interval;
 ``score interval, at least the seeds' t``: each run's items' variance as ``paired_gain`` takes it (a
 binary part's at every candidate gain, Tango's), the interval inverted from it, never narrower than
-the seeds' own t interval: adopted, ``evaluators.noise.seed_mean_gain`` since 2026-12-07. (Weerahandi's
+the seeds' own t interval: adopted, ``doctune_core.noise.seed_mean_gain`` since 2026-12-07. (Weerahandi's
 generalized confidence interval over both components, *JASA* 88(423), 1993, and the two half-widths
 combined as a root sum of squares each at its own degrees of freedom covered within 0.5 points of
 ``interval widths, at least the seeds' t`` in the rows they were run on, wider: not kept.)
@@ -79,7 +79,7 @@ from bench.gain_calibration import (  # noqa: E402
     wilson,
 )
 from bench.markdown import table  # noqa: E402
-from evaluators.noise import FEW_DISAGREED  # noqa: E402
+from doctune_core.noise import FEW_DISAGREED  # noqa: E402
 
 PARTS = {"objective": OBJECTIVE, "long tasks pooled": LONG_TASKS}
 # items per task and few-shot draws a round scores, per profile (search_spaces/docsplit_long.yaml's local
@@ -97,7 +97,7 @@ METHODS = (
     "interval widths, at least the seeds' t",
     "score interval, at least the seeds' t",
 )
-ADOPTED = METHODS[3]  # evaluators.noise.seed_mean_gain since 2026-12-07
+ADOPTED = METHODS[3]  # doctune_core.noise.seed_mean_gain since 2026-12-07
 
 
 @dataclasses.dataclass
@@ -129,13 +129,13 @@ def seed_mean_from_widths(gains, level: float = 0.95):
     """``seed_mean_gain`` with each run's items' term read from its printed interval: its larger
     half-width over t at its degrees of freedom (a binary part's interval holds every gain it cannot
     rule out, where its standard error at the observed gain may be 0)."""
-    from evaluators.noise import Gain, _t_quantile, t_interval
+    from doctune_core.noise import Gain, t_interval, t_quantile
 
     difference = float(np.mean([g.difference for g in gains]))
     if any(g.low is None for g in gains):
         return Gain(difference, None, None, level=level, seed_noise=True, undecided=gains[0].undecided, runs=len(gains))
     items_se = [
-        max(g.difference - g.low, g.high - g.difference) / _t_quantile(level, g.degrees_of_freedom) for g in gains
+        max(g.difference - g.low, g.high - g.difference) / t_quantile(level, g.degrees_of_freedom) for g in gains
     ]
     items = (float(np.mean(np.square(items_se))), min(g.degrees_of_freedom for g in gains))
     seeds = (float(np.var([g.difference for g in gains], ddof=1)) / len(gains), len(gains) - 1)
@@ -146,20 +146,20 @@ def seed_mean_from_widths(gains, level: float = 0.95):
 def seed_mean_from_widths_at_least_the_seeds_t(gains, level: float = 0.95):
     """``seed_mean_from_widths``, never narrower than the seeds' own t interval (their spread over
     sqrt(k), t at k - 1)."""
-    from evaluators.noise import _t_quantile
+    from doctune_core.noise import t_quantile
 
     gain = seed_mean_from_widths(gains, level)
     if gain.low is None:
         return gain
     spread = float(np.std([g.difference for g in gains], ddof=1)) / math.sqrt(len(gains))
-    half = max(gain.difference - gain.low, _t_quantile(level, len(gains) - 1) * spread)
+    half = max(gain.difference - gain.low, t_quantile(level, len(gains) - 1) * spread)
     return dataclasses.replace(gain, low=gain.difference - half, high=gain.difference + half)
 
 
 def seed_mean_at_observed_variance(gains, level: float = 0.95):
     """``seed_mean_gain`` as shipped until 2026-12-07: the items' term the mean of the runs' squared
     standard errors, each at its observed gain, and Welch-Satterthwaite's t on the sum."""
-    from evaluators.noise import Gain, t_interval
+    from doctune_core.noise import Gain, t_interval
 
     difference = float(np.mean([g.difference for g in gains]))
     if any(g.low is None for g in gains):
@@ -173,7 +173,7 @@ def seed_mean_at_observed_variance(gains, level: float = 0.95):
 def comparison(grids: dict[str, MovedGrid], weights, sizes, draws, runs: int, sd: float, rng) -> tuple[dict, int]:
     """One configuration's ``runs`` runs on one draw of items: each method's interval (None: none
     printed), and the most items any run's rows scored apart."""
-    from evaluators.noise import paired_gain, seed_mean_gain
+    from doctune_core.noise import paired_gain, seed_mean_gain
 
     some = {task: grid.populations[0] for task, grid in grids.items()}
     rows = {task: rng.integers(0, pop.size, sizes[task] or pop.size) for task, pop in some.items()}

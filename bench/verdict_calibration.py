@@ -1,4 +1,4 @@
-"""How often the ranking's noise check (``evaluators.noise.spread_test``) calls trials apart.
+"""How often the ranking's noise check (``doctune_core.noise.spread_test``) calls trials apart.
 
     .venv/bin/python bench/verdict_calibration.py [--searches 1000] [--rounds 300] [--out FILE]
 
@@ -33,7 +33,7 @@ NOISE = 0.15
 
 
 def simulated_search(rng: np.random.Generator, effects: list[float], items: int) -> list[dict]:
-    from evaluators.tasks.base import Outcomes, mean_of_rows
+    from doctune_core.outcomes import Outcomes, mean_of_rows
 
     difficulty = rng.uniform(0.2, 0.8, size=items)
     return [
@@ -42,7 +42,7 @@ def simulated_search(rng: np.random.Generator, effects: list[float], items: int)
 
 
 def called_beyond_noise(trials: int, items: int, planted_se: float, searches: int, rounds: int, seed: int) -> float:
-    from evaluators.noise import joint_resamples, spread_test
+    from doctune_core.noise import joint_resamples, spread_test
 
     difference_se = math.sqrt(2) * NOISE / math.sqrt(items)
     effects = [planted_se * difference_se] + [0.0] * (trials - 1)

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from doctune.api import BadInput, SearchFailed, evaluate, load_spec, search
 from doctune.leaderboard import Leaderboard, LeaderboardRow
+from doctune_core.noise import Gain
 from evaluators.evaluate import Evaluation
-from evaluators.noise import Gain
 from evaluators.plan import EvalBudget
 
 __all__ = [

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from evaluators.noise import Gain
+from doctune_core.noise import Gain
 from evaluators.readings import ReadingCount
 from evaluators.references import RowKind, row_kind
 

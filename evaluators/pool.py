@@ -108,7 +108,7 @@ class Evaluator:
         reading: Reading = AS_TASKS_SAY,
     ) -> dict:
         """Each task's item-level ``Outcomes`` on one part, for comparing encoders item by item
-        (``evaluators.noise``)."""
+        (``doctune_core.noise``)."""
         outcomes = {}
         with self._local(model) as (model_dir, cache):
             for name, embed in self._embedders(model_dir, cache, pooling, task_names, reading):

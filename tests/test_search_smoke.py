@@ -30,7 +30,7 @@ import numpy as np
 import psutil
 import pytest
 
-from evaluators.noise import MIN_ITEMS
+from doctune_core.noise import MIN_ITEMS
 from evaluators.readings import READINGS_ENV, read_ledger
 from tests.conftest import (
     FEW_ITEMS,
@@ -421,7 +421,7 @@ def test_the_winner_is_placed_against_bm25_and_the_base_as_users_run_it_item_by_
     assert gain["difference"] == pytest.approx(news[best["trial"]]["main"] - news["reference-bm25"]["main"], abs=1e-9)
     assert set(gain["by_stratum"]) == {k.removesuffix("_n") for k in buckets}
     assert f"{best['trial']}'s test gain over what you have" in stdout and "  over reference-bm25  " in stdout
-    # a length bucket under the rule (evaluators.noise.MIN_ITEMS: fewer than 10 queries, as the smoke
+    # a length bucket under the rule (doctune_core.noise.MIN_ITEMS: fewer than 10 queries, as the smoke
     # part's longer buckets hold) prints no interval but says so; no training seeds were measured
     # (search.confirm_seeds), and every gain says its interval leaves their noise out
     small = {label: g for label, g in gain["by_stratum"].items() if g["n"] < MIN_ITEMS["continuous"]}

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from evaluators.tasks.base import SPLIT_SEED, Embedder, Outcomes, Split, Task, TaskMetadata, register_task
+from doctune_core.outcomes import Outcomes
+from evaluators.tasks.base import SPLIT_SEED, Embedder, Split, Task, TaskMetadata, register_task
 from evaluators.tasks.probe import ORANGE_SOURCE, read_orange_tab, stratified_subsample
 
 KMEANS_SEEDS = 3  # k-means restarts with different seeds; the mean NMI is reported
@@ -23,7 +24,7 @@ def nmi(labels: np.ndarray, clusters: np.ndarray) -> float:
     ``normalized_mutual_info_score`` (its default), 1.0 where both put every text in one group, 0.0
     where they share no information. Computed from one contingency table in NumPy, without
     scikit-learn's argument checks, which cost about a millisecond a call: the ranking's noise check
-    recomputes it on every bootstrap resample (``evaluators.noise.item_variance``)."""
+    recomputes it on every bootstrap resample (``doctune_core.noise.item_variance``)."""
     labels, clusters = np.asarray(labels).ravel(), np.asarray(clusters).ravel()
     _, label_codes = np.unique(labels, return_inverse=True)
     _, cluster_codes = np.unique(clusters, return_inverse=True)

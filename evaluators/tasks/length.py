@@ -19,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from doctune_core.data.news import NEWS_PARTS
-from evaluators.tasks.base import SPLITS, Embedder, Outcomes, Split, Task, TaskMetadata, register_task
+from doctune_core.outcomes import Outcomes
+from evaluators.tasks.base import SPLITS, Embedder, Split, Task, TaskMetadata, register_task
 
 ELONGATIONS = (2, 4, 8)
 DEFAULT_PAIRS = 200

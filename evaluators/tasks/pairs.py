@@ -21,17 +21,16 @@ from pathlib import Path
 
 import numpy as np
 
+from doctune_core.outcomes import Outcomes, mean_of_rows
 from evaluators.tasks.base import (
     SPLIT_SEED,
     TASK_FAMILIES,
     Embedder,
-    Outcomes,
     PerEncoder,
     Split,
     Task,
     TaskMetadata,
     held_out_indices,
-    mean_of_rows,
     register_task,
 )
 from evaluators.tasks.probe import ORANGE_SOURCE, PUBLISHED_SPLITS, fit_head, read_orange_splits

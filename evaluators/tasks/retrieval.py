@@ -10,18 +10,17 @@ from pathlib import Path
 import numpy as np
 
 from doctune_core.data.news import NEWS_PARTS
+from doctune_core.outcomes import Outcomes, mean_of_rows
 from evaluators.metrics import ranking_table
 from evaluators.tasks.base import (
     SPLIT_SEED,
     SPLITS,
     TASK_FAMILIES,
     Embedder,
-    Outcomes,
     PartSizeReference,
     Split,
     Task,
     TaskMetadata,
-    mean_of_rows,
     mean_pairwise_cosine,
     register_task,
 )

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from doctune_core.noise import Gain
 from doctune_core.position_interpolation import CONFIG_KEY
-from evaluators.noise import Gain
 from evaluators.readings import ReadingCount
 from evaluators.scores import coverage, part
 from platform.export.record import SearchRecord

@@ -9,8 +9,8 @@ import math
 from datetime import UTC, datetime
 from html import escape
 
+from doctune_core.noise import Gain
 from evaluators.lengths import bucket_title
-from evaluators.noise import Gain
 from evaluators.readings import ReadingCount
 from evaluators.scores import part
 from platform.report.run import PLOTS_DIR, Plot, Run

@@ -87,7 +87,7 @@ def verdict_lines(standing: Standing) -> list[str]:
     """What the standing says of its winner, one line each: its locked part, its gains over the
     baselines (with the ranking's verdict where its noise was measured), on the long-document tasks
     pooled, task by task, and its confirmation."""
-    from evaluators.noise import Gain
+    from doctune_core.noise import Gain
     from platform.results import leaderboard, ranking
 
     best = standing.best

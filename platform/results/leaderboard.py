@@ -14,9 +14,9 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from doctune_core.noise import Gain
 from doctune_core.run_files import RunFiles
 from evaluators.lengths import bucket_title
-from evaluators.noise import Gain
 from evaluators.readings import ReadingCount, locked_parts
 from evaluators.references import BASELINE_PREFIX, row_kind
 from evaluators.scores import coverage, main_scores, part, sizes, unflatten
@@ -50,12 +50,12 @@ class Row:
     objectives: dict[str, float] = field(default_factory=dict)
     pareto: bool = False  # on the Pareto front of the trials (multi-objective searches)
     test_objective: float | None = None
-    # the winner's test-objective gain over each baseline row, with its paired interval (``evaluators.noise.Gain``)
+    # the winner's test-objective gain over each baseline row, with its paired interval (``doctune_core.noise.Gain``)
     gains: dict[str, dict] = field(default_factory=dict)
     # the same on the objective's long-document tasks pooled with their objective weights
     long_task_gains: dict[str, dict] = field(default_factory=dict)
     # the winner's test gain on each task over each baseline and reference row that scored it:
-    # row id -> task -> paired-interval record (``evaluators.noise.Gain``)
+    # row id -> task -> paired-interval record (``doctune_core.noise.Gain``)
     task_gains: dict[str, dict[str, dict]] = field(default_factory=dict)
     # the winner's configuration retrained with new seeds (search.confirm_seeds): their test objective's
     # mean ± std, and the winner's own run apart (``confirmation_record``)

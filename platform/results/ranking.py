@@ -7,16 +7,16 @@ cache), and ``assess`` measures, where the ranking is made:
 - each objective task's standard error at its budget (the items' and, for few-shot probes, the
   draws'), the median over the trials;
 - the spread of the trials' validation objectives against the spread scoring noise alone would
-  give them (``evaluators.noise.spread_test``), the noise of a difference between two trials, and
+  give them (``doctune_core.noise.spread_test``), the noise of a difference between two trials, and
   the training seeds' spread where ``search.confirm_seeds`` measured it;
 - the winner against the runner-up and against each baseline row on the same validation items
-  (a paired interval, ``evaluators.noise.paired_gain``; the winner was chosen on these items, so
+  (a paired interval, ``doctune_core.noise.paired_gain``; the winner was chosen on these items, so
   its lead is optimistic: the test gains on the leaderboard are the unbiased ones);
 - when the trials are within noise, the budget that would tell them apart: a power calculation
-  (``evaluators.noise.items_needed``) from the measured noise and the spread left once noise is
+  (``doctune_core.noise.items_needed``) from the measured noise and the spread left once noise is
   taken out, in scoring items per task and in trials;
 - when the winner's test gains over the baseline rows are all within noise, the test items that
-  would tell gains of their size (``evaluators.noise.items_to_tell``).
+  would tell gains of their size (``doctune_core.noise.items_to_tell``).
 
 The record (``RankingNoise.record``) is kept in ``leaderboard.json`` and shown by the terminal, the
 report and the model card as the sentences of ``verdict``.
@@ -28,7 +28,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
-from evaluators.noise import (
+from doctune_core.noise import (
     POWER,
     Gain,
     SeedSpread,
@@ -213,7 +213,7 @@ def _test_gains(gains: dict[str, dict] | None, reading: ReadingCount | None) -> 
 
 def _test_budget(gains: dict[str, dict]) -> str:
     """The test items that would tell gains as large as the winner's beyond noise (a power
-    calculation from each gain's own interval, ``evaluators.noise.items_to_tell``)."""
+    calculation from each gain's own interval, ``doctune_core.noise.items_to_tell``)."""
     told = []
     for name, record in gains.items():
         factor = items_to_tell(Gain.from_record(record))

@@ -52,10 +52,10 @@ def long_task_weights(weights: dict[str, float]) -> dict[str, float]:
 
 def compare_with_baselines(best, baselines, outcomes: ItemOutcomes) -> None:
     """Set ``best.gains``: the winner's test objective against each baseline row's, paired over the
-    same test items (``evaluators.noise.paired_gain``), so the leaderboard says whether the gain is
+    same test items (``doctune_core.noise.paired_gain``), so the leaderboard says whether the gain is
     beyond noise; and ``best.long_task_gains``, the same on the objective's long-document tasks
     pooled with their objective weights. Where ``search.confirm_seeds`` kept two or more runs, each
-    gain is those runs' mean (``evaluators.noise.seed_mean_gain``): the configuration's, with the
+    gain is those runs' mean (``doctune_core.noise.seed_mean_gain``): the configuration's, with the
     seeds' spread measured, and free of the winner's own run, chosen for its score (``configuration_gain``)."""
     from evaluators.pool import CheckpointMissing
 
@@ -85,7 +85,7 @@ def configuration_gain(best, runs: list, baseline, outcomes: ItemOutcomes, weigh
     """The gain record of ``best``'s configuration over ``baseline`` on ``weights``' tasks' test
     items: the mean of the confirmation ``runs``' paired gains where there are two or more, else the
     winner's own run's, with the confirmation's seed spread where it was measured."""
-    from evaluators.noise import paired_gain, seed_mean_gain
+    from doctune_core.noise import paired_gain, seed_mean_gain
 
     theirs = outcomes(baseline, "test")
     if len(runs) >= 2:
@@ -99,7 +99,7 @@ def compare_per_task(best, baselines, resolved) -> None:
     per length bucket of the documents to find; each with the training seeds' spread of its score
     where ``search.confirm_seeds`` measured it (the objective's tasks: a report-only task's test part
     is not scored for the extra seeds)."""
-    from evaluators.noise import task_gain
+    from doctune_core.noise import task_gain
     from evaluators.pool import CheckpointMissing, checkpoint_outcomes, reference_outcomes, stored_model
     from platform.results.baselines import search_references
 

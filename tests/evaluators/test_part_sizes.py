@@ -25,7 +25,7 @@ def test_the_objective_and_the_long_tasks_pooled_are_decided_with_margin_at_the_
     """At the default search's sizes the rule for "too few items to decide" lets through tasks that
     carry at least 0.1 more than half the weight of the objective and of its long-document tasks
     pooled, on both parts: no gain a search prints is decided on the boundary itself."""
-    from evaluators.noise import DECIDED_MARGIN, DECIDED_WEIGHT, decided_share, undecided_part
+    from doctune_core.noise import DECIDED_MARGIN, DECIDED_WEIGHT, decided_share, undecided_part
     from evaluators.tasks import make_task, task_class
     from evaluators.tasks.retrieval import BINARY_METRICS
     from platform.spec import load_spec

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evaluators.noise import paired_gain, task_gain
+from doctune_core.noise import paired_gain, task_gain
+from doctune_core.outcomes import Outcomes, mean_of_rows
 from evaluators.plan import EvalBudget, EvalPlan
 from evaluators.references import Reading, own_max_length, own_pooling, references
-from evaluators.tasks.base import Outcomes, mean_of_rows
 
 
 def _plan(tmp_path, **budget) -> EvalPlan:

@@ -29,8 +29,8 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 
+from doctune_core.outcomes import Outcomes, mean_of_rows
 from evaluators.scores import flatten
-from evaluators.tasks.base import Outcomes, mean_of_rows
 from platform.cluster.environment import environment
 from platform.report import plots, write_reports
 from platform.report.run import PlotSkipped, ReportError, param_importances, read_run

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from evaluators.noise import Gain, Spread
+from doctune_core.noise import Gain, Spread
 from platform.results.ranking import MAX_ITEMS_FACTOR, RankingNoise, verdict
 
 TRIALS_APART = Spread(

@@ -158,7 +158,8 @@ def test_the_confirmation_reports_the_new_seeds_alone_and_the_winners_own_run_ap
 def test_with_two_confirmation_runs_the_gains_are_their_mean_with_the_seeds_term():
     """``search.confirm_seeds`` >= 2: the gain over a baseline is the confirmation runs' mean paired
     gain (the configuration's), not the winner's own run's, which was chosen for its score."""
-    from evaluators.noise import Gain, Outcomes, mean_of_rows
+    from doctune_core.noise import Gain
+    from doctune_core.outcomes import Outcomes, mean_of_rows
     from platform.results.leaderboard import Row, confirmation_record
     from platform.results.winner import compare_with_baselines
 

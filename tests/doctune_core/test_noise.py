@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from evaluators.noise import (
+from doctune_core.noise import (
     Gain,
     SeedSpread,
     items_needed,
@@ -21,7 +21,7 @@ from evaluators.noise import (
     spread_test,
     too_few_to_decide,
 )
-from evaluators.tasks.base import Outcomes, mean_of_rows
+from doctune_core.outcomes import Outcomes, mean_of_rows
 
 
 def _outcomes(values: np.ndarray, binary: bool = False) -> Outcomes:
@@ -140,7 +140,7 @@ def test_measured_seeds_widen_the_interval_by_their_spread_and_their_few_degrees
 
 
 def test_a_probe_macro_f1_item_variance_is_its_influence_values_variance():
-    from evaluators.noise import item_variance
+    from doctune_core.noise import item_variance
     from evaluators.tasks.probe import macro_f1, macro_f1_influence
 
     rng = np.random.default_rng(4)
@@ -280,7 +280,7 @@ def test_resamples_pick_draws_as_well_as_items_and_keep_every_encoder_on_the_sam
 def test_a_probe_draws_term_leaves_out_the_item_noise_its_items_term_already_holds():
     """Draws that differ only by each document's own luck (no draw is better than another) add
     item noise to the per-draw scores, not draw noise: the draws' term keeps a small share of it."""
-    from evaluators.noise import draw_variance, item_variance
+    from doctune_core.noise import draw_variance, item_variance
     from evaluators.tasks.probe import (
         draw_values,
         macro_f1,
