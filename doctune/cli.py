@@ -14,10 +14,12 @@ import importlib
 import sys
 from pathlib import Path
 
+from doctune_core.run_layout import REPORT_FILE
+
 COMMANDS = {
     "search": ("platform.search", "run a search (python -m platform.search)"),
     "study": ("platform.study", "run a recipe study (python -m platform.study)"),
-    "report": ("platform.report.__main__", "write a run's report.html again (python -m platform.report)"),
+    "report": ("platform.report.__main__", f"write a run's {REPORT_FILE} again (python -m platform.report)"),
     "evaluate": ("evaluators.__main__", "score an encoder on tasks (python -m evaluators)"),
 }
 USAGE = "usage: doctune {search,study,report,evaluate} ...\n\n" + "\n".join(

@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from doctune_core.noise import Gain
+from doctune_core.run_layout import LEADERBOARD_FILE
 from evaluators.readings import ReadingCount
 from evaluators.references import RowKind, row_kind
-
-LEADERBOARD_FILE = "leaderboard.json"
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from doctune_core.logs import add_verbosity_options, show_on_console
+from doctune_core.run_layout import LEADERBOARD_CSV, SEARCH_RECORD
 from evaluators.part_sizes import small_parts
 from platform.cluster.autoscaling import cluster_to_plan_for
 from platform.cluster.ray_cluster import ray_init, starts_its_own_ray
@@ -26,13 +27,7 @@ from platform.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, UsageErro
 from platform.rundir.layout import write_atomic
 from platform.rundir.timings import PhaseClock
 from platform.search_path.inputs import InputsPlan, check_inputs, prepare_inputs
-from platform.search_path.resolution import (
-    SEARCH_RECORD,
-    SearchRequest,
-    resolve,
-    settle,
-    this_machine,
-)
+from platform.search_path.resolution import SearchRequest, resolve, settle, this_machine
 from platform.spec import PROFILES, SpecError
 
 log = logging.getLogger(f"doctune.{__name__}")
@@ -320,7 +315,7 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> tuple[int, 
     if exported.sentence_transformers_gap:
         log.info(f"doctune: {exported.path} has no sentence-transformers files: {exported.sentence_transformers_gap}")
     logs = run_dir if resolved.storage is None else f"{resolved.storage} (Tune's logs, under tune/)"
-    log.info(f"doctune: leaderboard in {run_dir}/leaderboard.csv; TensorBoard: tensorboard --logdir {logs}")
+    log.info(f"doctune: leaderboard in {run_dir}/{LEADERBOARD_CSV}; TensorBoard: tensorboard --logdir {logs}")
     try:  # the leaderboard and best/ are written: a report that fails loses nothing and fails no search
         from platform.report import write_reports
 

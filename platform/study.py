@@ -36,6 +36,7 @@ from pathlib import Path
 
 from doctune_core.logs import add_verbosity_options, show_on_console
 from doctune_core.run_files import RunFiles
+from doctune_core.run_layout import TIMINGS_FILE
 from evaluators.readings import locked_parts, record_reading
 from platform.cluster.autoscaling import cluster_to_plan_for
 from platform.cluster.ray_cluster import ray_init, starts_its_own_ray
@@ -43,7 +44,7 @@ from platform.cluster.resources import InfeasibleResources
 from platform.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, UsageError
 from platform.results.study_table import RowResult, rank_rows, write_table
 from platform.rundir.layout import check_run_dir, write_atomic
-from platform.rundir.timings import TIMINGS_FILE, PhaseClock
+from platform.rundir.timings import PhaseClock
 from platform.search_path import tuner
 from platform.search_path.inputs import InputsPlan, check_inputs, prepare_inputs
 from platform.search_path.plans import ResolvedSearch

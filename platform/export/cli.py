@@ -19,6 +19,7 @@ from pathlib import Path
 
 from doctune_core.logs import add_verbosity_options, show_on_console
 from doctune_core.run_files import RunFiles
+from doctune_core.run_layout import LEADERBOARD_FILE, SEARCH_RECORD
 from platform.exit_codes import EXIT_BAD_INPUT, EXIT_OK, UsageError
 from platform.export import export_trial
 from platform.export.record import ExportError, SearchRecord
@@ -64,32 +65,32 @@ def choose_row(run_dir: Path, trial: str | None) -> tuple[Row, SearchRecord]:
         raise ExportError(
             f"run directory {run_dir} does not exist; name the directory a search wrote (runs/<spec name>)"
         )
-    if not (run_dir / "search.json").exists():
-        raise ExportError(f"{run_dir} holds no search.json: not a doctune run directory")
+    if not (run_dir / SEARCH_RECORD).exists():
+        raise ExportError(f"{run_dir} holds no {SEARCH_RECORD}: not a doctune run directory")
     try:
         search = SearchRecord.read(run_dir)
     except (KeyError, TypeError, ValueError) as err:
         raise ExportError(
-            f"{run_dir}/search.json is not one this doctune wrote ({type(err).__name__}: {err})"
+            f"{run_dir}/{SEARCH_RECORD} is not one this doctune wrote ({type(err).__name__}: {err})"
         ) from None
-    if not (run_dir / "leaderboard.json").exists():
+    if not (run_dir / LEADERBOARD_FILE).exists():
         raise ExportError(
-            f"{run_dir} holds no leaderboard.json: its search has not finished; finish it with "
+            f"{run_dir} holds no {LEADERBOARD_FILE}: its search has not finished; finish it with "
             f"{search.command} --run-dir {shlex.quote(str(run_dir))} --resume"
         )
     try:
         rows, _ = read_leaderboard(run_dir)
     except (KeyError, TypeError, ValueError) as err:
-        raise ExportError(f"{run_dir}/leaderboard.json is not one this doctune wrote ({err})") from None
+        raise ExportError(f"{run_dir}/{LEADERBOARD_FILE} is not one this doctune wrote ({err})") from None
     trials = [r.trial for r in rows if not is_baseline(r)]
     if trial is None:
         row = winner(rows)
         if row is None:
-            raise ExportError(f"no trial in {run_dir}/leaderboard.json has a score; there is nothing to export")
+            raise ExportError(f"no trial in {run_dir}/{LEADERBOARD_FILE} has a score; there is nothing to export")
     else:
         row = next((r for r in rows if r.trial == trial), None)
         if row is None:
-            raise ExportError(f"no trial {trial!r} in {run_dir}/leaderboard.json; known: {', '.join(trials)}")
+            raise ExportError(f"no trial {trial!r} in {run_dir}/{LEADERBOARD_FILE}; known: {', '.join(trials)}")
         if is_baseline(row):
             raise ExportError(
                 f"{row.trial!r} is the untouched base model ({row.checkpoint}), not a trial; choose one of: "
@@ -106,10 +107,10 @@ def _fetch_records(uri: str, into: Path) -> RunStorage:
         storage = RunStorage.open_run(uri)
     except UsageError as err:
         raise ExportError(str(err)) from None
-    storage.pull(into, under=("search.json", "leaderboard.json"))
-    if not (into / "leaderboard.json").is_file():
+    storage.pull(into, under=(SEARCH_RECORD, LEADERBOARD_FILE))
+    if not (into / LEADERBOARD_FILE).is_file():
         raise ExportError(
-            f"{uri} holds no leaderboard.json: its search has not finished; finish it with its search command "
+            f"{uri} holds no {LEADERBOARD_FILE}: its search has not finished; finish it with its search command "
             f"and --resume --storage {uri}"
         )
     return storage

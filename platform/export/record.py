@@ -7,6 +7,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from doctune_core.run_layout import SEARCH_RECORD
 from platform.spec import SPACES_DIR
 
 
@@ -30,7 +31,7 @@ class SearchRecord:
 
     @classmethod
     def read(cls, run_dir: Path) -> SearchRecord:
-        summary = json.loads((run_dir / "search.json").read_text())
+        summary = json.loads((run_dir / SEARCH_RECORD).read_text())
         spec = summary["resolved_spec"]
         return cls(
             run_dir=str(run_dir.resolve()),

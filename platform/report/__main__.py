@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from doctune_core.logs import add_verbosity_options, show_on_console
+from doctune_core.run_layout import REPORT_FILE
 from platform.exit_codes import EXIT_BAD_INPUT, EXIT_OK, UsageError
 from platform.report import write_reports
 from platform.report.run import ReportError
@@ -65,7 +66,7 @@ def report_from_storage(uri: str, to: Path | None) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m platform.report", description="Write a finished search's plots/ and report.html."
+        prog="python -m platform.report", description=f"Write a finished search's plots/ and {REPORT_FILE}."
     )
     parser.add_argument(
         "run_dir",

@@ -10,10 +10,11 @@ from datetime import UTC, datetime
 from html import escape
 
 from doctune_core.noise import Gain
+from doctune_core.run_layout import BEST_DIR, PLOTS_DIR, SEARCH_RECORD
 from evaluators.lengths import bucket_title
 from evaluators.readings import ReadingCount
 from evaluators.scores import part
-from platform.report.run import PLOTS_DIR, Plot, Run
+from platform.report.run import Plot, Run
 from platform.results.leaderboard import (
     coverage_lines,
     describe_confirmation,
@@ -97,7 +98,7 @@ def render(run: Run, drawn: list[Plot], now: datetime) -> str:
         "<h2>Plots</h2>",
         *(_figure(plot) for plot in drawn),
         "<h2>Resolved spec</h2>",
-        "<details><summary>search.json: the spec as the search ran it</summary>",
+        f"<details><summary>{SEARCH_RECORD}: the spec as the search ran it</summary>",
         f"<pre>{escape(json.dumps(run.spec, indent=2))}</pre></details>",
     ]
     return "\n".join(
@@ -215,7 +216,7 @@ def _winner_section(run: Run) -> str:
     export = f"<code>python -m platform.export {escape(run.location)} --trial {escape(best.trial)} --to DIR</code>"
     if run.kept_at:  # records only were fetched: the winner's weights stay in the storage
         return text + f"<p>Export it from the run's copy with {export}.</p>"
-    best_dir = run.path / "best"
+    best_dir = run.path / BEST_DIR
     try:
         exported = json.loads((best_dir / "doctune.json").read_text()).get("trial_id")
     except (OSError, ValueError):

@@ -12,11 +12,9 @@ from pathlib import Path
 import pandas as pd
 
 from doctune_core.run_files import RunFiles
+from doctune_core.run_layout import LEADERBOARD_FILE, OPTUNA_JOURNAL, SEARCH_RECORD, TUNE_DIR
 from platform.results.leaderboard import Row, read_leaderboard
-from platform.rundir.layout import OPTUNA_JOURNAL, TUNE_DIR
 from platform.rundir.storage import run_files_of
-
-PLOTS_DIR = "plots"  # under the run directory
 
 
 class ReportError(ValueError):
@@ -73,7 +71,7 @@ def read_run(run_dir: Path, kept_at: str | None = None) -> Run:
         raise ReportError(
             f"run directory {run_dir} does not exist; name the directory a search wrote (runs/<spec name>)"
         )
-    for record in ("search.json", "leaderboard.json"):
+    for record in (SEARCH_RECORD, LEADERBOARD_FILE):
         if not (run_dir / record).is_file():
             raise ReportError(
                 f"{run_dir} holds no {record}: not a finished doctune search (a search writes its leaderboard "
@@ -81,7 +79,7 @@ def read_run(run_dir: Path, kept_at: str | None = None) -> Run:
             )
     try:
         rows, noise = read_leaderboard(run_dir)
-        summary = json.loads((run_dir / "search.json").read_text())
+        summary = json.loads((run_dir / SEARCH_RECORD).read_text())
         spec = summary["resolved_spec"]
         objective = spec["search"]["objective"]
         objectives = objective.get("objectives") or {"objective": objective["tasks"]}
@@ -91,7 +89,8 @@ def read_run(run_dir: Path, kept_at: str | None = None) -> Run:
         name, searched = str(spec["name"]), list(spec["search"]["space"])
     except (KeyError, TypeError, ValueError) as err:
         raise ReportError(
-            f"{run_dir}: leaderboard.json or search.json is not one this doctune wrote ({type(err).__name__}: {err})"
+            f"{run_dir}: {LEADERBOARD_FILE} or {SEARCH_RECORD} is not one this doctune wrote "
+            f"({type(err).__name__}: {err})"
         ) from None
     # the search's own experiment, where the search kept it (a copy an earlier doctune made at kept_at
     # holds it too); a confirmation's (tune/<name>-confirm) re-runs the winner and is no trial

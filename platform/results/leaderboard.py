@@ -16,6 +16,7 @@ from pathlib import Path
 
 from doctune_core.noise import Gain
 from doctune_core.run_files import RunFiles
+from doctune_core.run_layout import LEADERBOARD_CSV, LEADERBOARD_FILE
 from evaluators.lengths import bucket_title
 from evaluators.readings import ReadingCount, locked_parts
 from evaluators.references import BASELINE_PREFIX, row_kind
@@ -267,16 +268,13 @@ def _rank_key(row: Row) -> float:
     return -row.objective if row.objective is not None and math.isfinite(row.objective) else math.inf
 
 
-LEADERBOARD_FILE = "leaderboard.json"
-
-
 def write_leaderboard(rows: list[Row], run_dir: Path, tasks: list[str], noise: dict | None = None) -> list[Row]:
     """``leaderboard.csv`` (a row per line) and ``leaderboard.json``: ``{"rows": [...], "noise":
     ...}``, the ranked rows and the ranking's noise (``platform.results.ranking``; None until assessed)."""
     rows = sorted(rows, key=_rank_key)
     flat = [row.flat(tasks) for row in rows]
     columns = list(dict.fromkeys(key for record in flat for key in record))
-    with (run_dir / "leaderboard.csv").open("w", newline="") as handle:
+    with (run_dir / LEADERBOARD_CSV).open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()
         writer.writerows(flat)

@@ -9,10 +9,8 @@ import tempfile
 from pathlib import Path
 
 from doctune_core.data.atomic import atomic_file
+from doctune_core.run_layout import SEARCH_RECORD
 from platform.exit_codes import UsageError
-
-OPTUNA_JOURNAL = "optuna.journal"  # the search's Optuna study (``optuna-dashboard RUN_DIR/optuna.journal``)
-TUNE_DIR = "tune"  # Tune's experiments, in the run's files: tune/<spec name>/<trial directory>/
 
 
 def new_directory_problem(option: str, to: Path) -> str | None:
@@ -33,8 +31,8 @@ def check_run_dir(run_dir: Path, resume: bool) -> None:
             f"run directory {run_dir} already exists: pass --resume to continue that search, "
             "or --run-dir to start a new one elsewhere"
         )
-    if resume and not (run_dir / "search.json").exists():
-        raise UsageError(f"--resume: {run_dir} holds no search to resume (no search.json); drop --resume")
+    if resume and not (run_dir / SEARCH_RECORD).exists():
+        raise UsageError(f"--resume: {run_dir} holds no search to resume (no {SEARCH_RECORD}); drop --resume")
     probe_dir = run_dir if run_dir.exists() else next(p for p in run_dir.resolve().parents if p.exists())
     try:  # a real write: permission bits alone say nothing for root, read-only mounts or /proc
         with tempfile.TemporaryFile(dir=probe_dir):

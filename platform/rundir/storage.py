@@ -23,13 +23,13 @@ import uuid
 from pathlib import Path
 
 from doctune_core.run_files import RunFiles
+from doctune_core.run_layout import LEADERBOARD_FILE, OPTUNA_JOURNAL, SEARCH_RECORD, TIMINGS_FILE, TRIALS_DIR, TUNE_DIR
 from platform.exit_codes import UsageError
-from platform.rundir.layout import OPTUNA_JOURNAL, TUNE_DIR
 from trainers.inputs import INPUTS
 
-REPORT_RECORDS = ("search.json", "leaderboard.json", "timings.json", OPTUNA_JOURNAL)
+REPORT_RECORDS = (SEARCH_RECORD, LEADERBOARD_FILE, TIMINGS_FILE, OPTUNA_JOURNAL)
 # top-level entries written in the storage by the trials, by Tune, and by the driver for the nodes (trainers.inputs)
-WRITTEN_THERE = ("trials", TUNE_DIR, INPUTS)
+WRITTEN_THERE = (TRIALS_DIR, TUNE_DIR, INPUTS)
 LOCAL_ONLY = ("embeddings",)  # never uploaded: the embedding cache is rebuilt from checkpoints
 URI_HELP = (
     "a bucket or directory URI pyarrow opens: s3://bucket/prefix (an S3-compatible server: "
@@ -68,7 +68,7 @@ def refuse_earlier_copy(where: str, recorded: dict) -> UsageError:
 def run_files_of(run_dir: Path) -> RunFiles:
     """Where the run in ``run_dir`` keeps its trials and Tune's records: the storage its ``search.json``
     records (``--storage``), else the directory itself."""
-    recorded = json.loads((run_dir / "search.json").read_text())
+    recorded = json.loads((run_dir / SEARCH_RECORD).read_text())
     return RunFiles.at(recorded.get("run_files") or run_dir)
 
 
@@ -83,7 +83,7 @@ class RunStorage(RunFiles):
 
         if "://" in uri and "@" in uri.split("://", 1)[1].split("/", 1)[0]:
             raise UsageError(
-                "--storage: credentials in the URI would be recorded in search.json and printed; give them "
+                f"--storage: credentials in the URI would be recorded in {SEARCH_RECORD} and printed; give them "
                 "through the environment (e.g. AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY) and the URI without them"
             )
         try:
@@ -114,7 +114,7 @@ class RunStorage(RunFiles):
         no run)."""
         storage = cls.open(uri, writable=False)
         if not storage.holds_run():
-            raise UsageError(f"{uri} holds no search.json: no doctune run was kept there (--storage)")
+            raise UsageError(f"{uri} holds no {SEARCH_RECORD}: no doctune run was kept there (--storage)")
         return storage
 
     def check_holds(self, run_dir: Path, resume: bool) -> None:
@@ -134,22 +134,22 @@ class RunStorage(RunFiles):
         if not found:
             return
         if not resume:
-            what = "a search (its search.json)" if "search.json" in found else f"{len(found)} file(s)"
+            what = f"a search (its {SEARCH_RECORD})" if SEARCH_RECORD in found else f"{len(found)} file(s)"
             raise UsageError(
                 f"--storage {self.uri} already holds {what}: a new search's files go to an empty place "
                 "(the search deletes there what it no longer keeps); continue that search with --resume, "
                 "or choose another URI"
             )
-        recorded = (run_dir / "search.json").read_bytes()
-        if "search.json" not in found or self.read("search.json") != recorded:
+        recorded = (run_dir / SEARCH_RECORD).read_bytes()
+        if SEARCH_RECORD not in found or self.read(SEARCH_RECORD) != recorded:
             raise UsageError(
-                f"--storage {self.uri} holds something other than the run in {run_dir} (its search.json differs "
+                f"--storage {self.uri} holds something other than the run in {run_dir} (its {SEARCH_RECORD} differs "
                 "or is missing); choose the URI this run was started with"
             )
 
     def holds_run(self) -> bool:
         """Whether a search was started here (its ``search.json`` is in the storage)."""
-        return self.is_file("search.json")
+        return self.is_file(SEARCH_RECORD)
 
     def upload(self, local: Path, relative: str) -> None:
         """One file into the storage, whole or not at all."""

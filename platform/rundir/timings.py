@@ -25,7 +25,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-TIMINGS_FILE = "timings.json"
+from doctune_core.run_layout import TIMINGS_FILE
+
 EVALUATION_PHASES = ("baseline", "report-only tasks", "noise")
 
 

@@ -38,6 +38,7 @@ from pathlib import Path
 from doctune_core.data.corpus import PreparedCorpus
 from doctune_core.data.neighbours import neighbours_dir
 from doctune_core.data.wheels import cache_dir
+from doctune_core.run_layout import SEARCH_RECORD
 from evaluators.plan import EvalPlan
 from evaluators.pool import CheckpointScorer
 from platform.cluster.resources import (
@@ -66,7 +67,6 @@ from trainers.config import TrainPlan
 log = logging.getLogger(f"doctune.{__name__}")
 
 ACTOR_PREFIX = "evaluator"
-SEARCH_RECORD = "search.json"  # the resolved search, written when a run directory is created
 
 
 def _jsonable(value) -> object:
@@ -182,7 +182,7 @@ def fetch_run(storage: RunStorage, run_dir: Path, check: Callable[[dict], object
     and renamed when whole, so an interrupted fetch leaves no run directory behind."""
     if not storage.holds_run():
         raise UsageError(
-            f"--resume: neither {run_dir} nor {storage.uri} holds a search (no search.json); "
+            f"--resume: neither {run_dir} nor {storage.uri} holds a search (no {SEARCH_RECORD}); "
             "check both, or drop --resume to start one"
         )
     if run_dir.exists() and any(run_dir.iterdir()):

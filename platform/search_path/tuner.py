@@ -17,7 +17,7 @@ from contextlib import contextmanager
 
 from doctune_core.logs import shows_library_output
 from doctune_core.run_files import RunFiles
-from platform.rundir.layout import TUNE_DIR
+from doctune_core.run_layout import TUNE_DIR
 from platform.rundir.timings import PhaseClock
 from platform.search_path.plans import ResolvedSearch
 

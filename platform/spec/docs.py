@@ -10,6 +10,7 @@ import dataclasses
 import types
 import typing
 
+from doctune_core.run_layout import SEARCH_RECORD
 from platform.spec import BUILTIN_PROFILES, Distribution, SearchSpec
 from platform.spec.schema import TrackerSettings
 from platform.tracking.trackers import TRACKERS
@@ -114,7 +115,7 @@ def render() -> str:
         "",
         "`--profile local` and `--profile smoke` first apply these built-in overrides, then the spec's own",
         "`profiles.<name>` section; `full` applies only the spec's own. A search says, once, which values",
-        "the spec sets itself that the built-in overrides replaced (terminal, `search.json`'s",
+        f"the spec sets itself that the built-in overrides replaced (terminal, `{SEARCH_RECORD}`'s",
         "`profile_replaced`, the report); to keep a value under a profile, set it in the spec's own",
         "`profiles.<name>` section.",
         "",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from platform.rundir.layout import OPTUNA_JOURNAL
+from doctune_core.run_layout import OPTUNA_JOURNAL
 from platform.spec.schema import Distribution
 from platform.strategies.base import SearchStrategy
 from platform.strategies.samplers import SamplerPlan, make_sampler

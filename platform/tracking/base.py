@@ -10,11 +10,19 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from doctune_core.registry import Registry
+from doctune_core.run_layout import (
+    LEADERBOARD_CSV,
+    LEADERBOARD_FILE,
+    PLOTS_DIR,
+    REPORT_FILE,
+    SEARCH_RECORD,
+    TIMINGS_FILE,
+)
 from platform.rundir.layout import write_atomic
 
 STATE_FILE = "tracking.json"
 # every file of the run directory that describes the whole search (the plots directory too)
-SEARCH_ARTIFACTS = ("search.json", "leaderboard.json", "leaderboard.csv", "report.html", "timings.json", "plots")
+SEARCH_ARTIFACTS = (SEARCH_RECORD, LEADERBOARD_FILE, LEADERBOARD_CSV, REPORT_FILE, TIMINGS_FILE, PLOTS_DIR)
 
 
 def search_settings(spec: dict, profile: str) -> dict:

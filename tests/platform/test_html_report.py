@@ -30,13 +30,13 @@ from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 
 from doctune_core.outcomes import Outcomes, mean_of_rows
+from doctune_core.run_layout import OPTUNA_JOURNAL
 from evaluators.scores import flatten
 from platform.cluster.environment import environment
 from platform.report import plots, write_reports
 from platform.report.run import PlotSkipped, ReportError, param_importances, read_run
 from platform.results import ranking
 from platform.results.leaderboard import BASELINE_ID, Row, write_leaderboard
-from platform.rundir.layout import OPTUNA_JOURNAL
 from tests.conftest import ROOT
 
 NAME = "report_test"

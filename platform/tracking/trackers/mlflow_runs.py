@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from doctune_core.fields import constraint
+from doctune_core.run_layout import SEARCH_RECORD
 from platform.results import leaderboard
 from platform.spec import leaves
 from platform.tracking.base import (
@@ -130,8 +131,8 @@ class MlflowRuns:
         tags = {"doctune.run_dir": str(run_dir), "doctune.profile": profile}
         run = self.client.create_run(experiment_id, run_name=f"{spec['name']} ({run_dir.name})", tags=tags)
         self._log_params(run.info.run_id, flat_params(search_settings(spec, profile)))
-        if (run_dir / "search.json").is_file():  # the resolved spec and the environment, from the start
-            self.client.log_artifact(run.info.run_id, str(run_dir / "search.json"))
+        if (run_dir / SEARCH_RECORD).is_file():  # the resolved spec and the environment, from the start
+            self.client.log_artifact(run.info.run_id, str(run_dir / SEARCH_RECORD))
         self.state.save({"experiment_id": experiment_id, "search_run": run.info.run_id, "trial_runs": {}, "steps": {}})
 
     def round(self, trial: str, hyperparameters: dict, step: int, metrics: dict[str, float]) -> None:
