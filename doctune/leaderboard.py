@@ -20,7 +20,7 @@ from typing import Any, Literal
 from doctune_core.noise import Gain
 from doctune_core.run_layout import LEADERBOARD_FILE
 from evaluators.readings import ReadingCount
-from evaluators.references import RowKind, row_kind
+from evaluators.references import RowKind, row_kind, winner
 
 
 @dataclass(frozen=True)
@@ -123,10 +123,10 @@ class Leaderboard:
     def best(self) -> LeaderboardRow:
         """The winner: the trial with the best validation objective (a baseline or a reference may
         rank above it, but is never the winner). Raises ``ValueError`` where no trial was scored."""
-        for row in self.rows:
-            if row.kind == "trial" and row.objective is not None:
-                return row
-        raise ValueError(f"no trial of the run in {self.run_dir} was scored; each row's status says why")
+        best = winner(self.rows)
+        if best is None:
+            raise ValueError(f"no trial of the run in {self.run_dir} was scored; each row's status says why")
+        return best
 
     @property
     def trials(self) -> tuple[LeaderboardRow, ...]:

@@ -20,9 +20,10 @@ shared_embeddings``), so every search from the same base computes it once.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol, TypeVar
 
 REFERENCE_PREFIX = "reference"
 BASELINE_PREFIX = "baseline"  # the base encoder untrained: as given, converted (platform.results.leaderboard's ids)
@@ -36,6 +37,21 @@ def row_kind(row_id: str) -> RowKind:
     if row_id.startswith(REFERENCE_PREFIX):
         return "reference"
     return "baseline" if row_id.startswith(BASELINE_PREFIX) else "trial"
+
+
+class RankedRow(Protocol):
+    trial: str
+    objective: float | None
+
+
+R = TypeVar("R", bound=RankedRow)
+
+
+def winner(rows: Sequence[R]) -> R | None:
+    """The winner of a leaderboard's rows, ranked by the validation objective: the first trial with an
+    objective (a baseline or a reference may rank above it, but is never the winner); None where no
+    trial scored. The rule the driver's rows and ``doctune.Leaderboard`` both choose by."""
+    return next((row for row in rows if row_kind(row.trial) == "trial" and row.objective is not None), None)
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,11 @@ from pathlib import Path
 from doctune_core.logs import add_verbosity_options, show_on_console
 from doctune_core.run_files import RunFiles
 from doctune_core.run_layout import LEADERBOARD_FILE, SEARCH_RECORD
+from evaluators.references import winner
 from platform.exit_codes import EXIT_BAD_INPUT, EXIT_OK, UsageError
 from platform.export import export_trial
 from platform.export.record import ExportError, SearchRecord
-from platform.results.leaderboard import Row, is_baseline, read_leaderboard, winner
+from platform.results.leaderboard import Row, is_baseline, read_leaderboard
 from platform.rundir.layout import new_directory_problem
 from platform.rundir.storage import RunStorage, run_files_of
 from trainers.checkpoint import recorded_checkpoint

@@ -13,6 +13,7 @@ from doctune_core.noise import Gain
 from doctune_core.run_layout import BEST_DIR, PLOTS_DIR, SEARCH_RECORD
 from evaluators.lengths import bucket_title
 from evaluators.readings import ReadingCount
+from evaluators.references import winner
 from evaluators.scores import part
 from platform.report.run import Plot, Run
 from platform.results.leaderboard import (
@@ -22,7 +23,6 @@ from platform.results.leaderboard import (
     is_baseline,
     is_reference,
     score_with_error,
-    winner,
 )
 from platform.results.ranking import RankingNoise, verdict
 

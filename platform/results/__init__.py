@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from evaluators.readings import ReadingCount
+from evaluators.references import winner as winner_of
 from platform.results.baselines import baseline_record
 from platform.results.ranking import RankingNoise
 from platform.results.winner import Retrain
@@ -36,9 +37,7 @@ class Standing:
     def best(self):
         """The winner's row: the trial with the best validation objective, never a baseline; None
         where no trial scored."""
-        from platform.results.leaderboard import winner
-
-        return winner(self.rows)
+        return winner_of(self.rows)
 
 
 def establish(resolved, results, *, baseline: dict, clock: PhaseClock, retrain: Retrain) -> Standing:
@@ -67,7 +66,7 @@ def establish(resolved, results, *, baseline: dict, clock: PhaseClock, retrain: 
     if not scored:
         return Standing(rows, columns, None)
     outcomes = winner.ItemOutcomes(resolved)
-    best = leaderboard.winner(rows)
+    best = winner_of(rows)
     if locked:
         best.locked_reading = winner.record_search_reading(resolved, rows, best)
     if resolved.search.confirm_seeds:  # first: the training seeds' spread joins every interval below

@@ -442,8 +442,3 @@ def coverage_lines(rows: list[Row], tasks: list[str]) -> list[str]:
         if parts:
             lines.append(f"{task}: " + "; ".join(parts))
     return lines
-
-
-def winner(rows: list[Row]) -> Row | None:
-    """The best scored trial of a ranked leaderboard (a baseline may rank above it, but is no trial)."""
-    return next((r for r in rows if not is_baseline(r) and r.objective is not None), None)

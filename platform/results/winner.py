@@ -167,7 +167,8 @@ def assess_ranking(rows, baselines, outcomes: ItemOutcomes) -> ranking.RankingNo
     the validation scores' noise (``platform.results.ranking``); None, with the reason printed, when a
     checkpoint it needs is gone."""
     from evaluators.pool import CheckpointMissing
-    from platform.results.leaderboard import is_baseline, winner
+    from evaluators.references import winner
+    from platform.results.leaderboard import is_baseline
 
     trials = [r for r in rows if not is_baseline(r) and r.objective is not None and r.checkpoint]
     log.info(f"doctune: measuring the noise of the ranking ({len(trials)} trials, validation items)")

@@ -11,8 +11,9 @@ import pytest
 
 from doctune_core.run_files import RunFiles
 from evaluators.plan import EvalBudget, EvalPlan
+from evaluators.references import winner
 from evaluators.scores import flatten
-from platform.results.leaderboard import baseline_row, format_table, rows_from_results, winner, write_leaderboard
+from platform.results.leaderboard import baseline_row, format_table, rows_from_results, write_leaderboard
 from trainers.settings import TrialSettings
 
 PLAN = EvalPlan(

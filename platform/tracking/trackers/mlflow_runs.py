@@ -22,7 +22,7 @@ from pathlib import Path
 
 from doctune_core.fields import constraint
 from doctune_core.run_layout import SEARCH_RECORD
-from platform.results import leaderboard
+from evaluators.references import winner as winner_of
 from platform.spec import leaves
 from platform.tracking.base import (
     SEARCH_ARTIFACTS,
@@ -171,7 +171,7 @@ class MlflowRuns:
             # a row with no score failed; BM25's reference row has scores but no objective (no probe)
             self.client.set_terminated(run_id, status="FINISHED" if row.scores else "FAILED")
         search_run = state["search_run"]
-        if (winner := leaderboard.winner(rows)) is not None:
+        if (winner := winner_of(rows)) is not None:
             self.client.set_tag(search_run, "doctune.winner", winner.trial)
             self._log_metrics(search_run, {"objective": winner.objective, "test_objective": winner.test_objective}, 0)
         for name in SEARCH_ARTIFACTS:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Literal
 
 from doctune_core.fields import constraint
-from platform.results import leaderboard
+from evaluators.references import winner as winner_of
 from platform.tracking.base import (
     SEARCH_ARTIFACTS,
     TRACKERS,
@@ -131,7 +131,7 @@ class WandbRuns:
             run.summary.update({"status": row.status, **({"chosen_step": row.step} if row.step is not None else {})})
             self._close(run, failed=not row.scores)  # BM25's reference row: scores, no objective
         search = self._run(state["search_run"], state["group"], "search", state["group"], {})
-        if (winner := leaderboard.winner(rows)) is not None:
+        if (winner := winner_of(rows)) is not None:
             search.summary.update(
                 {"winner": winner.trial, "objective": winner.objective, "test_objective": winner.test_objective}
             )
