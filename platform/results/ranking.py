@@ -206,28 +206,32 @@ def _test_gains(gains: dict[str, dict] | None, reading: ReadingCount | None) -> 
     ]
     if gains and not any(g.difference > 0 and g.beyond_noise for g in map(Gain.from_record, gains.values())):
         lines.append("Nothing this search tried beat the base beyond noise on test at this budget.")
-        lines.append(_test_budget(gains))
-    # each test verdict says how often its locked part was read before
-    return [f"{line} [{reading.describe()}]" for line in lines] if reading is not None else lines
+        lines += _test_budget(gains)
+    # each test verdict says how often its locked part was read before (a list's items, by its title)
+    if reading is None:
+        return lines
+    return [line if line.startswith("  ") else f"{line} [{reading.describe()}]" for line in lines]
 
 
-def _test_budget(gains: dict[str, dict]) -> str:
+def _test_budget(gains: dict[str, dict]) -> list[str]:
     """The test items that would tell gains as large as the winner's beyond noise (a power
-    calculation from each gain's own interval, ``doctune_core.noise.items_to_tell``)."""
+    calculation from each gain's own interval, ``doctune_core.noise.items_to_tell``): a title, then
+    a line for each row compared."""
     told = []
     for name, record in gains.items():
         factor = items_to_tell(Gain.from_record(record))
         if factor is None:
-            told.append(f"none over {name}, which scored as high or higher")
+            told.append(f"  over {name}: none, it scored as high or higher")
         elif factor > MAX_ITEMS_FACTOR:
-            told.append(f"more than {MAX_ITEMS_FACTOR}× over {name}")
+            told.append(f"  over {name}: more than {MAX_ITEMS_FACTOR}×")
         else:
-            told.append(f"about {factor:.1f}× over {name}")
-    return (
-        f"Budget to tell test gains as large as these beyond noise with {POWER:.0%} power, in test items (every "
-        f"objective task's test part scaled alike): {'; '.join(told)}. Gains this small may not be worth it: "
-        "training longer or searching a wider space may find larger ones."
-    )
+            told.append(f"  over {name}: about {factor:.1f}×")
+    return [
+        f"Budget to tell test gains this large beyond noise ({POWER:.0%} power), in test items, every objective "
+        "task's part scaled alike:",
+        *told,
+        "  (gains this small may not be worth that: training longer or searching wider may find larger ones)",
+    ]
 
 
 def _task_noise(task: str, values: dict[str, float]) -> str:
