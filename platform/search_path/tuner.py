@@ -111,15 +111,27 @@ def _tuner(resolved: ResolvedSearch, resume: bool, callbacks: Sequence = ()):
     files = resolved.train_plan.run_files
     experiment = f"{TUNE_DIR}/{resolved.search.name}"
     if resume and files.is_file(f"{experiment}/tuner.pkl"):
-        return tune.Tuner.restore(
-            files.path(experiment),
-            trainable=_trainable(resolved),
-            resume_unfinished=True,
-            resume_errored=True,
-            storage_filesystem=tune_filesystem(files),
-        )
+        return _restored(files, experiment, _trainable(resolved), resume_errored=True)
     param_space, tune_config, run_config = tune_setup(resolved, callbacks)
     return tune.Tuner(_trainable(resolved), param_space=param_space, tune_config=tune_config, run_config=run_config)
+
+
+def _restored(files: RunFiles, experiment: str, trainable, resume_errored: bool = False):
+    """The Tune run saved at ``experiment`` in the run's files, restored to go on, its console as this
+    call's verbosity asks (``tune_verbosity``), not as the call that saved it did: a run started
+    with ``-v`` and resumed without it would otherwise print Tune's status every few seconds."""
+    from ray import tune
+
+    tuner = tune.Tuner.restore(
+        files.path(experiment),
+        trainable=trainable,
+        resume_unfinished=True,
+        resume_errored=resume_errored,
+        storage_filesystem=tune_filesystem(files),
+    )
+    if tuner._local_tuner is not None:  # through Ray Client the run lives remotely: left as saved
+        tuner._local_tuner.get_run_config().verbose = tune_verbosity()  # Tune offers no setter of its own
+    return tuner
 
 
 def refuse_unreadable_state(files: RunFiles, advice: str) -> None:
@@ -253,12 +265,7 @@ def train_seeds(resolved: ResolvedSearch, config: dict, seeds: Sequence[int], na
         files.delete_dir(experiment)  # interrupted before Tune saved any state: nothing ran, nothing to restore
         saved = []
     if "tuner.pkl" in saved:
-        tuner = tune.Tuner.restore(
-            files.path(experiment),
-            trainable=trainable,
-            resume_unfinished=True,
-            storage_filesystem=tune_filesystem(files),
-        )
+        tuner = _restored(files, experiment, trainable)
     else:
         tuner = tune.Tuner(
             trainable,

@@ -195,6 +195,12 @@ def run(name, rounds, interrupt_after=None):
 ray.init(num_cpus=2, include_dashboard=False)
 print("completed", *run("completed", 3))
 print("interrupted", *run("interrupted", 200, interrupt_after=8))
+# restored by a call with -v, the saved run's console is the call's, not the saver's (verbose 0)
+from doctune_core.logs import show_on_console
+from platform.search_path.tuner import _restored
+show_on_console(1)
+restored = _restored(RunFiles.at(sys.argv[1]), "interrupted", count)
+print("restored with -v: verbose", restored._local_tuner.get_run_config().verbose)
 ray.shutdown()
 """
 
@@ -217,6 +223,7 @@ def test_an_interrupted_tune_run_is_not_taken_for_a_finished_one(tmp_path):
     seen = {line.split()[0]: line.split()[1:] for line in done.stdout.splitlines() if line.endswith(("True", "False"))}
     assert seen["completed"] == ["True", "False", "True"]
     assert seen["interrupted"] == ["False", "False", "True"]  # in memory, every trial looks ended
+    assert "restored with -v: verbose None" in done.stdout  # Tune's own default console, as -v asks
 
 
 @pytest.mark.parametrize("method", ["pbt", "pb2"])
