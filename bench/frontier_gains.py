@@ -20,7 +20,7 @@ each checkpoint's and its start's embeddings of the short tasks' validation text
 (``Evaluator.start_cosine``: 1.0 unmoved), and each long task's documents' mean pairwise cosine
 (``doc_cosine``) before and after: a long gain that comes with documents spread apart may be
 de-collapse rather than reading (arXiv 2410.24200). And what each row cost (``cost_table``): its
-runs' training and scoring time up to each step, in CPU-minutes, from Tune's record of their rounds.
+runs' training and scoring time up to each step, in CPU-minutes, from each round's ``report.json``.
 
 ``--merge ALPHA`` also scores each checkpoint's weights interpolated with its start's, start +
 ALPHA x (trained - start): WiSE-FT's weight-space ensemble (Wortsman et al. 2022, "Robust fine-tuning
@@ -38,6 +38,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -155,14 +156,18 @@ def main() -> None:
             starts[position_init] = evaluator.outcomes(start_model(position_init), pooling, list(objective), "val")
         return starts[position_init]
 
-    costs = results.setdefault("seconds", {})
+    results["seconds"] = {
+        name: {
+            str(step): {str(seed): by_step[step] for seed, by_step in spent.items() if step in by_step}
+            for step in sorted({step for by_step in spent.values() for step in by_step})
+        }
+        for name in spec.study.rows
+        if (spent := round_seconds(args.study / "runs" / name))
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=1))
     for name, values in spec.study.rows.items():
         start = values.get("position_init", fixed_start)
-        for seed, by_step in round_seconds(args.study / "runs" / name).items():
-            for step, seconds in by_step.items():
-                costs.setdefault(name, {}).setdefault(str(step), {})[str(seed)] = seconds
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(results, indent=1))
         for seed, steps in sorted(checkpoints(args.study / "runs" / name).items()):
             for step, directory in sorted(steps.items()):
                 versions = {name: directory}
@@ -256,7 +261,7 @@ def cost_table(record: dict) -> list[str]:
     for name, by_step in record.get("seconds", {}).items():
         for step, by_seed in sorted(by_step.items(), key=lambda kv: int(kv[0])):
             runs = list(by_seed.values())
-            train, scoring = (sorted(run[k] for run in runs)[len(runs) // 2] * cpus / 60 for k in SECONDS)
+            train, scoring = (statistics.median(run[k] for run in runs) * cpus / 60 for k in SECONDS)
             lines.append([f"{name}, {step}", str(len(runs)), f"{train:.0f}", f"{scoring:.0f}"])
     return table(["row, step", "seeds", "training, CPU-min", "scoring, CPU-min"], lines)
 

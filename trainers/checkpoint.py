@@ -40,6 +40,7 @@ import torch
 from safetensors.torch import load_file, load_model, save_file, save_model
 
 from doctune_core.run_files import RunFiles
+from doctune_core.run_layout import TRIALS_DIR
 
 STEP_PREFIX = "step_"
 RECORD_FILE = "doctune.json"
@@ -71,7 +72,7 @@ DIVERGED_FILE = "diverged.json"
 
 def trial_path(trial_id: str, *parts: str) -> str:
     """A path inside a trial's directory, relative to the run (``doctune_core.run_files``)."""
-    return "/".join(("trials", trial_id, *parts))
+    return "/".join((TRIALS_DIR, trial_id, *parts))
 
 
 def record_divergence(files: RunFiles, trial_id: str, step: int, loss: float) -> None:

@@ -19,6 +19,7 @@ from doctune_core.logs import (
     tells_progress,
     worker_environment,
 )
+from tests.conftest import ROOT
 
 
 @pytest.fixture
@@ -103,7 +104,6 @@ def test_a_process_no_search_started_keeps_its_logging(doctune_logger, monkeypat
     assert not doctune_logger.handlers
 
 
-ROOT = Path(__file__).resolve().parents[2]
 LIBRARY_PACKAGES = ("trainers", "evaluators", "doctune_core", "platform")
 
 

@@ -7,8 +7,8 @@ import ast
 from pathlib import Path
 
 from doctune_core import run_layout
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ("doctune", "doctune_core", "evaluators", "platform", "trainers")
 NAMES = (
     run_layout.SEARCH_RECORD,
