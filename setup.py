@@ -20,5 +20,10 @@ setup(
         *(f"{DRIVER}.{name}" for name in driver_packages + spaces),
     ],
     package_dir={f"{DRIVER}.{name}": name.replace(".", "/") for name in driver_packages + spaces},
-    package_data={"doctune": ["py.typed"], **{f"{DRIVER}.{name}": ["*.yaml"] for name in spaces}},
+    package_data={
+        "doctune": ["py.typed"],
+        "evaluators": ["py.typed"],
+        "doctune_core": ["py.typed"],
+        **{f"{DRIVER}.{name}": ["*.yaml"] for name in spaces},
+    },
 )

@@ -74,7 +74,7 @@ class Layout:
     """A grid spec's table: its dimensions' grid values, rounds and objective weights."""
 
     def __init__(self, spec) -> None:
-        from platform.strategies.samplers import grid_space
+        from platform.spec.grid import grid_space
 
         search = spec.search
         if search.sampler != "grid" or search.scheduler.asha is not None:
@@ -260,7 +260,7 @@ def merge_run(
 
 def baseline_of_run(layout: Layout, run_dir: Path) -> dict[str, float] | None:
     """The untouched base encoder's validation and test objective, from a search's ``baseline.json``."""
-    from platform.results.leaderboard import BASELINE_ID
+    from evaluators.leaderboard import BASELINE_ID
 
     path = run_dir / "baseline.json"
     if not path.exists():

@@ -75,7 +75,7 @@ def _padded_collection(directory: str, size: int) -> str:
     """news-title-retrieval's queries and documents plus distractor documents, ``size`` in all,
     written as a BEIR directory; returns the ``beir:`` task name."""
     from doctune_core.data.news import held_out_articles, pretraining_articles
-    from evaluators.tasks.probe import read_orange_splits
+    from evaluators.tasks.orange import read_orange_splits
 
     held_out = held_out_articles("val") + held_out_articles("retired")  # never the locked test part
     queries = held_out[: LIMITS["max_queries"]]

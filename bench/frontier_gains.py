@@ -9,7 +9,7 @@ STUDY_DIR is a run of ``python -m platform.study SPEC --profile PROFILE --valida
 ``study.rounds`` (default ``runs/training_frontier``), its checkpoints kept. Every kept checkpoint
 and the row's untrained start (the converted base, or the base with interpolated positions) are
 scored again, in this process, on the objective's tasks' validation items, through
-the same evaluation plan as the study (``platform.search_path.resolution.evaluation_plan``), so the study's
+the same evaluation plan as the study (``platform.search_path.plans.evaluation_plan``), so the study's
 embedding cache answers what it already embedded. The gain of one run is ``paired_gain`` (items
 paired, no seed term); the row's, ``seed_mean_gain`` over its seeds (the seeds' spread included).
 This is the paired counterpart of ``bench/long_study_column.py --rounds``, whose unpaired screen adds
@@ -127,7 +127,7 @@ def main() -> None:
     from evaluators.pool import Evaluator
     from evaluators.tasks import task_class
     from platform.search_path.inputs import InputsPlan, prepare_inputs
-    from platform.search_path.resolution import evaluation_plan
+    from platform.search_path.plans import evaluation_plan
     from platform.spec import load_spec
 
     spec, _ = load_spec(args.spec, args.profile)
@@ -136,7 +136,7 @@ def main() -> None:
     named = ", ".join(f"{t} {w:g}" for t, w in long_tasks.items())
     groups = {f"long tasks pooled ({named})": long_tasks, "objective": objective}
     groups |= {task: {task: 1.0} for task in objective if task not in long_tasks}
-    base = prepare_inputs(InputsPlan.of(spec), plan_only=True)[0]
+    base = prepare_inputs(InputsPlan.of(spec), plan_only=True).model_dir
     fixed_start = spec.fixed_hyperparameters().position_init
     plan = evaluation_plan(spec)
     pooling = spec.fixed_hyperparameters().pooling

@@ -217,7 +217,7 @@ class Population:
 
 
 def probe_draw_values(items: np.ndarray) -> np.ndarray:
-    from evaluators.tasks.probe import draw_values, macro_f1
+    from evaluators.tasks.probe_metrics import draw_values, macro_f1
 
     return draw_values(items, 1, macro_f1)
 
@@ -243,7 +243,7 @@ def population(recorded: dict, pair: str, task: str, profile: str) -> Population
 def outcomes_of(kind: str, items: np.ndarray):
     """``Outcomes`` as the task builds them (a retrieval task's, a pairs task's, a probe's)."""
     from doctune_core.outcomes import Outcomes, mean_of_rows
-    from evaluators.tasks.probe import macro_f1, macro_f1_influence, mean_over_draws, mean_over_draws_influence
+    from evaluators.tasks.probe_metrics import macro_f1, macro_f1_influence, mean_over_draws, mean_over_draws_influence
 
     if kind != "probe":
         return Outcomes({}, items, mean_of_rows, binary=kind == "binary")

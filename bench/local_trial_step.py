@@ -60,7 +60,8 @@ def measure(config: dict) -> dict:
     sys.path.insert(0, str(ROOT))
     from doctune_core.encoder import bf16_autocast, tokenize
     from trainers.grad_cache import all_reduce_gradients, cached_step
-    from trainers.loop import _mlm_inputs, build_module
+    from trainers.loop import _mlm_inputs
+    from trainers.model import build_module
     from trainers.settings import TrialSettings
     from trainers.trainable import parameter_groups
     from trainers.training_loss import training_loss

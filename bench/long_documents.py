@@ -44,7 +44,7 @@ def measure(config: dict) -> dict:
     from doctune_core.encoder import resolve_model, tokenize
     from doctune_core.longformer import cached_longformer
     from trainers.grad_cache import cached_step
-    from trainers.loop import build_module
+    from trainers.model import build_module
     from trainers.settings import TrialSettings
     from trainers.training_loss import training_loss
 

@@ -67,7 +67,7 @@ def measure(config: dict) -> dict:
     from doctune_core.encoder import bf16_autocast, resolve_model, tokenize
     from doctune_core.longformer import cached_longformer
     from doctune_core.longformer_attention import FusedLongformerSelfAttention
-    from trainers.loop import build_module
+    from trainers.model import build_module
     from trainers.settings import TrialSettings
     from trainers.training_loss import training_loss
 

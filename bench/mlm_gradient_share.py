@@ -91,8 +91,8 @@ def measure(model_dir: str, new_head: bool, inputs: list[dict], seed: int) -> li
     import torch
 
     from doctune_core.encoder import load_encoder
-    from trainers.loop import ContrastiveModel
     from trainers.losses import mask_tokens
+    from trainers.model import ContrastiveModel
     from trainers.settings import TrialSettings
     from trainers.training_loss import LossHeads, training_loss
 

@@ -62,11 +62,11 @@ def _evaluator(run_dir: Path, summary: dict):
 def measure(run_dir: Path) -> dict:
     """Per objective task: items, ``sigma``, ``spread``, ``typical_difference`` and ``min_items``."""
     from doctune_core.noise import joint_resamples, spread_test
+    from evaluators.leaderboard import Leaderboard, is_baseline
     from evaluators.tasks.base import PartSizeReference
-    from platform.results.leaderboard import is_baseline, read_leaderboard
 
     summary = json.loads((run_dir / "search.json").read_text())
-    rows, _ = read_leaderboard(run_dir)
+    rows = Leaderboard.read(run_dir).rows
     trials = [r for r in rows if not is_baseline(r) and r.objective is not None and r.checkpoint]
     if len(trials) < 2:
         raise SystemExit(f"{run_dir}: fewer than two scored trials")

@@ -107,7 +107,7 @@ def main() -> None:
     models = {name: model for name, model in row_models(args.run, args.trained).items() if name in (args.rows or name)}
     threads = int(os.environ.get("BENCH_THREADS", "2"))
     if args.profile == "local":  # the local search's own plan: the same items a round scores
-        from platform.search_path.resolution import evaluation_plan
+        from platform.search_path.plans import evaluation_plan
         from platform.spec import load_spec
 
         local = evaluation_plan(load_spec("docsplit_long", "local")[0])

@@ -1,5 +1,5 @@
 """Reading a checkpoint's weights from a bucket: ``doctune_core.run_files.RunFiles.read`` (the driver sends a
-checkpoint's files to the evaluator pool so, ``evaluators.pool.stored_model``) against reading the
+checkpoint's files to the evaluator pool so, ``evaluators.pool_calls.stored_model``) against reading the
 object store's input stream whole, as it did before, in the same run.
 
     .venv/bin/python bench/storage_reads.py [--megabytes 90] [--repeats 3]

@@ -122,7 +122,7 @@ def train_doctune(config: dict) -> dict:
     import torch
 
     from doctune_core.encoder import bf16_autocast, computed_widths, resolve_model, tokenize
-    from trainers.loop import build_module
+    from trainers.model import build_module
     from trainers.settings import TrialSettings
     from trainers.training_loss import training_loss
 

@@ -4,7 +4,7 @@
         [--batches 4] [--pairs 8] [--max-length 512] [--min-tokens 1024] [--out bench/results/view_signal.json]
 
 The default search's local profile as a trial starts it: the converted all-MiniLM-L6-v2 Longformer
-(its [CLS] token's global attention, window 256) built by ``trainers.loop.build_module`` in train
+(its [CLS] token's global attention, window 256) built by ``trainers.model.build_module`` in train
 mode (dropout on, as every trial trains, whatever its views), mean pooling, symmetric InfoNCE at
 tau 0.05, the views tokenized at ``--max-length`` as a trial reads them. For each view kind
 (``views``: each recipe's own pair builder, ``trainers.pairs``) and each of ``--batches`` batches of
@@ -152,12 +152,13 @@ def main() -> int:
 
     from platform.search_path.inputs import InputsPlan, prepare_inputs
     from platform.spec import load_spec
-    from trainers.loop import build_module
+    from trainers.model import build_module
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(int(os.environ.get("BENCH_THREADS", "2")))
     spec = load_spec("docsplit_long", "local")[0]
-    model_dir, corpus, _ = prepare_inputs(InputsPlan.of(spec), plan_only=True)
+    prepared = prepare_inputs(InputsPlan.of(spec), plan_only=True)
+    model_dir, corpus = prepared.model_dir, prepared.corpus
     fixed = spec.fixed_hyperparameters()
     from platform.cluster.environment import cpu_model
 

@@ -1,5 +1,6 @@
 """Field metadata for the typed plans: the help line that the spec's documentation and error
-messages show, and the range ``platform.spec`` checks a value against."""
+messages show, and the range ``platform.spec`` checks a value against; and the leaves of a nested
+mapping (a spec's keys as dotted names)."""
 
 from __future__ import annotations
 
@@ -24,3 +25,15 @@ def constraint(
     weighed and the step size, never what decides the model's parts or its pairs)."""
     metadata = {"help": help_, "low": low, "high": high, "low_open": low_open, "high_open": high_open}
     return metadata | ({"check": check} if check else {}) | ({"perturbable": True} if perturbable else {})
+
+
+def leaves(tree: dict, prefix: str = "") -> dict[str, object]:
+    """``{"a.b.c": value}`` for every value of a nested mapping that is not itself a mapping."""
+    found: dict[str, object] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            found |= leaves(value, f"{name}.")
+        else:
+            found[name] = value
+    return found

@@ -26,10 +26,25 @@ T = TypeVar("T")
 
 
 class Registry(Generic[T]):
-    def __init__(self, kind: str) -> None:
+    """Plug-ins of one kind by name. ``plugins``: the package whose import registers them (it calls
+    ``import_plugins``), imported on the first lookup, so a registry may be declared below the code
+    that fills it (the spec declares the trackers' and needs no import of them)."""
+
+    def __init__(self, kind: str, plugins: str | None = None) -> None:
         self.kind = kind  # for messages: "recipe", "contrastive loss", "task"
         self._entries: dict[str, T] = {}
         self._default: str | None = None
+        self._plugins = plugins
+
+    def _loaded(self) -> dict[str, T]:
+        if self._plugins is not None:
+            package, self._plugins = self._plugins, None  # set first: the package registers into this one
+            try:
+                importlib.import_module(package)
+            except BaseException:
+                self._plugins = package
+                raise
+        return self._entries
 
     def register(self, name: str, *, default: bool = False) -> Callable[[T], T]:
         """Register the decorated plug-in as ``name``; ``default``: the kind's default as well."""
@@ -49,23 +64,24 @@ class Registry(Generic[T]):
     @property
     def default(self) -> str:
         """The name of the plug-in registered as this kind's default."""
+        self._loaded()
         if self._default is None:
             raise LookupError(f"no {self.kind} is registered as the default (register(name, default=True))")
         return self._default
 
     def __getitem__(self, name: str) -> T:
-        if name not in self._entries:
+        if name not in self._loaded():
             raise KeyError(f"unknown {self.kind} {name!r}; known: {', '.join(self.names())}")
         return self._entries[name]
 
     def __contains__(self, name: object) -> bool:
-        return name in self._entries
+        return name in self._loaded()
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
 
     def names(self) -> list[str]:
-        return sorted(self._entries)
+        return sorted(self._loaded())
 
 
 class PluginFailed(ImportError):

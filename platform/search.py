@@ -18,16 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from doctune_core.logs import add_verbosity_options, show_on_console
-from doctune_core.run_layout import LEADERBOARD_CSV, SEARCH_RECORD
+from doctune_core.run_layout import LEADERBOARD_CSV
 from evaluators.part_sizes import small_parts
-from platform.cluster.autoscaling import cluster_to_plan_for
-from platform.cluster.ray_cluster import ray_init, starts_its_own_ray
 from platform.cluster.resources import InfeasibleResources
 from platform.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, UsageError
-from platform.rundir.layout import write_atomic
 from platform.rundir.timings import PhaseClock
-from platform.search_path.inputs import InputsPlan, check_inputs, prepare_inputs
-from platform.search_path.resolution import SearchRequest, resolve, settle, this_machine
+from platform.search_path.request import SearchRequest
+from platform.search_path.resolution import resolved_search
 from platform.spec import PROFILES, SpecError
 
 log = logging.getLogger(f"doctune.{__name__}")
@@ -149,96 +146,39 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(request: SearchRequest, dry_run: bool, clock: PhaseClock) -> SearchOutcome:
-    provisional = request.provisional_spec()
-    if request.resume:  # a run an earlier doctune saved is refused before Ray starts
-        from platform.rundir.storage import run_files_of
-        from platform.search_path.tuner import refuse_unreadable_state
-
-        commit = request.recorded.get("environment", {}).get("git_commit") or "not recorded"
-        refuse_unreadable_state(
-            request.storage or run_files_of(request.run_dir),
-            f"Finish it with the doctune that started it (commit {commit}), or search again in a new run "
-            "directory; python -m platform.report and python -m platform.export still read this run",
-        )
-    # a search that starts its own Ray knows its cluster now: bad input is refused before Ray starts
-    settled = settle(request, this_machine()) if starts_its_own_ray(provisional.address) else None
-    check_inputs(InputsPlan.of(settled[0] if settled else provisional))
-
-    import ray
-
-    with clock.phase("ray start"):
-        population = provisional.search.scheduler.pbt is not None
-        may_wait = request.resume or population
-        cluster = ray_init(provisional.address, trials_may_wait=may_wait, log_to_driver=not dry_run)
-    growth = None
-    try:
-        if settled is None:  # a running cluster: plan for what its autoscaler may add too
-            cluster, growth = cluster_to_plan_for(cluster)
-            if growth:
-                log.info(f"doctune: cluster: {growth}")
-        spec, profile, replaced, fit = settled or settle(request, cluster)
-        run_dir = request.run_dir
-        with clock.phase("inputs"):  # the corpus is prepared by a Ray Data job the first time
-            model_dir, corpus, source_model = prepare_inputs(
-                InputsPlan.of(spec), plan_only=dry_run, storage=request.storage
-            )
-        resolved = resolve(
-            spec,
-            spec_path=request.spec_path,
-            profile=profile,
-            run_dir=run_dir,
-            model_dir=model_dir,
-            corpus=corpus,
-            cluster=cluster,
-            source_model=source_model,
-            replaced=replaced,
-            fit=fit,
-            growth=growth,
-        )
-        if request.storage:
-            resolved = resolved.stored_at(request.storage.uri)
-        summary = resolved.summary()
+    with resolved_search(request, dry_run=dry_run, clock=clock) as under_way:
+        resolved = under_way.resolved
+        summary, run_dir = resolved.summary(), resolved.run_dir
         if dry_run:
-            if resolved.inputs.base is not None:
-                state = "cached" if Path(model_dir).is_dir() else "not trained yet: a run trains it first"
-                log.info(f"doctune: base {resolved.inputs.base.label} ({state}): {model_dir}")
-            from evaluators.lengths import task_length_lines
-
-            lines = task_length_lines(resolved.evaluation)
-            ray.shutdown()  # first: Ray's own last words (its log deduplication's) never follow the summary
-            for line in lines:
-                log.info(f"doctune: {line}")
-            return SearchOutcome(EXIT_OK, [], run_dir, summary)  # the command line prints the plan
-        if not request.resume:
-            run_dir.mkdir(parents=True)
-            write_atomic(run_dir / SEARCH_RECORD, json.dumps(summary, indent=2, default=str))
-        if not request.storage:
-            code, rows = _prepare_and_search(resolved, request.resume, clock)
-            return SearchOutcome(code, rows, run_dir, summary)
-        from platform.rundir.records import RunRecords
-
-        records = RunRecords(request.storage, run_dir)
-        with records.kept_current():  # the driver's records follow in the storage, whatever ends the search
-            code, rows = _prepare_and_search(resolved, request.resume, clock)
-        return SearchOutcome(EXIT_FAILURE if records.behind else code, rows, run_dir, summary)
-    finally:
-        ray.shutdown()
+            lines = _dry_run_lines(resolved)
+        else:
+            code, rows = _evaluate_and_search(resolved, request.resume, clock)
+    if dry_run:  # after Ray's shutdown: its own last words (its log deduplication's) never follow the summary
+        for line in lines:
+            log.info(f"doctune: {line}")
+        return SearchOutcome(EXIT_OK, [], run_dir, summary)  # the command line prints the plan
+    return SearchOutcome(EXIT_FAILURE if under_way.records_behind else code, rows, run_dir, summary)
 
 
-def _prepare_and_search(resolved, resume: bool, clock: PhaseClock) -> tuple[int, list]:
-    """In a run directory that exists: the base stage (when the spec has one), the evaluator pool,
-    then the search and its report. The exit code and the leaderboard's rows."""
+def _dry_run_lines(resolved) -> list[str]:
+    """What a dry run says beside its plan: a base the spec trains (cached or not), and the lengths
+    of the texts each task scores."""
+    from evaluators.lengths import task_length_lines
+
+    lines = []
+    if resolved.inputs.base is not None:
+        model_dir = resolved.train_plan.base_model
+        state = "cached" if Path(model_dir).is_dir() else "not trained yet: a run trains it first"
+        lines.append(f"base {resolved.inputs.base.label} ({state}): {model_dir}")
+    return lines + task_length_lines(resolved.evaluation)
+
+
+def _evaluate_and_search(resolved, resume: bool, clock: PhaseClock) -> tuple[int, list]:
+    """In a run directory that exists, with the inputs ready: the evaluator pool, then the search and
+    its report. The exit code and the leaderboard's rows."""
     from platform.search_path import tuner
 
     inputs, run_dir, profile = resolved.inputs, resolved.run_dir, resolved.profile
-    if inputs.base is not None:  # trained (or taken from the cache) now that Ray runs and the run is recorded
-        with clock.phase("base stage"):
-            files = resolved.train_plan.run_files
-            model_dir, _, source_model = prepare_inputs(inputs, build_base_in=run_dir, storage=files)
-        resolved = resolved.with_base(model_dir, source_model)
-    if resolved.storage is not None:  # its nodes may not see this machine's cache: the inputs go through the storage
-        with clock.phase("inputs shared"):
-            resolved = _share_inputs(resolved)
     recipes = ", ".join(inputs.recipes)
     log.info(f"doctune: search {resolved.search.name!r}, profile {profile!r}, recipe {recipes}, run dir {run_dir}")
     stats = resolved.corpus_stats
@@ -256,26 +196,12 @@ def _prepare_and_search(resolved, resume: bool, clock: PhaseClock) -> tuple[int,
         return _search_and_report(resolved, resume, clock)
 
 
-def _share_inputs(resolved):
-    """The search with its inputs in the driver's cache uploaded to the run's storage, once
-    (``trainers.inputs``), for Train workers on nodes that do not see this machine's cache."""
-    from doctune_core.data import cache_dir
-    from trainers.inputs import share_inputs
-
-    plan = resolved.train_plan
-    paths = (plan.base_model, plan.corpus_path, *filter(None, [plan.neighbours_path, plan.anchor_targets_path]))
-    inputs = share_inputs(plan.run_files, paths, cache_dir())
-    for path, name in inputs.items():
-        log.info(f"doctune: {path} shared through the run's storage as {name}")
-    return dataclasses.replace(resolved, train_plan=dataclasses.replace(plan, inputs=inputs))
-
-
 def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> tuple[int, list]:
     """With the evaluators up: the baselines and the trials, then what they establish
     (``platform.results``: the leaderboard, the winner's comparison with the baselines), the
     winner's export to ``best/``, the report and the timings."""
     from platform import export, results, tracking
-    from platform.results import leaderboard
+    from platform.results import text
     from platform.rundir.timings import trial_seconds, write_timings
     from platform.search_path import tuner
 
@@ -291,8 +217,8 @@ def _search_and_report(resolved, resume: bool, clock: PhaseClock) -> tuple[int, 
 
     standing = results.establish(resolved, trials, baseline=baseline, clock=clock, retrain=retrain)
     rows = standing.rows
-    log.info("\n" + leaderboard.format_table(rows, standing.columns) + "\n")
-    for line in leaderboard.coverage_lines(rows, standing.columns):
+    log.info("\n" + text.format_table(rows, standing.columns) + "\n")
+    for line in text.coverage_lines(rows, standing.columns):
         log.info(f"doctune: scored on {line}")
     best = standing.best
     if best is None:

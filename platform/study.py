@@ -38,18 +38,20 @@ from doctune_core.logs import add_verbosity_options, show_on_console
 from doctune_core.run_files import RunFiles
 from doctune_core.run_layout import TIMINGS_FILE
 from evaluators.readings import locked_parts, record_reading
-from platform.cluster.autoscaling import cluster_to_plan_for
-from platform.cluster.ray_cluster import ray_init, starts_its_own_ray
+from platform.cluster.ray_cluster import ClusterChoice
 from platform.cluster.resources import InfeasibleResources
 from platform.exit_codes import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, UsageError
-from platform.results.study_table import RowResult, rank_rows, write_table
+from platform.report.plots import save_png, study_bars
+from platform.results.study_table import RowResult, column_label, rank_rows, write_table
 from platform.rundir.layout import check_run_dir, write_atomic
 from platform.rundir.timings import PhaseClock
+from platform.rundir.tune_state import refuse_unreadable_state
 from platform.search_path import tuner
 from platform.search_path.inputs import InputsPlan, check_inputs, prepare_inputs
-from platform.search_path.plans import ResolvedSearch
-from platform.search_path.resolution import fit_to_cluster, resolve
+from platform.search_path.plans import ResolvedSearch, resolve
+from platform.search_path.settling import Settled, fit_to_cluster
 from platform.spec import SearchSpec, SpecError, load_spec
+from platform.spec.study_rows import base_row_name, fixed_runs, table_columns, tuned_search, with_tasks
 
 log = logging.getLogger(f"doctune.{__name__}")
 
@@ -58,16 +60,8 @@ BASE_FILE = "base.json"  # the base model's scores on every table task
 INTERPOLATED_BASE_FILE = "base_interpolated.json"  # the same converted with interpolated positions
 INTERPOLATED_ROW = "base (converted, positions interpolated, untrained)"
 MARKER = "study_spec.json"  # the resolved spec a study directory was started with
-# a row's Tune run saved by an earlier doctune (platform.search_path.tuner.refuse_unreadable_state)
+# a row's Tune run saved by an earlier doctune (platform.rundir.tune_state.refuse_unreadable_state)
 RESTORE_ADVICE = "Finish the study with the doctune that started it, or start it again with another --run-dir"
-
-
-def base_row_name(spec: SearchSpec) -> str:
-    """The untouched base's row: a vanilla base made here has seen the masked-LM objective only; the
-    spec's own encoder is shown as loaded (converted to a Longformer, where the backbone says so)."""
-    if spec.base is not None:
-        return "base (MLM only)"
-    return "base (converted, untrained)" if spec.backbone.longformer is not None else "base (untrained here)"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -111,7 +105,7 @@ def _main(args: argparse.Namespace) -> int:
             )
         _check_tasks(args.task)
         columns = table_columns(spec, args.task)
-        spec = _with_tasks(spec, list(dict.fromkeys(task for task, _ in columns)))
+        spec = with_tasks(spec, list(dict.fromkeys(task for task, _ in columns)))
         run_dir = args.run_dir or Path.cwd() / "runs" / spec.name
         # the spec by its file's name, not its path: a study's directory (or its record of finished
         # rows, copied into another) goes on from another checkout of the same spec
@@ -165,85 +159,19 @@ def _same_study(recorded, now) -> bool:
     return recorded == now
 
 
-def table_columns(spec: SearchSpec, extra_tasks: list[str]) -> list[tuple[str, str]]:
-    """(task, metric) pairs, in table order; an extra task shows its main score."""
-    columns = [(task, metric) for task, metrics in spec.study.table.items() for metric in metrics]
-    return columns + [(task, "main") for task in extra_tasks if task not in spec.study.table]
-
-
-def _with_tasks(spec: SearchSpec, tasks: list[str]) -> SearchSpec:
-    """Every table task loaded by the evaluators (the objective's tasks still rank the rows)."""
-    objective = set(spec.search.objective.tasks or {}) | {
-        t for w in (spec.search.objective.objectives or {}).values() for t in w
-    }
-    report = tuple(dict.fromkeys([*spec.evaluation.report_tasks, *(t for t in tasks if t not in objective)]))
-    return dataclasses.replace(spec, evaluation=dataclasses.replace(spec.evaluation, report_tasks=report))
-
-
-def fixed_runs(spec: SearchSpec, row: dict, seeds: list[int]) -> SearchSpec:
-    """``row``'s configuration, one trial per seed in ``seeds``: nothing searched, nothing stopped
-    early; ``study.rounds`` evenly spaced scoring rounds, the last at ``train.steps``, each round's
-    weights kept (the table scores the last round, which need not be the best a trial keeps)."""
-    values = dict(row)
-    recipe = values.pop("recipe", spec.recipe)
-    rounds = spec.study.rounds if spec.study is not None else 1
-    return dataclasses.replace(
-        spec,
-        recipe=recipe,
-        hyperparameters={**spec.hyperparameters, **values},
-        # as many trials as seeds, so the resource plan runs them at once where the cluster allows
-        search=dataclasses.replace(
-            spec.search,
-            space={},
-            samples=len(seeds),
-            warm_start=(),
-            scheduler=dataclasses.replace(spec.search.scheduler, asha=None, pbt=None),
-        ),
-        train=dataclasses.replace(
-            spec.train,
-            seed=seeds[0],
-            eval_every=spec.train.steps // rounds,
-            keep_checkpoints="all" if rounds > 1 else spec.train.keep_checkpoints,
-        ),
-    )
-
-
-def tuned_search(spec: SearchSpec, row: dict, seed: int) -> SearchSpec:
-    """The normal search over ``search.space`` for ``row``'s recipe, starting from the row's values."""
-    values = dict(row)
-    recipe = values.pop("recipe", spec.recipe)
-    space = {name: dist for name, dist in spec.search.space.items() if name != "recipe"}
-    start = {name: values[name] for name in space if name in values}
-    fixed = {name: value for name, value in values.items() if name not in space}
-    return dataclasses.replace(
-        spec,
-        recipe=recipe,
-        hyperparameters={**spec.hyperparameters, **fixed},
-        search=dataclasses.replace(spec.search, space=space, warm_start=(start,) if start else ()),
-        train=dataclasses.replace(spec.train, seed=seed),
-    )
-
-
 class Study:
     """The study's runs, in one Ray session and one evaluator pool."""
 
     def __init__(self, spec: SearchSpec, spec_path: Path, profile: str, run_dir: Path, inputs, cluster, tasks, shown):
         self.spec, self.spec_path, self.profile, self.run_dir = spec, spec_path, profile, run_dir
-        self.model_dir, self.corpus, _ = inputs
+        self.inputs = inputs  # the search's inputs, prepared once for every row
         self.cluster = cluster
         self.tasks = tasks  # every table task
         self.shown = shown  # the part the table shows: "test", or "val" (--validation-only: no test part is read)
 
     def resolve(self, spec: SearchSpec, run_dir: Path) -> ResolvedSearch:
-        resolved = resolve(
-            spec,
-            spec_path=self.spec_path,
-            profile=self.profile,
-            run_dir=run_dir,
-            model_dir=self.model_dir,
-            corpus=self.corpus,
-            cluster=self.cluster,
-        )
+        settled = Settled(spec, self.profile, replaced=(), fit=None)
+        resolved = resolve(settled, self.inputs, spec_path=self.spec_path, run_dir=run_dir, cluster=self.cluster)
         if self.shown == "val":
             return dataclasses.replace(resolved, evaluation=dataclasses.replace(resolved.evaluation, parts=("val",)))
         return resolved
@@ -252,7 +180,7 @@ class Study:
         """``have`` completed with the table tasks it lacks in the shown part, scored on ``checkpoint``:
         with the test part shown, those it has on validation only (a search's rounds read no test
         part) too."""
-        from evaluators.pool import score_checkpoint
+        from evaluators.pool_calls import score_checkpoint
 
         missing = [t for t in self.tasks if self.shown not in have.get(t, {})]
         if not missing:
@@ -273,7 +201,7 @@ class Study:
             return json.loads(done.read_text())
         resume = (directory / "tune" / spec.name / "tuner.pkl").exists()
         if resume:
-            tuner.refuse_unreadable_state(RunFiles.at(directory), RESTORE_ADVICE)
+            refuse_unreadable_state(RunFiles.at(directory), RESTORE_ADVICE)
         else:
             if directory.exists():  # stopped before its search began: nothing to keep
                 shutil.rmtree(directory)
@@ -302,15 +230,15 @@ class Study:
         interpolated positions, the base so converted, untrained, too."""
         from doctune_core.longformer import cached_interpolated
 
-        rows = [self.untrained_row(base_row_name(self.spec), self.model_dir, BASE_FILE, pool_plan)]
+        rows = [self.untrained_row(base_row_name(self.spec), self.inputs.model_dir, BASE_FILE, pool_plan)]
         if self.spec.may_interpolate_positions():
-            interpolated = str(cached_interpolated(self.model_dir))
+            interpolated = str(cached_interpolated(self.inputs.model_dir))
             rows.append(self.untrained_row(INTERPOLATED_ROW, interpolated, INTERPOLATED_BASE_FILE, pool_plan))
         return rows
 
     def untrained_row(self, name: str, model_dir: str, file: str, pool_plan: ResolvedSearch) -> RowResult:
         """``model_dir`` on every table task, scored once (kept in ``file``)."""
-        from evaluators.pool import score_checkpoint
+        from evaluators.pool_calls import score_checkpoint
 
         scored = self.run_dir / file
         if not scored.exists():
@@ -336,7 +264,7 @@ class Study:
 
         done = {seed: directory / f"seed{seed}" / RESULT_FILE for seed in seeds}
         if todo := [seed for seed, path in done.items() if not path.exists()]:
-            tuner.refuse_unreadable_state(RunFiles.at(directory), RESTORE_ADVICE)  # a saved run is restored below
+            refuse_unreadable_state(RunFiles.at(directory), RESTORE_ADVICE)  # a saved run is restored below
             directory.mkdir(parents=True, exist_ok=True)
             resolved = self.resolve(fixed_runs(self.spec, values, todo), directory)
             at_once = resolved.resources.max_concurrent
@@ -408,12 +336,7 @@ def _run(spec: SearchSpec, spec_path: Path, profile: str, columns, run_dir: Path
     except (ModelUnavailable, DataUnavailable) as err:
         log.error(f"doctune: error: {err}")
         return EXIT_BAD_INPUT
-    joins = not starts_its_own_ray(spec.address)
-    cluster = ray_init(spec.address)
-    if joins:  # a running cluster: plan for what its autoscaler may add too
-        cluster, growth = cluster_to_plan_for(cluster)
-        if growth:
-            log.info(f"doctune: cluster: {growth}")
+    cluster, _ = ClusterChoice.for_address(spec.address).join()
     spec, fit = fit_to_cluster(spec, cluster)
     if fit:
         log.info(f"doctune: {fit}")
@@ -445,7 +368,8 @@ def _run(spec: SearchSpec, spec_path: Path, profile: str, columns, run_dir: Path
                     with clock.phase(f"{name} (tuned)"):
                         tuned.append(study.tuned(name))
                 rows += fixed + tuned
-                write_table(rows, columns, run_dir, spec, shown)
+                table = write_table(rows, columns, run_dir, spec, shown)
+                save_png(study_bars(table, [column_label(t, m) for t, m in columns]), run_dir / "study.png")
             finally:  # an interrupted or failed call's time counts too: the next call goes on from its work
                 timings = summed_timings(run_dir / TIMINGS_FILE, time.monotonic() - clock.began, clock.phases)
                 write_atomic(run_dir / TIMINGS_FILE, json.dumps(timings, indent=2))

@@ -5,14 +5,18 @@
 Layers, arrows pointing down only: the public API and the command (``doctune``) on top, which
 nothing imports; the driver (``platform``) imports ``trainers`` and ``evaluators``, which never
 import each other and never the driver; both build on ``doctune_core``, which imports none of the three.
-Inside the driver, what the trials establish (``platform.results``) never imports the search that
-ran them, and resolving a search imports neither (``CONTRACTS``). Inside a package no module may
+Inside the driver, each folder stands on a floor (``DRIVER_FLOORS``) and imports only folders on
+floors below its own, so no import runs back up and the folders form no circle: the run directory's
+files (``rundir``) know nothing of specs or results, the spec (``spec``) nothing of the trackers,
+strategies, clusters or searches that read it, the cluster (``cluster``) nothing of the search that
+runs on it; what the trials establish (``platform.results``) never imports the search that ran
+them, and resolving a search imports neither (``CONTRACTS``). Inside a package no module may
 import itself through others (a cycle), a package's ``__init__``
 included: a plug-in imports its registry from its package's ``base`` module, not from the package
 that imports it back. Every import counts, a
 function's own included (they hide tangles just as well), except those under ``if
-TYPE_CHECKING:``. Prints each package's arrows, the modules over 400 lines, and
-the broken rules; exits 1 if any rule is broken. ``--dot`` also writes the module graph for
+TYPE_CHECKING:``. No module is longer than ``MAX_LINES``. Prints each package's arrows and the
+broken rules; exits 1 if any rule is broken. ``--dot`` also writes the module graph for
 Graphviz (``dot -Tsvg FILE``).
 """
 
@@ -45,7 +49,27 @@ CONTRACTS = {
     ),
     "platform.search_path.resolution": ("platform.results", "platform.search_path.tuner"),
 }
+# the driver's folders (and its top modules), bottom floor first: each imports only lower floors
+DRIVER_FLOORS = (
+    ("platform", "platform.exit_codes"),
+    ("platform.rundir",),
+    ("platform.spec",),
+    ("platform.cluster", "platform.strategies", "platform.tracking"),
+    ("platform.results",),
+    ("platform.export", "platform.report"),
+    ("platform.search_path",),
+    ("platform.search", "platform.study"),
+)
 MAX_LINES = 400
+
+
+def driver_floor(module: str) -> tuple[str, int | None] | None:
+    """The driver folder ``module`` lies in and its floor (None outside the driver; a floor of None
+    for a folder ``DRIVER_FLOORS`` does not place, which is a broken rule)."""
+    if module.split(".")[0] != "platform":
+        return None
+    folder = ".".join(module.split(".")[:2])
+    return folder, next((floor for floor, folders in enumerate(DRIVER_FLOORS) if folder in folders), None)
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -147,6 +171,12 @@ def check(root: Path = ROOT) -> tuple[dict[str, list[tuple[str, bool]]], list[st
             for importer, never in CONTRACTS.items():
                 if _within(name, importer) and (hit := next((n for n in never if _within(target, n)), None)):
                     broken.append(f"{name} imports {target}: {importer} never imports {hit}")
+            here, there = driver_floor(name), driver_floor(target)
+            if here and there and here[0] != there[0] and None not in (here[1], there[1]) and there[1] >= here[1]:
+                broken.append(
+                    f"{name} imports {target}: {here[0]} (floor {here[1]}) imports only the driver's floors "
+                    f"below its own, and {there[0]} is on floor {there[1]}"
+                )
     for package in PACKAGES:
         graph = {
             name: {t for t, _ in targets if t.split(".")[0] == package}
@@ -154,6 +184,11 @@ def check(root: Path = ROOT) -> tuple[dict[str, list[tuple[str, bool]]], list[st
             if name.split(".")[0] == package
         }
         broken += [f"cycle in {package}: {' <-> '.join(cycle)}" for cycle in find_cycles(graph)]
+    unplaced = sorted({floor[0] for name in known if (floor := driver_floor(name)) and floor[1] is None})
+    broken += [f"{folder} stands on no floor: place it in DRIVER_FLOORS" for folder in unplaced]
+    for path in known.values():
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES:
+            broken.append(f"{path.relative_to(root)} has {lines} lines: split it (at most {MAX_LINES})")
     return edges, broken
 
 
@@ -172,9 +207,6 @@ def main() -> int:
         print(f"  {source} -> {target}: {count}")
     in_functions = sum(inside for targets in edges.values() for _, inside in targets)
     print(f"project imports inside functions: {in_functions}")
-    long = [(p, n) for p in modules().values() if (n := len(p.read_text().splitlines())) > MAX_LINES]
-    for path, lines in long:
-        print(f"over {MAX_LINES} lines: {path.relative_to(ROOT)} ({lines})")
     if args.dot:
         lines = ["digraph doctune {", "  rankdir=TB; node [shape=box, fontsize=10];"]
         lines += [f'  "{name}" -> "{target}";' for name, targets in edges.items() for target, _ in targets]

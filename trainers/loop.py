@@ -20,8 +20,7 @@ import torch.nn as nn
 
 from doctune_core.data import DocumentStream, PreparedCorpus, StreamPosition
 from doctune_core.data.neighbours import Neighbours
-from doctune_core.encoder import bf16_autocast, embed_in_length_groups, load_encoder, tokenize
-from doctune_core.longformer import base_position_rows, first_new_position, interpolate_positions
+from doctune_core.encoder import bf16_autocast, tokenize
 from trainers.anchor_targets import AnchorTargets
 from trainers.batches import PairStream, Prefetched
 from trainers.checkpoint import (
@@ -35,92 +34,24 @@ from trainers.checkpoint import (
     trial_path,
 )
 from trainers.config import Hyperparameters, TrainPlan, own_settings
-from trainers.distributed import finite_everywhere, record_placement, training_device, world_size
+from trainers.distributed import finite_everywhere, record_placement, training_device
 from trainers.grad_cache import all_reduce_gradients, cached_step
 from trainers.hard_negatives import HardNegatives
 from trainers.inputs import on_this_node
-from trainers.losses import AnchorSettings, mask_tokens, masked_lm_loss
-from trainers.memory import MIB
+from trainers.losses import AnchorSettings, mask_tokens
+from trainers.model import ContrastiveModel, build_module
 from trainers.pairs import STATISTICS_DOCUMENTS, PairBuilder, build_pairs
 from trainers.population import record_loaded_weights, resume_point
 from trainers.reporting import RoundReporter
+from trainers.rounds import RoundWindow, checkpoint_record, peak_gpu_memory
 from trainers.schedule import lr_factor
 from trainers.skipped_positions import batch_position_ids
-from trainers.trainable import freeze_for, parameter_groups
-from trainers.training_loss import LossHeads, training_loss
+from trainers.trainable import parameter_groups
+from trainers.training_loss import training_loss
 
 log = logging.getLogger(f"doctune.{__name__}")
 
 T = TypeVar("T")
-
-
-class ContrastiveModel(nn.Module):
-    """Both views in one encoder forward, the loss heads, and the MLM forward when its weight is
-    non-zero. Everything goes through this one ``forward`` so DDP sees (and synchronises) every
-    gradient."""
-
-    def __init__(self, model: nn.Module, pooling: str, with_mlm: bool, heads: LossHeads | None = None) -> None:
-        super().__init__()
-        self.model = model
-        self.pooling = pooling
-        self.with_mlm = with_mlm
-        self.heads = heads
-
-    @property
-    def encoder(self) -> nn.Module:
-        return self.model.base_model if self.with_mlm else self.model
-
-    @staticmethod
-    def length_groups(input_ids: torch.Tensor) -> int:
-        """How many forwards ``embed`` splits a batch into. On the CPU, rows of similar length share a
-        forward (at least 8 rows each, at most 4 forwards): fewer padded positions computed. On a GPU
-        one forward: a small encoder's step is bound by kernel launches there, and each group adds a
-        forward's launches and a sync (bench/RESULTS.md at cf730cc, "Training on a GPU")."""
-        return 1 if input_ids.is_cuda else min(4, input_ids.shape[0] // 8)
-
-    def embed(self, input_ids, attention_mask, position_ids=None):
-        groups = self.length_groups(input_ids)
-        return embed_in_length_groups(self.encoder, input_ids, attention_mask, self.pooling, groups, position_ids)
-
-    def mlm_loss(self, input_ids, attention_mask, labels):
-        return masked_lm_loss(self.model, input_ids, attention_mask, labels)
-
-    def forward(
-        self,
-        input_ids,
-        attention_mask,
-        mlm_input_ids=None,
-        mlm_labels=None,
-        mlm_attention_mask=None,
-        anchor_targets=None,
-        position_ids=None,
-    ):
-        outputs = {"embeddings": self.embed(input_ids, attention_mask, position_ids)}
-        if anchor_targets is not None:  # the anchor term's (its texts are the batch's last rows)
-            outputs["anchor_targets"] = anchor_targets
-        if self.heads is not None:
-            outputs |= self.heads(outputs["embeddings"])
-        if mlm_labels is not None:
-            outputs["mlm_loss"] = self.mlm_loss(mlm_input_ids, mlm_attention_mask, mlm_labels)
-        return outputs
-
-
-def build_module(
-    model_dir: str, hp: Hyperparameters, gradient_checkpointing: bool = False
-) -> tuple[ContrastiveModel, object]:
-    """The trainable module for one trial (encoder, loss heads, MLM head if used), in train mode."""
-    with_mlm = hp.mlm_weight > 0
-    model, tokenizer = load_encoder(model_dir, with_mlm_head=with_mlm)
-    if gradient_checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    first_new = first_new_position(model_dir)
-    if hp.position_init == "interpolate":
-        interpolate_positions(model, first_new)
-    freeze_for(model, hp.trainable, base_position_rows(model, first_new))  # before DDP: frozen is never synced
-    encoder = model.base_model if with_mlm else model
-    module = ContrastiveModel(model, hp.pooling, with_mlm, LossHeads(hp, encoder.config.hidden_size))
-    module.train()  # from_pretrained returns eval mode: no dropout, which SimCSE-style views rely on
-    return module, tokenizer
 
 
 @dataclasses.dataclass
@@ -366,7 +297,7 @@ def _save_and_report_round(trial: WorkerTrial, stream: PairStream, step: int, me
     metrics = {
         **metrics,
         "worker_peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # KiB on Linux
-        **_peak_gpu_memory(trial.device),
+        **peak_gpu_memory(trial.device),
         **({"chunk_size": trial.chunk_size} if trial.chunk_size is not None else {}),  # GradCache's (auto: measured)
     }
     stream_positions = _gathered(dataclasses.astuple(stream.position(step)))
@@ -378,7 +309,7 @@ def _save_and_report_round(trial: WorkerTrial, stream: PairStream, step: int, me
             full_model=trial.module,
             tokenizer=trial.tokenizer,
             optimizer=trial.optimizer,
-            record=_record(trial.plan, trial.hp, trial.trial_id, step + 1),
+            record=checkpoint_record(trial.plan, trial.hp, trial.trial_id, step + 1),
             state={
                 "step": step + 1,
                 "eval_round": metrics["eval_round"],
@@ -388,32 +319,6 @@ def _save_and_report_round(trial: WorkerTrial, stream: PairStream, step: int, me
             steps=steps,
         )
     trial.reporter.submit(staged, metrics, step + 1)
-
-
-class RoundWindow:
-    """The steps of the round under way: each loss term's values (and each step's, ``steps``), the
-    tokens read, the steps' time."""
-
-    def __init__(self) -> None:
-        self.terms: dict[str, list[float]] = {}
-        self.steps: list[dict] = []
-        self.tokens, self.seconds = 0, 0.0
-
-    def add(self, step: int, terms: dict[str, float], tokens: int, seconds: float) -> None:
-        self.steps.append({"step": step, **terms})
-        for name, value in terms.items():
-            self.terms.setdefault(name, []).append(value)
-        self.tokens += tokens
-        self.seconds += seconds
-
-    def metrics(self) -> dict[str, float]:
-        """Each loss term's mean over the round, the tokens per second (every rank's tokens over
-        rank 0's time) and the steps' time itself."""
-        return {
-            **{name: sum(values) / len(values) for name, values in self.terms.items()},
-            "tokens_per_s": self.tokens * world_size() / max(self.seconds, 1e-9),
-            "train_seconds": self.seconds,  # this round's training steps (rank 0's clock)
-        }
 
 
 def _probed_chunk_size(module, tokenizer, plan: TrainPlan, hp: Hyperparameters, context, device, autocast, trial_id):
@@ -466,27 +371,3 @@ def _mlm_inputs(batch: dict, n: int, tokenizer, mask_rng: torch.Generator, devic
         "mlm_labels": labels.to(device),
         "mlm_attention_mask": batch["attention_mask"][:n].to(device),
     }
-
-
-def _record(plan: TrainPlan, hp: Hyperparameters, trial_id: str, step: int) -> dict:
-    """What a checkpoint says about itself (doctune.json)."""
-    return {
-        "recipe": hp.recipe,
-        "hyperparameters": dataclasses.asdict(hp),
-        "base_model": plan.base_model_name,
-        "corpus": plan.corpus_name,
-        "max_length": plan.max_length,
-        "pooling": hp.pooling,
-        "step": step,
-        "trial_id": trial_id,
-    }
-
-
-def _peak_gpu_memory(device: torch.device) -> dict[str, float]:
-    """The round's GPU memory high-water mark (allocator, MiB), reset for the next round; on the
-    CPU nothing (the resident set is the process's, not the step's)."""
-    if device.type != "cuda":
-        return {}
-    peak = torch.cuda.max_memory_allocated(device) / MIB
-    torch.cuda.reset_peak_memory_stats(device)
-    return {"gpu_peak_mib": peak}

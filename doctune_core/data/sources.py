@@ -7,7 +7,12 @@ A source is one of:
   per line), ``.parquet`` (a ``text`` column), or a directory of such files (``.txt`` files there
   hold one document each; ``.jsonl`` and ``.parquet`` files are read as above);
 - ``hf:<dataset id>[:<split>]``: a Hugging Face dataset with a ``text`` column, streamed (a hub id
-  needs the hub; a local dataset directory does not).
+  needs the hub; a local dataset directory does not);
+- a URI pyarrow opens (``s3://bucket/prefix``, with ``?endpoint_override=HOST:PORT&scheme=http`` for
+  an S3-compatible server; ``gs://``; any other pyarrow file system): a file or a prefix of files as
+  above, read by each Ray task straight from the bucket (credentials from the environment, as for
+  ``--storage``), so no node needs a copy; prepared once, as a local corpus is, and prepared again
+  when a file's size or modification time changes.
 
 ``check_source`` is the cheap part (does it exist, is it a format doctune reads), run before Ray
 starts; ``source_dataset`` reads it inside Ray tasks, one task per file (or per shard of a
@@ -21,12 +26,14 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from doctune_core.data.wheels import DataUnavailable
+from doctune_core.run_files import RunFiles
 
 PACKAGED = "news-articles"
 FILE_SUFFIXES = (".jsonl", ".txt", ".parquet")
+_SUFFIXES = ".jsonl, .txt or .parquet"
 
 
 HEAD_BYTES = 1 << 16  # how much of each file the check before Ray reads
@@ -38,31 +45,95 @@ def check_source(source: str) -> None:
     named .jsonl, a file with no document: found in milliseconds, before any Ray Data job)."""
     if source == PACKAGED or source.startswith("hf:"):
         return
-    files = _source_files(source)
-    documents = sum(_check_head(path) for path in files)
-    if documents == 0:
+    if is_uri(source):
+        documents = sum(_check_bucket_head(files, relative) for files, relative in _bucket_files(source))
+        where = f"corpus {source}"
+    else:
+        documents = sum(_check_head(path) for path in _source_files(source))
         where = f"corpus {Path(source).expanduser()}"
+    if documents == 0:
         raise DataUnavailable(f"{where} holds no non-empty document; give it text (one document per line or record)")
+
+
+def is_uri(source: str) -> bool:
+    """Whether ``source`` names a file or a prefix on a file system pyarrow opens by URI (a bucket)."""
+    return "://" in source
+
+
+def _bucket_files(source: str) -> list[tuple[RunFiles, str]]:
+    """The corpus files at the URI ``source`` (a file, or every .jsonl/.txt/.parquet file under a
+    prefix), each as the file system it is on and its path there, or ``DataUnavailable``."""
+    import pyarrow.fs
+
+    try:
+        files = RunFiles.at(source)
+        found = files.filesystem.get_file_info(files.root).type
+    except (OSError, ValueError) as err:
+        raise DataUnavailable(
+            f"corpus source {source!r} could not be opened ({str(err).splitlines()[0]}); give a URI pyarrow opens "
+            "(s3://bucket/prefix, with ?endpoint_override=HOST:PORT&scheme=http for an S3-compatible server, "
+            "gs://bucket/prefix) with its credentials in the environment"
+        ) from None
+    if found == pyarrow.fs.FileType.File:
+        parent, _, name = files.root.rpartition("/")
+        if PurePosixPath(name).suffix not in FILE_SUFFIXES:
+            raise DataUnavailable(f"corpus file {source} has suffix {PurePosixPath(name).suffix!r}; use {_SUFFIXES}")
+        return [(RunFiles(files.uri, files.filesystem, parent), name)]
+    if found != pyarrow.fs.FileType.Directory:
+        raise DataUnavailable(
+            f"corpus source {source} does not exist; check the bucket, the prefix and the credentials"
+        )
+    names = sorted(r for r in files.listing() if PurePosixPath(r).suffix in FILE_SUFFIXES)
+    if not names:
+        raise DataUnavailable(f"corpus prefix {source} holds no {_SUFFIXES} files")
+    return [(files, relative) for relative in names]
+
+
+def _bucket_name(files: RunFiles, relative: str) -> str:
+    """A bucket file's URI without its query, for messages: ``s3://bucket/prefix/file.jsonl``."""
+    return f"{files.uri.split('://')[0]}://{files.path(relative)}"
+
+
+def _stamp(files: RunFiles, relative: str) -> tuple[str, int, int]:
+    """A bucket file's path, size and modification time: what makes its prepared corpus current."""
+    info = files.filesystem.get_file_info(files.path(relative))
+    return files.path(relative), info.size, info.mtime_ns
+
+
+def _check_bucket_head(files: RunFiles, relative: str) -> int:
+    """``_check_head`` of a file in a bucket: its first ``HEAD_BYTES`` fetched (a Parquet file's
+    footer), not the file."""
+    suffix, name = PurePosixPath(relative).suffix, _bucket_name(files, relative)
+    if suffix == ".parquet":
+        return int(_parquet_file(files.filesystem.open_input_file(files.path(relative)), name).metadata.num_rows > 0)
+    with files.filesystem.open_input_stream(files.path(relative)) as handle:
+        head = handle.read(HEAD_BYTES + 1)
+    return _documents_in_head(head[:HEAD_BYTES], len(head) > HEAD_BYTES, suffix, name)
 
 
 def _check_head(path: Path) -> int:
     """The documents seen in the first ``HEAD_BYTES`` of ``path`` (at least 1 when it is larger),
     or ``DataUnavailable`` when that beginning is not the format its suffix says."""
     if path.suffix == ".parquet":
-        return int(_parquet_file(path).metadata.num_rows > 0)
+        return int(_parquet_file(path, path).metadata.num_rows > 0)
     with path.open("rb") as handle:
         head = handle.read(HEAD_BYTES)
         more = bool(handle.read(1))
+    return _documents_in_head(head, more, path.suffix, path)
+
+
+def _documents_in_head(head: bytes, more: bool, suffix: str, name) -> int:
+    """The documents in a text file's first bytes ``head`` (``more``: the file goes on)."""
     if b"\x00" in head:
         raise DataUnavailable(
-            f"corpus {path} is binary, not text (a NUL byte in its first {len(head):,} bytes); give a "
-            f"{path.suffix} file of text"
+            f"corpus {name} is binary, not text (a NUL byte in its first {len(head):,} bytes); give a "
+            f"{suffix} file of text"
         )
     lines = head.decode("utf-8", errors="replace").splitlines()
     if more and lines:
         lines = lines[:-1]  # the last line read may be cut
-    if path.suffix == ".jsonl":
-        documents = sum(1 for _ in _jsonl_texts(path, "\n".join(lines)))
+    if suffix == ".jsonl":
+        documents = sum(1 for _ in _jsonl_texts(name, "\n".join(lines)))
     else:
         documents = sum(1 for line in lines if line.strip())
     return max(documents, int(more))
@@ -72,8 +143,8 @@ def _source_files(source: str) -> list[Path]:
     path = Path(source).expanduser()
     if not path.exists():
         raise DataUnavailable(
-            f"corpus source {source!r} is neither {PACKAGED!r}, 'hf:<dataset id>', nor an existing "
-            ".jsonl/.txt/.parquet file or directory of such files"
+            f"corpus source {source!r} is neither {PACKAGED!r}, 'hf:<dataset id>', a bucket URI "
+            "(s3://bucket/prefix, gs://...), nor an existing .jsonl/.txt/.parquet file or directory of such files"
         )
     if path.is_dir():
         files = sorted(f for f in path.rglob("*") if f.suffix in FILE_SUFFIXES and f.is_file())
@@ -89,7 +160,9 @@ def source_identity(source: str, max_documents: int | None, version: int) -> str
     """The prepared corpus's cache key: the source, the cap, the preparation version and, for
     files, each file's path, size and modification time (an edited file is prepared again)."""
     ident: dict = {"source": source, "max_documents": max_documents, "version": version}
-    if source != PACKAGED and not source.startswith("hf:"):
+    if is_uri(source):
+        ident["files"] = [_stamp(files, relative) for files, relative in _bucket_files(source)]
+    elif source != PACKAGED and not source.startswith("hf:"):
         ident["files"] = [(str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns) for f in _source_files(source)]
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -102,6 +175,10 @@ def source_dataset(source: str):
         units = _hf_units(source[3:])
     elif source == PACKAGED:
         units = [{"unit": PACKAGED}]
+    elif is_uri(source):
+        files = _bucket_files(source)
+        whole_files = files[0][0].root == RunFiles.at(source).root  # a prefix: its .txt files hold a document each
+        units = [{"unit": relative, "files": where, "whole_file": whole_files} for where, relative in files]
     else:
         whole_files = Path(source).expanduser().is_dir()  # a folder's .txt files are one document each
         units = [{"unit": str(f), "whole_file": whole_files} for f in _source_files(source)]
@@ -129,11 +206,13 @@ def _unit_documents(row: dict) -> Iterator[dict]:
         for article in pretraining_articles():
             yield {"text": article.text, "replaced_invalid_utf8": 0}
         return
-    path = Path(unit)
+    files: RunFiles | None = row.get("files")  # a file in a bucket
+    path = PurePosixPath(unit) if files else Path(unit)
     if path.suffix == ".parquet":
-        yield from ({"text": text, "replaced_invalid_utf8": 0} for text in _parquet_texts(path))
+        opened = files.filesystem.open_input_file(files.path(unit)) if files else path
+        yield from ({"text": text, "replaced_invalid_utf8": 0} for text in _parquet_texts(opened, path))
         return
-    raw = path.read_bytes()
+    raw = files.read(unit) if files else path.read_bytes()
     try:
         text, replaced = raw.decode("utf-8"), 0
     except UnicodeDecodeError:
@@ -149,7 +228,7 @@ def _unit_documents(row: dict) -> Iterator[dict]:
         replaced = 0  # counted once per file
 
 
-def _jsonl_texts(path: Path, content: str) -> Iterator[str]:
+def _jsonl_texts(path, content: str) -> Iterator[str]:
     for number, line in enumerate(content.splitlines(), start=1):
         if not line.strip():
             continue
@@ -162,12 +241,13 @@ def _jsonl_texts(path: Path, content: str) -> Iterator[str]:
         yield record["text"]
 
 
-def _parquet_file(path: Path):
-    """The Parquet file, checked to be one and to have a ``text`` column."""
+def _parquet_file(source, path):
+    """The Parquet file ``source`` (a path or an open file; ``path`` names it in messages), checked
+    to be one and to have a ``text`` column."""
     import pyarrow.parquet as pq
 
     try:
-        handle = pq.ParquetFile(path)
+        handle = pq.ParquetFile(source)
     except Exception as err:
         raise DataUnavailable(f"corpus {path} is not a readable Parquet file ({err})") from None
     if "text" not in handle.schema_arrow.names:
@@ -175,8 +255,8 @@ def _parquet_file(path: Path):
     return handle
 
 
-def _parquet_texts(path: Path) -> Iterator[str]:
-    for batch in _parquet_file(path).iter_batches(columns=["text"], batch_size=1024):
+def _parquet_texts(source, path) -> Iterator[str]:
+    for batch in _parquet_file(source, path).iter_batches(columns=["text"], batch_size=1024):
         yield from (t for t in batch.column("text").to_pylist() if isinstance(t, str))
 
 

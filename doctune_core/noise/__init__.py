@@ -71,7 +71,7 @@ the public API and the benchmarks read one copy, and the evaluators only score.
 
 from __future__ import annotations
 
-from doctune_core.noise.gain import Gain, SeedSpread
+from doctune_core.noise.gain import Gain, SeedSpread, TaskGain
 from doctune_core.noise.paired import disagreeing_items, items_agreement, len_items, paired_gain, task_gain
 from doctune_core.noise.rules import (
     BOOTSTRAP_ROUNDS,
@@ -113,6 +113,7 @@ __all__ = [
     "Gain",
     "SeedSpread",
     "Spread",
+    "TaskGain",
     "check_paired",
     "decided_share",
     "disagreeing_items",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 
 from doctune_core.noise.rules import FEW_DISAGREED, LEVEL
 
@@ -79,3 +79,25 @@ class Gain:
     @classmethod
     def from_record(cls, record: dict) -> Gain:
         return cls(**{f.name: record[f.name] for f in fields(cls) if f.name in record})
+
+
+@dataclass(frozen=True)
+class TaskGain(Gain):
+    """A gain on one task (``task_gain``) with the same gain within each stratum of its items (a
+    retrieval task's length buckets: ``by_stratum``, each with its ``n`` items)."""
+
+    by_stratum: dict[str, TaskGain] = field(default_factory=dict)
+    n: int | None = None  # a stratum's items (None on the task's whole part)
+
+    def record(self) -> dict:
+        """The whole part's record with its strata's (``by_stratum``); a stratum's with its ``n``."""
+        gain = {f.name: getattr(self, f.name) for f in fields(Gain)} | {"beyond_noise": self.beyond_noise}
+        if self.n is not None:
+            return gain | {"n": self.n}
+        return gain | {"by_stratum": {label: stratum.record() for label, stratum in self.by_stratum.items()}}
+
+    @classmethod
+    def from_record(cls, record: dict) -> TaskGain:
+        gain = Gain.from_record(record)
+        strata = {label: cls.from_record(stratum) for label, stratum in record.get("by_stratum", {}).items()}
+        return cls(**{f.name: getattr(gain, f.name) for f in fields(Gain)}, by_stratum=strata, n=record.get("n"))

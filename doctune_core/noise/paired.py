@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-from dataclasses import astuple
+from dataclasses import astuple, fields
 
 import numpy as np
 
-from doctune_core.noise.gain import Gain, SeedSpread
+from doctune_core.noise.gain import Gain, SeedSpread, TaskGain
 from doctune_core.noise.rules import (
     DECIDED_WEIGHT,
     LEVEL,
@@ -141,17 +141,20 @@ def items_agreement(pairs: dict[str, tuple[Outcomes, Outcomes]]) -> str:
     )
 
 
-def task_gain(a: Outcomes, b: Outcomes, task: str, seeds: dict[str, SeedSpread] | None = None) -> dict:
+def task_gain(a: Outcomes, b: Outcomes, task: str, seeds: dict[str, SeedSpread] | None = None) -> TaskGain:
     """Row a's gain over row b on one task's part, paired by item (``paired_gain``), with the same
-    gain per stratum of a's (a retrieval task's length buckets, each with its ``n``): a ``Gain``
-    record plus ``by_stratum``. ``seeds``: the training seeds' spread of a's score (``main``) and of
-    each stratum's (its label), where they were measured."""
+    gain per stratum of a's (a retrieval task's length buckets, each with its ``n``). ``seeds``: the
+    training seeds' spread of a's score (``main``) and of each stratum's (its label), where they were
+    measured."""
     seeds = seeds or {}
-    record = paired_gain({task: a}, {task: b}, {task: 1.0}, seeds.get("main")).record()
-    record["by_stratum"] = {
-        label: paired_gain({task: a.subset(rows)}, {task: b.subset(rows)}, {task: 1.0}, seeds.get(label)).record()
-        | {"n": len(rows)}
+
+    def gain_on(a_part: Outcomes, b_part: Outcomes, spread: SeedSpread | None, **extra) -> TaskGain:
+        gain = paired_gain({task: a_part}, {task: b_part}, {task: 1.0}, spread)
+        return TaskGain(**{f.name: getattr(gain, f.name) for f in fields(Gain)}, **extra)
+
+    strata = {
+        label: gain_on(a.subset(rows), b.subset(rows), seeds.get(label), n=len(rows))
         for label, rows in a.strata.items()
         if len(rows) >= 2  # as Outcomes.stratum_scores: one item has no interval at all
     }
-    return record
+    return gain_on(a, b, seeds.get("main"), by_stratum=strata)

@@ -8,7 +8,8 @@ import numpy as np
 
 from doctune_core.outcomes import Outcomes
 from evaluators.tasks.base import SPLIT_SEED, Embedder, Split, Task, TaskMetadata, register_task
-from evaluators.tasks.probe import ORANGE_SOURCE, read_orange_tab, stratified_subsample
+from evaluators.tasks.orange import ORANGE_SOURCE, read_orange_tab
+from evaluators.tasks.probe import stratified_subsample
 
 KMEANS_SEEDS = 3  # k-means restarts with different seeds; the mean NMI is reported
 

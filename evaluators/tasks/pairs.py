@@ -33,7 +33,9 @@ from evaluators.tasks.base import (
     held_out_indices,
     register_task,
 )
-from evaluators.tasks.probe import ORANGE_SOURCE, PUBLISHED_SPLITS, fit_head, read_orange_splits
+from evaluators.tasks.orange import ORANGE_SOURCE, read_orange_splits
+from evaluators.tasks.probe import fit_head
+from evaluators.tasks.twenty_newsgroups import TWENTY_NEWSGROUPS
 
 Pair = tuple[str, str, int]  # text a, text b, 1 if linked
 DEFAULT_PAIRS = 1000
@@ -128,7 +130,7 @@ class NewsgroupsTopicPairs(PairClassification):
         type="pairs",
         description="pairs of 20 Newsgroups posts, linked when from the same group; classifier on [u*v, |u-v|]",
         source=ORANGE_SOURCE,
-        split=f"pairs drawn within parts of the {PUBLISHED_SPLITS['20newsgroups']} splits (seeded): training "
+        split=f"pairs drawn within parts of the {TWENTY_NEWSGROUPS.published} splits (seeded): training "
         "pairs from four fifths of train, validation pairs from its other fifth (stratified), test pairs from test",
         main_score="accuracy",
         long_inputs="chunk",

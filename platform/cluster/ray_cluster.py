@@ -6,13 +6,53 @@ from __future__ import annotations
 import logging
 import os
 import socket
+from dataclasses import dataclass
 from pathlib import Path
 
 from doctune_core.logs import shows_library_output, tells_progress, worker_environment
+from platform.cluster.autoscaling import cluster_to_plan_for
 from platform.cluster.environment import ROOT
 from platform.cluster.resources import LARGEST_NODE_GPUS
 
 log = logging.getLogger(f"doctune.{__name__}")
+
+
+@dataclass(frozen=True)
+class ClusterChoice:
+    """Where a search (or a study) runs, chosen once, from its spec's ``address``: a Ray this process
+    starts (``own``), whose resources are this machine's and known before it starts, so bad input is
+    refused before anything starts; or a running cluster, read once joined, with what its autoscaler
+    may add counted (``platform.cluster.autoscaling``)."""
+
+    address: str | None
+    own: bool
+
+    @classmethod
+    def for_address(cls, address: str | None) -> ClusterChoice:
+        return cls(address, starts_its_own_ray(address))
+
+    def known_resources(self) -> dict[str, float] | None:
+        """The resources before Ray starts: this machine's for a Ray of its own, else not known yet."""
+        return this_machine() if self.own else None
+
+    def join(self, trials_may_wait: bool = False, log_to_driver: bool = True) -> tuple[dict[str, float], str | None]:
+        """Start or join Ray (``ray_init``); the cluster's resources to plan for and, on a running
+        cluster an autoscaler grows, what it may add (said here)."""
+        cluster = ray_init(self.address, trials_may_wait=trials_may_wait, log_to_driver=log_to_driver)
+        if self.own:
+            return cluster, None
+        cluster, growth = cluster_to_plan_for(cluster)
+        if growth:
+            log.info(f"doctune: cluster: {growth}")
+        return cluster, growth
+
+
+def this_machine() -> dict[str, float]:
+    """The resources a local Ray started here will have."""
+    import torch
+
+    gpus = float(torch.cuda.device_count())
+    return {"CPU": float(os.cpu_count() or 1), "GPU": gpus, LARGEST_NODE_GPUS: gpus}
 
 
 def recorded_address_if_alive(temp_dir: str | None = None) -> str | None:

@@ -21,10 +21,10 @@ from pathlib import Path
 
 from doctune_core.run_files import RunFiles
 from doctune_core.run_layout import BEST_DIR
+from evaluators.leaderboard import LeaderboardRow
 from platform.export.model_card import model_card
 from platform.export.record import ExportError, SearchRecord
 from platform.export.st_files import POOLINGS, sentence_transformers_gap, write_sentence_transformers_files
-from platform.results.leaderboard import Row
 from trainers.checkpoint import recorded_checkpoint
 
 log = logging.getLogger(f"doctune.{__name__}")
@@ -39,14 +39,14 @@ class Exported:
     sentence_transformers_gap: str | None
 
 
-def export_best(row: Row, run_dir: Path, files: RunFiles) -> Exported:
+def export_best(row: LeaderboardRow, run_dir: Path, files: RunFiles) -> Exported:
     """The search's winner to ``run_dir/best`` (replacing an earlier export there), its checkpoint read
     from the run's files (fetched for the export where they are in a storage)."""
     with files.as_local_dir(recorded_checkpoint(row.checkpoint, row.trial)) as checkpoint:
         return export_trial(row, SearchRecord.read(run_dir), run_dir / BEST_DIR, checkpoint)
 
 
-def export_trial(row: Row, search: SearchRecord, target: Path, checkpoint: Path) -> Exported:
+def export_trial(row: LeaderboardRow, search: SearchRecord, target: Path, checkpoint: Path) -> Exported:
     """Write ``row``'s checkpoint, a directory here at ``checkpoint``, as an exported encoder at ``target``.
 
     Everything is written under ``<target>.partial`` and renamed at the end, so a directory named

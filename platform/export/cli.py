@@ -20,11 +20,11 @@ from pathlib import Path
 from doctune_core.logs import add_verbosity_options, show_on_console
 from doctune_core.run_files import RunFiles
 from doctune_core.run_layout import LEADERBOARD_FILE, SEARCH_RECORD
+from evaluators.leaderboard import Leaderboard, LeaderboardRow, is_baseline
 from evaluators.references import winner
 from platform.exit_codes import EXIT_BAD_INPUT, EXIT_OK, UsageError
 from platform.export import export_trial
 from platform.export.record import ExportError, SearchRecord
-from platform.results.leaderboard import Row, is_baseline, read_leaderboard
 from platform.rundir.layout import new_directory_problem
 from platform.rundir.storage import RunStorage, run_files_of
 from trainers.checkpoint import recorded_checkpoint
@@ -44,7 +44,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def check_inputs(
     run_dir: Path, trial: str | None, to: Path, files: RunFiles | None = None
-) -> tuple[Row, SearchRecord, str, Path]:
+) -> tuple[LeaderboardRow, SearchRecord, str, Path]:
     """(row, search, checkpoint, target) for an export, or ExportError saying what is wrong: the
     checkpoint by its name in the run's files, ``files`` (by default where ``run_dir``'s search kept
     its trials: ``platform.rundir.storage.run_files_of``)."""
@@ -60,7 +60,7 @@ def check_target(to: Path) -> Path:
     return to.resolve()
 
 
-def choose_row(run_dir: Path, trial: str | None) -> tuple[Row, SearchRecord]:
+def choose_row(run_dir: Path, trial: str | None) -> tuple[LeaderboardRow, SearchRecord]:
     """The leaderboard row to export (``trial``, else the winner) and the search's record."""
     if not run_dir.is_dir():
         raise ExportError(
@@ -80,7 +80,7 @@ def choose_row(run_dir: Path, trial: str | None) -> tuple[Row, SearchRecord]:
             f"{search.command} --run-dir {shlex.quote(str(run_dir))} --resume"
         )
     try:
-        rows, _ = read_leaderboard(run_dir)
+        rows = list(Leaderboard.read(run_dir).rows)
     except (KeyError, TypeError, ValueError) as err:
         raise ExportError(f"{run_dir}/{LEADERBOARD_FILE} is not one this doctune wrote ({err})") from None
     trials = [r.trial for r in rows if not is_baseline(r)]
@@ -117,7 +117,7 @@ def _fetch_records(uri: str, into: Path) -> RunStorage:
     return storage
 
 
-def _locate_checkpoint(row: Row, files: RunFiles) -> str:
+def _locate_checkpoint(row: LeaderboardRow, files: RunFiles) -> str:
     """The row's checkpoint, by its name in the run's files (where the run directory was moved or
     fetched, or the trials are in the run's storage)."""
     checkpoint = recorded_checkpoint(row.checkpoint, row.trial)

@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from doctune_core.noise import Gain
 from doctune_core.position_interpolation import CONFIG_KEY
-from evaluators.readings import ReadingCount
+from evaluators.leaderboard import LeaderboardRow
 from evaluators.scores import coverage, part
 from platform.export.record import SearchRecord
 from platform.export.st_files import POOLINGS, needs_remote_code
-from platform.results.leaderboard import Row, describe_confirmation, score_with_error
+from platform.results.text import describe_confirmation, score_with_error
 
 # The texts the model card's usage snippets embed (the tests run the snippets on them).
 USAGE_TEXTS = ["A first document.", "A second, longer document about something else."]
@@ -31,7 +30,9 @@ def _value(value: object) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
-def model_card(row: Row, record: dict, search: SearchRecord, config: dict, path: Path, gap: str | None) -> str:
+def model_card(
+    row: LeaderboardRow, record: dict, search: SearchRecord, config: dict, path: Path, gap: str | None
+) -> str:
     """README.md of an exported encoder: what it is, how it scored, how to run its search again, how to use it."""
     pooling = record["pooling"]
     weights = {task: w for tasks in search.objectives.values() for task, w in tasks.items()}
@@ -44,13 +45,10 @@ def model_card(row: Row, record: dict, search: SearchRecord, config: dict, path:
     if row.test_objective is not None:
         objective_lines.append(f"The same on the test parts (the first objective): {row.test_objective:.4f}")
     if row.locked_reading:
-        objective_lines.append(f"The test verdicts below: {ReadingCount.from_record(row.locked_reading).describe()}.")
+        objective_lines.append(f"The test verdicts below: {row.locked_reading.describe()}.")
+    objective_lines += [f"Test objective over `{against}`: {g.describe()}" for against, g in row.gains.items()]
     objective_lines += [
-        f"Test objective over `{against}`: {Gain.from_record(g).describe()}" for against, g in row.gains.items()
-    ]
-    objective_lines += [
-        f"The long-document tasks pooled over `{against}`: {Gain.from_record(g).describe()}"
-        for against, g in row.long_task_gains.items()
+        f"The long-document tasks pooled over `{against}`: {g.describe()}" for against, g in row.long_task_gains.items()
     ]
     if row.confirmation:
         objective_lines.append(f"This configuration {describe_confirmation(row.confirmation)}")

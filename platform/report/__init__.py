@@ -23,10 +23,10 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from doctune_core.run_layout import PLOTS_DIR, REPORT_FILE
+from evaluators.leaderboard import BASELINE_ID
 from platform.report import plots
 from platform.report.page import render
 from platform.report.run import Plot, PlotSkipped, Run, param_importances, read_run
-from platform.results.leaderboard import BASELINE_ID
 from platform.rundir.layout import write_atomic
 
 log = logging.getLogger(f"doctune.{__name__}")

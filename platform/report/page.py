@@ -9,22 +9,15 @@ import math
 from datetime import UTC, datetime
 from html import escape
 
-from doctune_core.noise import Gain
+from doctune_core.noise import TaskGain
 from doctune_core.run_layout import BEST_DIR, PLOTS_DIR, SEARCH_RECORD
+from evaluators.leaderboard import describe_lineage, is_baseline, is_reference
 from evaluators.lengths import bucket_title
-from evaluators.readings import ReadingCount
 from evaluators.references import winner
 from evaluators.scores import part
 from platform.report.run import Plot, Run
-from platform.results.leaderboard import (
-    coverage_lines,
-    describe_confirmation,
-    describe_lineage,
-    is_baseline,
-    is_reference,
-    score_with_error,
-)
 from platform.results.ranking import RankingNoise, verdict
+from platform.results.text import coverage_lines, describe_confirmation, score_with_error
 
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1280px; padding: 0 1rem; color: #222; }
@@ -200,13 +193,12 @@ def _winner_section(run: Run) -> str:
     text += ".</p>"
     if best.gains:
         items = "".join(
-            f"<li>over <b>{escape(against)}</b>: {escape(Gain.from_record(gain).describe())}</li>"
-            for against, gain in best.gains.items()
+            f"<li>over <b>{escape(against)}</b>: {escape(gain.describe())}</li>" for against, gain in best.gains.items()
         )
         text += f"<p>Test-objective gain, paired over the same test items:</p><ul>{items}</ul>"
     if best.long_task_gains:
         items = "".join(
-            f"<li>over <b>{escape(against)}</b>: {escape(Gain.from_record(gain).describe())}</li>"
+            f"<li>over <b>{escape(against)}</b>: {escape(gain.describe())}</li>"
             for against, gain in best.long_task_gains.items()
         )
         text += f"<p>Test gain on the long-document tasks pooled (their objective weights):</p><ul>{items}</ul>"
@@ -238,10 +230,9 @@ def _task_gains(best, tasks: list[str]) -> str:
         return ""
     tasks = [t for t in tasks if any(t in by_task for by_task in best.task_gains.values())]
 
-    def cell(record: dict | None) -> str:
-        if record is None:
+    def cell(gain: TaskGain | None) -> str:
+        if gain is None:
             return "<td>–</td>"
-        gain = Gain.from_record(record)
         text = escape(gain.cell())
         return f'<td class="num">{"<b>" + text + "</b>" if gain.beyond_noise else text}</td>'
 
@@ -250,11 +241,11 @@ def _task_gains(best, tasks: list[str]) -> str:
     for row, by_task in best.task_gains.items():
         body += f"<tr><td>{escape(row)}</td>" + "".join(cell(by_task.get(t)) for t in tasks) + "</tr>"
         labels = dict.fromkeys(
-            label for r in by_task.values() for label in r.get("by_stratum", {}) if label.startswith("len_")
+            label for gain in by_task.values() for label in gain.by_stratum if label.startswith("len_")
         )
         for label in labels:
-            strata = [by_task.get(t, {}).get("by_stratum", {}).get(label) for t in tasks]
-            counts = ", ".join(f"n {s['n']}" for s in strata if s)
+            strata = [by_task[t].by_stratum.get(label) if t in by_task else None for t in tasks]
+            counts = ", ".join(f"n {s.n}" for s in strata if s)
             body += (
                 f"<tr class='stratum'><td>&nbsp;&nbsp;{escape(bucket_title(label))} tokens ({counts})</td>"
                 + "".join(map(cell, strata))
@@ -279,7 +270,7 @@ def _noise_section(run: Run) -> str:
         return "<p>Not measured for this search (its leaderboard was written without the ranking's noise).</p>"
     noise = RankingNoise.from_record(run.noise)
     best = winner(run.rows)
-    reading = ReadingCount.from_record(best.locked_reading) if best and best.locked_reading else None
+    reading = best.locked_reading if best else None
     sentences = "".join(f"<li>{escape(line)}</li>" for line in verdict(noise, best.gains if best else None, reading))
     header = "<tr><th>task</th><th>items (val)</th><th>standard error</th><th>of it: items</th><th>draws</th></tr>"
     rows = "".join(

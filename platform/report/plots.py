@@ -14,10 +14,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from evaluators.leaderboard import BASELINE_ID, LeaderboardRow, is_baseline
 from evaluators.lengths import BUCKET_LABELS, bucket_title
 from evaluators.scores import part, strata
 from platform.report.run import PlotSkipped
-from platform.results.leaderboard import BASELINE_ID, Row, is_baseline
 
 SIZE = (8.0, 5.0)  # inches; at DPI, 960 x 600 pixels
 DPI = 120
@@ -41,7 +41,7 @@ def _figure() -> Figure:
     return Figure(figsize=SIZE, layout="constrained")
 
 
-def top_trials(rows: Sequence[Row], n: int = TOP_TRIALS) -> list[Row]:
+def top_trials(rows: Sequence[LeaderboardRow], n: int = TOP_TRIALS) -> list[LeaderboardRow]:
     """The ``n`` scored trials with the highest objective (the baseline is no trial)."""
     scored = [r for r in rows if not is_baseline(r) and r.objective is not None]
     return sorted(scored, key=lambda r: r.objective, reverse=True)[:n]
@@ -85,7 +85,7 @@ def objective_over_time(
     return figure
 
 
-def task_scores(rows: Sequence[Row], tasks: Sequence[str], n: int = TOP_TRIALS) -> Figure:
+def task_scores(rows: Sequence[LeaderboardRow], tasks: Sequence[str], n: int = TOP_TRIALS) -> Figure:
     """Grouped bars of each task's main test score: the ``n`` best trials (by the validation
     objective) and the baseline rows, one group per task, with standard-error whiskers."""
     trials = top_trials(rows, n)
@@ -115,12 +115,12 @@ def task_scores(rows: Sequence[Row], tasks: Sequence[str], n: int = TOP_TRIALS) 
     return figure
 
 
-def length_buckets(row: Row, task: str) -> dict[str, dict[str, float]]:
+def length_buckets(row: LeaderboardRow, task: str) -> dict[str, dict[str, float]]:
     """A row's test scores on ``task`` per length bucket of the documents to find (``len_*`` strata)."""
     return {label: v for label, v in strata(part(row.scores, task, "test")).items() if label in BUCKET_LABELS}
 
 
-def score_by_length(rows: Sequence[Row], tasks: Sequence[str]) -> Figure:
+def score_by_length(rows: Sequence[LeaderboardRow], tasks: Sequence[str]) -> Figure:
     """Each task's main test score against the length of the documents to find (the retrieval
     tasks' length buckets), one panel per task: the winner, the baseline rows and the reference
     rows, each point with its 95% interval (± 1.96 standard errors over that bucket's queries)."""
@@ -173,13 +173,13 @@ def param_importance(importances: Mapping[str, float], target: str) -> Figure:
     return figure
 
 
-def objective_names(rows: Sequence[Row]) -> list[str]:
+def objective_names(rows: Sequence[LeaderboardRow]) -> list[str]:
     """The named objectives of a multi-objective leaderboard (empty for a single objective)."""
     return next((list(r.objectives) for r in rows if len(r.objectives) >= 2), [])
 
 
-def pareto_front(rows: Sequence[Row]) -> Figure:
-    """The trials on the first two objectives, the Pareto front (``Row.pareto``) highlighted and
+def pareto_front(rows: Sequence[LeaderboardRow]) -> Figure:
+    """The trials on the first two objectives, the Pareto front (``LeaderboardRow.pareto``) highlighted and
     connected, the baseline marked. Rows without both objectives are left out."""
     x_name, y_name = objective_names(rows)[:2]
     points = [r for r in rows if not is_baseline(r) and x_name in r.objectives and y_name in r.objectives]

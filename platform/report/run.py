@@ -13,7 +13,7 @@ import pandas as pd
 
 from doctune_core.run_files import RunFiles
 from doctune_core.run_layout import LEADERBOARD_FILE, OPTUNA_JOURNAL, SEARCH_RECORD, TUNE_DIR
-from platform.results.leaderboard import Row, read_leaderboard
+from evaluators.leaderboard import Leaderboard, LeaderboardRow
 from platform.rundir.storage import run_files_of
 
 
@@ -32,7 +32,7 @@ class Run:
     path: Path
     summary: dict  # search.json
     name: str  # the search's (and its Optuna study's) name
-    rows: list[Row]  # ranked, as leaderboard.json has them
+    rows: list[LeaderboardRow]  # ranked, as leaderboard.json has them
     noise: dict | None  # the ranking's noise (platform.results.ranking), None where it was not assessed
     objectives: dict[str, dict[str, float]]  # name -> task weights; a single objective is called "objective"
     tasks: list[str]  # the leaderboard's task columns
@@ -78,7 +78,8 @@ def read_run(run_dir: Path, kept_at: str | None = None) -> Run:
                 "when it ends; an interrupted one continues with python -m platform.search SPEC --resume)"
             )
     try:
-        rows, noise = read_leaderboard(run_dir)
+        board = Leaderboard.read(run_dir)
+        rows, noise = list(board.rows), board.noise
         summary = json.loads((run_dir / SEARCH_RECORD).read_text())
         spec = summary["resolved_spec"]
         objective = spec["search"]["objective"]

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evaluators.readings import ReadingCount
 from evaluators.references import winner as winner_of
 from platform.results.baselines import baseline_record
 from platform.results.ranking import RankingNoise
@@ -45,6 +44,7 @@ def establish(resolved, results, *, baseline: dict, clock: PhaseClock, retrain: 
     record ``baseline``: the rows chosen and written, the winner's locked part read, the report-only
     tasks scored, the winner confirmed (``retrain``, where ``search.confirm_seeds`` asks), its gains
     and the ranking's noise measured, the leaderboard written again with them."""
+    from evaluators.leaderboard import write_leaderboard
     from platform.results import leaderboard, winner
     from platform.results.baselines import reference_record
 
@@ -62,7 +62,7 @@ def establish(resolved, results, *, baseline: dict, clock: PhaseClock, retrain: 
     columns = [*evaluation.tasks, *evaluation.report_tasks]
     baselines = leaderboard.baseline_rows(baseline, resolved)
     reference_rows = leaderboard.reference_rows(references, resolved)
-    rows = leaderboard.write_leaderboard([*baselines, *reference_rows, *rows], run_dir, columns)
+    rows = write_leaderboard([*baselines, *reference_rows, *rows], run_dir, columns)
     if not scored:
         return Standing(rows, columns, None)
     outcomes = winner.ItemOutcomes(resolved)
@@ -78,7 +78,7 @@ def establish(resolved, results, *, baseline: dict, clock: PhaseClock, retrain: 
             winner.compare_per_task(best, baselines, resolved)
         noise = winner.assess_ranking(rows, baselines, outcomes)
         winner.measure_start_drift(scored, baselines, resolved)
-    rows = leaderboard.write_leaderboard(rows, run_dir, columns, noise.record() if noise else None)
+    rows = write_leaderboard(rows, run_dir, columns, noise.record() if noise else None)
     return Standing(rows, columns, noise)
 
 
@@ -86,29 +86,28 @@ def verdict_lines(standing: Standing) -> list[str]:
     """What the standing says of its winner, one line each: its locked part, its gains over the
     baselines (with the ranking's verdict where its noise was measured), on the long-document tasks
     pooled, task by task, and its confirmation."""
-    from doctune_core.noise import Gain
-    from platform.results import leaderboard, ranking
+    from platform.results import ranking, text
 
     best = standing.best
-    drift = leaderboard.start_drift_lines(best)
+    drift = text.start_drift_lines(best)
     if not best.locked_reading:  # validation only: no test verdict
         return (ranking.verdict(standing.noise) if standing.noise is not None else []) + drift
-    reading = ReadingCount.from_record(best.locked_reading)
-    lines = [leaderboard.locked_part_line(best, reading)]
+    reading = best.locked_reading
+    lines = [text.locked_part_line(best, reading)]
     if standing.noise is not None:
         lines += ranking.verdict(standing.noise, best.gains, reading)
     else:
         lines += [
-            f"test objective of {best.trial} over {against}: {Gain.from_record(gain).describe()} [{reading.describe()}]"
+            f"test objective of {best.trial} over {against}: {gain.describe()} [{reading.describe()}]"
             for against, gain in best.gains.items()
         ]
     tested = [
-        f"long-document tasks pooled, {best.trial} over {against} on test: {Gain.from_record(gain).describe()}"
+        f"long-document tasks pooled, {best.trial} over {against} on test: {gain.describe()}"
         for against, gain in best.long_task_gains.items()
     ]
-    tested += leaderboard.task_gain_lines(best)
+    tested += text.task_gain_lines(best)
     if best.confirmation:
-        tested.append(f"{best.trial}'s configuration {leaderboard.describe_confirmation(best.confirmation)}")
+        tested.append(f"{best.trial}'s configuration {text.describe_confirmation(best.confirmation)}")
     # every test verdict says how often its locked part was read before (a table's rows, by its title)
     return lines + [line if line.startswith("  ") else f"{line} [{reading.describe()}]" for line in tested] + drift
 

@@ -9,10 +9,13 @@ import dataclasses
 import json
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from doctune_core.logs import progress
 from platform.rundir.timings import PhaseClock
-from platform.search_path.plans import ResolvedSearch
+
+if TYPE_CHECKING:  # the search hands its plan in: the results side never imports the search's modules
+    from platform.search_path.plans import ResolvedSearch
 
 log = logging.getLogger(f"doctune.{__name__}")
 
@@ -27,7 +30,7 @@ def baseline_models(resolved: ResolvedSearch) -> dict[str, tuple[str, str]]:
     where some trial starts from interpolated positions, that start too, untrained (what such a
     trial's gain from training is measured against)."""
     from doctune_core.longformer import cached_interpolated
-    from platform.results.leaderboard import BASELINE_ID, CONVERTED_BASELINE_ID, INTERPOLATED_BASELINE_ID
+    from evaluators.leaderboard import BASELINE_ID, CONVERTED_BASELINE_ID, INTERPOLATED_BASELINE_ID
 
     rows = {BASELINE_ID: (resolved.source_model, "base model, untouched")}
     converted = resolved.train_plan.base_model
@@ -41,7 +44,7 @@ def baseline_models(resolved: ResolvedSearch) -> dict[str, tuple[str, str]]:
 
 def score_baselines(resolved: ResolvedSearch) -> dict[str, dict]:
     """Each baseline row's model, status and scores on every task (``baseline.json``)."""
-    from evaluators.pool import score_checkpoint
+    from evaluators.pool_calls import score_checkpoint
 
     evaluation = resolved.evaluation
     tasks = [*evaluation.tasks, *evaluation.report_tasks]
@@ -68,7 +71,7 @@ def search_references(resolved: ResolvedSearch) -> tuple:
 def score_references(resolved: ResolvedSearch) -> dict[str, dict]:
     """What a user already has (``search_references``: BM25, the base as its users run it), each
     row's description, model, reading and scores on every task. Never steers anything."""
-    from evaluators.pool import score_reference
+    from evaluators.pool_calls import score_reference
 
     evaluation = resolved.evaluation
     tasks = [*evaluation.tasks, *evaluation.report_tasks]

@@ -1,7 +1,7 @@
 """Whether a search's ranking means something: its scores' noise against its trials' differences.
 
 At the end of a search every scored trial's chosen checkpoint (and each baseline row) is scored
-item by item on the validation parts (``evaluators.pool.checkpoint_outcomes``, from the embedding
+item by item on the validation parts (``evaluators.pool_calls.checkpoint_outcomes``, from the embedding
 cache), and ``assess`` measures, where the ranking is made:
 
 - each objective task's standard error at its budget (the items' and, for few-shot probes, the
@@ -157,11 +157,11 @@ def assess(
 
 
 def verdict(
-    noise: RankingNoise, gains: dict[str, dict] | None = None, reading: ReadingCount | None = None
+    noise: RankingNoise, gains: dict[str, Gain] | None = None, reading: ReadingCount | None = None
 ) -> list[str]:
     """The assessment in sentences, for the terminal, the report and the model card; ``gains``: the
-    winner's test gains over the baseline rows (``Row.gains``), each saying how often its locked
-    part was read before (``reading``, the winner's ``Row.locked_reading``)."""
+    winner's test gains over the baseline rows (``LeaderboardRow.gains``), each saying how often its
+    locked part was read before (``reading``, the winner's ``LeaderboardRow.locked_reading``)."""
     lines = []
     if noise.tasks:
         lines.append(
@@ -199,12 +199,9 @@ def verdict(
     return lines
 
 
-def _test_gains(gains: dict[str, dict] | None, reading: ReadingCount | None) -> list[str]:
-    lines = [
-        f"The winner over {name} on test (unbiased): {Gain.from_record(record).describe()}."
-        for name, record in (gains or {}).items()
-    ]
-    if gains and not any(g.difference > 0 and g.beyond_noise for g in map(Gain.from_record, gains.values())):
+def _test_gains(gains: dict[str, Gain] | None, reading: ReadingCount | None) -> list[str]:
+    lines = [f"The winner over {name} on test (unbiased): {gain.describe()}." for name, gain in (gains or {}).items()]
+    if gains and not any(g.difference > 0 and g.beyond_noise for g in gains.values()):
         lines.append("Nothing this search tried beat the base beyond noise on test at this budget.")
         lines += _test_budget(gains)
     # each test verdict says how often its locked part was read before (a list's items, by its title)
@@ -213,13 +210,13 @@ def _test_gains(gains: dict[str, dict] | None, reading: ReadingCount | None) -> 
     return [line if line.startswith("  ") else f"{line} [{reading.describe()}]" for line in lines]
 
 
-def _test_budget(gains: dict[str, dict]) -> list[str]:
+def _test_budget(gains: dict[str, Gain]) -> list[str]:
     """The test items that would tell gains as large as the winner's beyond noise (a power
     calculation from each gain's own interval, ``doctune_core.noise.items_to_tell``): a title, then
     a line for each row compared."""
     told = []
-    for name, record in gains.items():
-        factor = items_to_tell(Gain.from_record(record))
+    for name, gain in gains.items():
+        factor = items_to_tell(gain)
         if factor is None:
             told.append(f"  over {name}: none, it scored as high or higher")
         elif factor > MAX_ITEMS_FACTOR:

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evaluators.scores import main_scores, part
-from platform.report.plots import save_png, study_bars
 from platform.rundir.layout import write_atomic
 from platform.spec import SearchSpec
 
@@ -76,7 +75,7 @@ def rank_rows(rows, evaluation) -> list[str]:
     return sorted(means, key=means.get, reverse=True)
 
 
-def _label(task: str, metric: str) -> str:
+def column_label(task: str, metric: str) -> str:
     shown = task.split(":", 1)[0] + ":" + Path(task.split(":", 1)[1]).name if ":" in task else task
     return f"{shown} {metric}"
 
@@ -99,10 +98,11 @@ def _cell(values: list[float]) -> str:
 
 def write_table(
     rows: list[RowResult], columns: list[tuple[str, str]], run_dir: Path, spec: SearchSpec, shown: str = "test"
-) -> None:
-    """study.md (mean ± sample std over seeds), study.csv, study.json and study.png, every cell a
-    score on the ``shown`` part."""
-    header = ["row", "seeds", *(_label(t, m) for t, m in columns)]
+) -> list[dict]:
+    """study.md (mean ± sample std over seeds), study.csv and study.json, every cell a score on the
+    ``shown`` part; study.json's rows (each column's statistics by ``column_label``), which the
+    study's chart draws (``platform.report.plots.study_bars``)."""
+    header = ["row", "seeds", *(column_label(t, m) for t, m in columns)]
     train = spec.train
     parts = (
         "Every score is on the tasks' test parts; the rows to tune, and each tuned row's configuration, were "
@@ -125,7 +125,7 @@ def write_table(
     write_atomic(run_dir / "study.md", "\n".join(lines) + "\n")
     with (run_dir / "study.csv").open("w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["row", "seed", *(_label(t, m) for t, m in columns)])
+        writer.writerow(["row", "seed", *(column_label(t, m) for t, m in columns)])
         for row in rows:
             for seed, scores in row.seeds.items():
                 writer.writerow([row.name, seed, *(part(scores, t, shown).get(m) for t, m in columns)])
@@ -134,9 +134,9 @@ def write_table(
             "row": row.name,
             "hyperparameters": row.hyperparameters,
             "failed": row.failed,
-            "columns": {_label(t, m): _stats(v) for t, m in columns if (v := row.values(t, m, shown))},
+            "columns": {column_label(t, m): _stats(v) for t, m in columns if (v := row.values(t, m, shown))},
         }
         for row in rows
     ]
     write_atomic(run_dir / "study.json", json.dumps(summary, indent=2))
-    save_png(study_bars(summary, [_label(t, m) for t, m in columns]), run_dir / "study.png")
+    return summary

@@ -25,7 +25,7 @@ Retrain = Callable[[dict, list[int], str], object]
 
 class ItemOutcomes:
     """Rows' item-level outcomes on the ranking objective's tasks, per part, fetched from the
-    evaluator pool once each (``evaluators.pool.checkpoint_outcomes``: cached embeddings, no
+    evaluator pool once each (``evaluators.pool_calls.checkpoint_outcomes``: cached embeddings, no
     encoder run twice)."""
 
     def __init__(self, resolved) -> None:
@@ -34,7 +34,7 @@ class ItemOutcomes:
         self._seen: dict[tuple[str, str], dict] = {}
 
     def __call__(self, row, split: str) -> dict:
-        from evaluators.pool import checkpoint_outcomes, stored_model
+        from evaluators.pool_calls import checkpoint_outcomes, stored_model
 
         key = (row.checkpoint, split)
         if key not in self._seen:
@@ -57,7 +57,7 @@ def compare_with_baselines(best, baselines, outcomes: ItemOutcomes) -> None:
     pooled with their objective weights. Where ``search.confirm_seeds`` kept two or more runs, each
     gain is those runs' mean (``doctune_core.noise.seed_mean_gain``): the configuration's, with the
     seeds' spread measured, and free of the winner's own run, chosen for its score (``configuration_gain``)."""
-    from evaluators.pool import CheckpointMissing
+    from evaluators.pool_calls import CheckpointMissing
 
     long_weights = long_task_weights(outcomes.weights)
     runs = confirmation_rows(best)
@@ -89,8 +89,8 @@ def configuration_gain(best, runs: list, baseline, outcomes: ItemOutcomes, weigh
 
     theirs = outcomes(baseline, "test")
     if len(runs) >= 2:
-        return seed_mean_gain([paired_gain(outcomes(run, "test"), theirs, weights) for run in runs]).record()
-    return paired_gain(outcomes(best, "test"), theirs, weights, ranking.seed_spread(best, weights)).record()
+        return seed_mean_gain([paired_gain(outcomes(run, "test"), theirs, weights) for run in runs])
+    return paired_gain(outcomes(best, "test"), theirs, weights, ranking.seed_spread(best, weights))
 
 
 def compare_per_task(best, baselines, resolved) -> None:
@@ -100,7 +100,7 @@ def compare_per_task(best, baselines, resolved) -> None:
     where ``search.confirm_seeds`` measured it (the objective's tasks: a report-only task's test part
     is not scored for the extra seeds)."""
     from doctune_core.noise import task_gain
-    from evaluators.pool import CheckpointMissing, checkpoint_outcomes, reference_outcomes, stored_model
+    from evaluators.pool_calls import CheckpointMissing, checkpoint_outcomes, reference_outcomes, stored_model
     from platform.results.baselines import search_references
 
     evaluation, files = resolved.evaluation, resolved.train_plan.run_files
@@ -141,8 +141,8 @@ def measure_start_drift(trials, baselines, resolved) -> None:
     validation texts from its untrained start's (the converted base, with the trial's own
     ``position_init``; the base where nothing was converted). Reported only: validation texts, no test
     part, nothing chosen by it."""
-    from evaluators.pool import CheckpointMissing, checkpoint_start_cosine, stored_model
-    from platform.results.leaderboard import BASELINE_ID, CONVERTED_BASELINE_ID, INTERPOLATED_BASELINE_ID
+    from evaluators.leaderboard import BASELINE_ID, CONVERTED_BASELINE_ID, INTERPOLATED_BASELINE_ID
+    from evaluators.pool_calls import CheckpointMissing, checkpoint_start_cosine, stored_model
 
     evaluation = resolved.evaluation
     by_id = {b.trial: b for b in baselines}
@@ -166,9 +166,9 @@ def assess_ranking(rows, baselines, outcomes: ItemOutcomes) -> ranking.RankingNo
     """Whether the trials, and the winner against the runner-up and the baselines, differ beyond
     the validation scores' noise (``platform.results.ranking``); None, with the reason printed, when a
     checkpoint it needs is gone."""
-    from evaluators.pool import CheckpointMissing
+    from evaluators.leaderboard import is_baseline
+    from evaluators.pool_calls import CheckpointMissing
     from evaluators.references import winner
-    from platform.results.leaderboard import is_baseline
 
     trials = [r for r in rows if not is_baseline(r) and r.objective is not None and r.checkpoint]
     log.info(f"doctune: measuring the noise of the ranking ({len(trials)} trials, validation items)")
@@ -193,7 +193,7 @@ def _ranked_trials(scored) -> list:
 def read_locked_part_of_winner(scored, resolved) -> None:
     """The winner's test objective: its locked test part, read once, now that validation has chosen
     it (``read_locked_part``). The other trials' test parts are never read."""
-    from evaluators.pool import CheckpointMissing
+    from evaluators.pool_calls import CheckpointMissing
 
     best = _ranked_trials(scored)[0]
     log.info(f"doctune: scoring {best.trial}, the winner on validation, on the locked test part")
@@ -211,7 +211,7 @@ def record_search_reading(resolved, rows, best) -> dict:
 
     parts = {task: digest for row in rows for task, digest in locked_parts(row.scores).items()}
     what = f"search {resolved.search.name!r} ({resolved.profile}): winner {best.trial}, baselines and references"
-    return record_reading(parts, what, resolved.run_dir).record()
+    return record_reading(parts, what, resolved.run_dir)
 
 
 def score_report_tasks(scored, resolved) -> None:
@@ -219,7 +219,7 @@ def score_report_tasks(scored, resolved) -> None:
     has them), so the report shows whether the winners generalise beyond their objective: the
     winner on both parts, the runners-up on validation only; a length grid (``@grid``), the
     costliest, for the winner alone."""
-    from evaluators.pool import CheckpointMissing, score_checkpoint, stored_model
+    from evaluators.pool_calls import CheckpointMissing, score_checkpoint, stored_model
     from evaluators.tasks import GRID
 
     evaluation = resolved.evaluation
@@ -241,7 +241,7 @@ def read_locked_part(resolved, row) -> None:
     """Score ``row``'s chosen checkpoint on the objective's test parts and set its ``test_objective``.
     A search's rounds read validation only, so a trial's locked test part is read here, once the
     search has chosen, for the rows it reports (the winner and its confirmation runs)."""
-    from evaluators.pool import score_checkpoint, stored_model
+    from evaluators.pool_calls import score_checkpoint, stored_model
     from evaluators.scores import main_scores
 
     evaluation = dataclasses.replace(resolved.evaluation, parts=("test",))

@@ -16,11 +16,27 @@ from ray import tune
 
 from doctune_core.run_files import RunFiles
 from evaluators.plan import EvalPlan
-from platform.results.leaderboard import chosen_checkpoint
-from trainers.checkpoint import release_finished_trial, trial_path
+from evaluators.scores import main_scores
+from trainers.checkpoint import CHECKPOINTS, SCORES_FILE, release_finished_trial, reported_rounds, trial_path
 
 RELEASED_FILE = "released.json"
 ENDED = "TERMINATED"  # Tune's status for a trial that completed or was stopped by the scheduler
+
+
+def chosen_checkpoint(files: RunFiles, trial_id: str, evaluation) -> str | None:
+    """The round (a ``step_N`` name) an ended trial's row shows, from its scored rounds in the run's
+    files, by the rule ``platform.results.leaderboard.rows_from_results`` applies to its reports: one
+    objective, the round with the best validation objective (the earliest on a tie); several, the
+    last round. None when nothing was scored."""
+    scores = {name: trial_path(trial_id, CHECKPOINTS, name, SCORES_FILE) for name in reported_rounds(files, trial_id)}
+    scored = [name for name, path in scores.items() if files.is_file(path)]
+    if not scored or evaluation.multi_objective:
+        return scored[-1] if scored else None
+    objectives = [
+        evaluation.reported_objectives(main_scores(files.read_json(scores[name]), "val"))["objective"]
+        for name in scored
+    ]
+    return scored[objectives.index(max(objectives))]
 
 
 def release(files: RunFiles, trial_id: str, evaluation: EvalPlan, keep: str) -> int:

@@ -4,13 +4,15 @@ the spec asks) and the prepared corpus, checked against the recipes that train o
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from doctune_core.data.corpus import PreparedCorpus
 from doctune_core.run_files import RunFiles
 from platform.spec.schema import CorpusSpec, LongformerSpec, SearchSpec
-from trainers.config import BaseSettings, MlmHeadSettings
+from trainers.config import BaseSettings, MlmHeadSettings, TrainPlan
 
 log = logging.getLogger(f"doctune.{__name__}")
 
@@ -33,7 +35,7 @@ class InputsPlan:
     hard_negatives: bool  # some trial may take hard negatives: the corpus's neighbours are mined
     anchor_poolings: tuple[str, ...]  # some trial may weight the anchor term: its targets in these poolings
     # how the base stage's Ray Train run and the MLM head train (the spec's train: section)
-    workers: int | str  # a count once fitted to the cluster (platform.search_path.resolution.fit_to_cluster)
+    workers: int | str  # a count once fitted to the cluster (platform.search_path.settling.fit_to_cluster)
     cpus_per_worker: float
     gpus_per_worker: float
     bf16: bool
@@ -65,11 +67,21 @@ class InputsPlan:
         )
 
 
+@dataclass(frozen=True)
+class PreparedInputs:
+    """A search's inputs once prepared: the base model directory the trials start from (converted to
+    a Longformer where the spec asks), the prepared corpus, and the base model directory before any
+    conversion (the baseline row's model)."""
+
+    model_dir: str
+    corpus: PreparedCorpus
+    source_model: str
+
+
 def prepare_inputs(
     inputs: InputsPlan, build_base_in: Path | None = None, plan_only: bool = False, storage: RunFiles | None = None
-):
-    """The base model directory (converted to a Longformer if the spec asks), the prepared corpus,
-    and the base model directory before any conversion. Needs Ray when the corpus is not prepared
+) -> PreparedInputs:
+    """The inputs ``inputs`` plans, prepared. Needs Ray when the corpus is not prepared
     yet (preparation is a Ray Data job): call it after ``ray_init``, and ``check_inputs`` before.
 
     With ``base:`` the base model is the vanilla base trained for this corpus and these settings:
@@ -100,9 +112,9 @@ def prepare_inputs(
     from trainers.base_stage import base_entry, ensure_base
     from trainers.mlm_head import ensure_mlm_head, mlm_head_entry
 
-    model_dir = resolve_model(inputs.base_model) if inputs.base is None else None
     corpus = prepare_corpus(inputs.corpus.source, inputs.corpus.max_documents, through=storage)
     check_corpus_suits_recipes(inputs, corpus.stats)
+    model_dir = resolve_model(inputs.base_model) if inputs.base is None else None
     if inputs.hard_negatives and not plan_only:
         ensure_neighbours(corpus)
     if inputs.base is not None and build_base_in is None:
@@ -154,7 +166,7 @@ def prepare_inputs(
         )
     if inputs.anchor_poolings and Path(model_dir).is_dir() and not plan_only:
         ensure_anchor_targets(model_dir, corpus, inputs.anchor_poolings, inputs.max_length)
-    return model_dir, corpus, source_model
+    return PreparedInputs(model_dir, corpus, source_model)
 
 
 def needs_mlm_head(inputs: InputsPlan, model_dir: str) -> bool:
@@ -185,3 +197,16 @@ def check_corpus_suits_recipes(inputs: InputsPlan, stats) -> None:
     for recipe in inputs.recipes:
         if problem := RECIPES[recipe]().corpus_problem(stats):
             raise DataUnavailable(f"corpus {inputs.corpus.source!r}: {problem}")
+
+
+def share_through_storage(plan: TrainPlan) -> TrainPlan:
+    """``plan`` with its inputs in the driver's cache uploaded to the run's storage, once
+    (``trainers.inputs``), for Train workers on nodes that do not see this machine's cache."""
+    from doctune_core.data import cache_dir
+    from trainers.inputs import share_inputs
+
+    paths = (plan.base_model, plan.corpus_path, *filter(None, [plan.neighbours_path, plan.anchor_targets_path]))
+    shared = share_inputs(plan.run_files, paths, cache_dir())
+    for path, name in shared.items():
+        log.info(f"doctune: {path} shared through the run's storage as {name}")
+    return dataclasses.replace(plan, inputs=shared)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import yaml
 
+from doctune_core.fields import leaves
 from platform.spec.checks import check_model_choice, check_semantics, check_views_choice
 from platform.spec.convert import HP_FIELDS, build, describe
 from platform.spec.schema import Distribution, SearchSpec, SpecError
@@ -104,18 +105,6 @@ def read_raw(path: Path) -> dict:
     if not isinstance(raw, dict):
         raise SpecError(f"{path}: a spec is a YAML mapping of keys (name, search, train, ...), got {describe(raw)}")
     return raw
-
-
-def leaves(tree: dict, prefix: str = "") -> dict[str, object]:
-    """``{"a.b.c": value}`` for every value of a nested mapping that is not itself a mapping."""
-    found: dict[str, object] = {}
-    for key, value in tree.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict) and value:
-            found |= leaves(value, f"{name}.")
-        else:
-            found[name] = value
-    return found
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,10 +5,10 @@ samples, a study's rows, a recipe's needs)."""
 from __future__ import annotations
 
 from platform.spec.convert import HP_FIELDS, check_hyperparameter, plugin_registries
-from platform.spec.schema import Distribution, SearchSection, SearchSpec, SpecError, StudySection
-from platform.strategies.samplers import grid_size
+from platform.spec.schema import Distribution, SearchSection, SearchSpec, SpecError
+from platform.spec.strategy_checks import check_strategy
+from platform.spec.study import StudySection
 from trainers.pairs import recipe_loss
-from trainers.settings import PERTURBABLE
 
 
 def check_model_choice(layer: dict, where: str) -> None:
@@ -77,8 +77,7 @@ def check_semantics(spec: SearchSpec) -> None:
     _check_lengths_and_steps(spec)
     _check_objective(spec)
     _check_warm_start(spec.search)
-    _check_grid(spec.search)
-    _check_population(spec.search)
+    check_strategy(spec.search)
     if spec.study is not None:
         _check_study(spec.study, spec.train.steps)
     _check_tracking(spec)
@@ -180,7 +179,7 @@ def _check_tracking(spec: SearchSpec) -> None:
     """A tracker the spec names is installed (trackers are optional extras, imported only when asked)."""
     import importlib.util
 
-    from platform.tracking.trackers import TRACKERS
+    from platform.spec.trackers import TRACKERS
 
     for name in spec.tracking:
         tracker = TRACKERS[name]
@@ -189,87 +188,6 @@ def _check_tracking(spec: SearchSpec) -> None:
                 f"tracking.{name}: its client library ({tracker.package}) is not installed; {tracker.install}, "
                 f"or remove tracking.{name}"
             )
-
-
-def _check_grid(search: SearchSection) -> None:
-    """A grid search needs a space every point of which is a distinct configuration, and no more
-    samples than points."""
-    if search.sampler != "grid" or not search.space:
-        return
-    if search.objective.objectives:
-        raise SpecError(
-            "search.sampler: grid searches one objective; several objectives are searched with NSGA-II "
-            "(drop sampler: grid, or name one objective under search.objective.tasks)"
-        )
-    if search.warm_start:
-        raise SpecError(
-            "search.warm_start: a grid search visits its own points, and a warm-start point would take a grid "
-            "point's place; drop warm_start or use sampler: tpe or random"
-        )
-    _refuse_conditions(
-        search,
-        "a grid search takes every combination of values, so conditional dimensions would repeat "
-        "configurations; drop the conditions or use sampler: tpe or random",
-    )
-    points = grid_size(search.space, search.grid_points)
-    if search.samples > points:
-        raise SpecError(
-            f"search.samples ({search.samples}) exceeds the grid's {points} points (choices x {search.grid_points} "
-            f"values per numeric range); set samples to at most {points} or raise search.grid_points"
-        )
-
-
-def _refuse_conditions(search: SearchSection, why: str) -> None:
-    conditional = [name for name, dist in search.space.items() if dist.when]
-    if conditional:
-        raise SpecError(f"search.space.{conditional[0]}.when: {why}")
-
-
-def _check_population(search: SearchSection) -> None:
-    """PBT needs one objective, a space it can perturb, no conditions (it draws every dimension at
-    random) and an MLM head that exists in donor and receiver alike."""
-    if search.scheduler.pbt is None:
-        return
-    where = "search.scheduler.pbt"
-    if search.objective.objectives:
-        raise SpecError(f"{where}: PBT follows one objective; name one under search.objective.tasks or drop pbt")
-    if search.sampler == "grid":
-        raise SpecError(f"{where}: PBT draws its own population at random; drop sampler: grid or drop pbt")
-    if search.confirm_seeds:
-        raise SpecError(
-            "search.confirm_seeds: a PBT trial's settings change as it trains (and it may go on from another's "
-            "weights), so retraining its final settings would confirm a different run; set confirm_seeds: 0"
-        )
-    if not any(name in PERTURBABLE for name in search.space):
-        raise SpecError(
-            f"{where}: search.space has nothing PBT can perturb mid-trial; search one of {', '.join(PERTURBABLE)}"
-        )
-    numeric = [n for n, d in search.space.items() if n in PERTURBABLE and d.kind != "choice"]
-    if search.scheduler.pbt.method == "pb2" and not numeric:
-        raise SpecError(
-            f"{where}.method: pb2 chooses numeric values within ranges; search one of {', '.join(PERTURBABLE)} as a "
-            "range ({loguniform: [lo, hi]}), or use method: pbt"
-        )
-    _refuse_conditions(
-        search, "PBT draws every dimension at random; drop the conditions or use sampler: tpe without pbt"
-    )
-    if "trainable" in search.space:
-        raise SpecError(
-            "search.space.trainable: under PBT a trial continues from another's weights and optimizer state, which "
-            "train other parameters where trainable differs; fix trainable under hyperparameters"
-        )
-    if "position_init" in search.space:
-        raise SpecError(
-            "search.space.position_init: under PBT a trial continues from another's weights, whose positions "
-            "started as the other's position_init; fix position_init under hyperparameters"
-        )
-    mlm = search.space.get("mlm_weight")
-    if mlm is not None and min(mlm.values) <= 0:
-        raise SpecError(
-            "search.space.mlm_weight: under PBT every value must be above 0 (the MLM head exists only with a "
-            "weight, and a trial continues from another's checkpoint, head included); search e.g. "
-            "{loguniform: [0.01, 0.5]} or fix the weight"
-        )
 
 
 def _check_study(study: StudySection, steps: int) -> None:
@@ -334,7 +252,7 @@ def _check_warm_start(search: SearchSection) -> None:
 
 def workers_checked(spec: SearchSpec) -> int:
     """The worker count the checks hold the batch to: ``auto`` is fitted to the cluster later, to a
-    count that divides every batch size (``platform.search_path.resolution.fit_to_cluster``), so 1 here."""
+    count that divides every batch size (``platform.search_path.settling.fit_to_cluster``), so 1 here."""
     return 1 if spec.train.workers == "auto" else spec.train.workers
 
 

@@ -117,7 +117,7 @@ def build(cls: type, data: Any, where: str) -> Any:
 def _tracker_settings(value: Any, where: str) -> TrackerSettings:
     """``tracking:``: each registered tracker it names with its settings built into the class the
     tracker declares; a tracker set to null is off."""
-    from platform.tracking.trackers import TRACKERS  # found when a spec names one: not with this module
+    from platform.spec.trackers import TRACKERS
 
     if not isinstance(value, dict):
         raise SpecError(f"{where}: expected a mapping of tracker name -> its settings, got {describe(value)}")

@@ -13,7 +13,7 @@ import typing
 from doctune_core.run_layout import SEARCH_RECORD
 from platform.spec import BUILTIN_PROFILES, Distribution, SearchSpec
 from platform.spec.schema import TrackerSettings
-from platform.tracking.trackers import TRACKERS
+from platform.spec.trackers import TRACKERS
 from trainers.settings import SETTINGS
 
 

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from doctune_core.fields import constraint
 from evaluators.plan import EvalBudget
+from platform.spec.study import StudySection
 from trainers.config import BaseSettings, MlmHeadSettings
 from trainers.settings import TrialSettings
 
@@ -46,7 +47,8 @@ class CorpusSpec:
         default="news-articles",
         metadata=constraint(
             "'news-articles' (packaged), a .jsonl/.txt/.parquet file or a directory of them (a .txt file there is "
-            "one document), or hf:<dataset id>[:<split>] (streamed)"
+            "one document), the same in a bucket (s3://bucket/prefix, gs://..., read by every node from there), "
+            "or hf:<dataset id>[:<split>] (streamed)"
         ),
     )
     max_documents: int | None = field(
@@ -283,29 +285,6 @@ class EvaluationSection:
     )
 
 
-@dataclass(frozen=True)
-class StudySection:
-    """A recipe study (``python -m platform.study``): named rows of fixed hyperparameters, each
-    trained once per seed from the same base, scored on the table's tasks."""
-
-    rows: dict[str, dict[str, Any]] = field(
-        metadata=constraint("row name -> its recipe and hyperparameters (a paper's defaults)")
-    )
-    table: dict[str, list[str]] = field(metadata=constraint("the table's columns: task -> the metrics shown"))
-    seeds: list[int] = field(default_factory=lambda: [0, 1, 2], metadata=constraint("each row trains once per seed"))
-    tune_best: int = field(
-        default=2, metadata=constraint("how many of the best rows (by the objective) the search then tunes", 0)
-    )
-    rounds: int = field(
-        default=1,
-        metadata=constraint(
-            "scoring rounds along each row's training, evenly spaced (must divide train.steps): each round's "
-            "validation scores on the objective's tasks are kept, a learning curve; the table shows the last",
-            1,
-        ),
-    )
-
-
 class TrackerSettings(dict):
     """``tracking:``, each key a tracker's registered name (``platform.tracking.trackers``), its value
     that tracker's own settings, built into the settings class the tracker declares (``null``: off)."""
@@ -397,17 +376,9 @@ class SearchSpec:
 
     def poolings(self) -> tuple[str, ...]:
         """Every pooling a trial (or study row) of this spec may use."""
-        fixed = self.fixed_hyperparameters().pooling
-        searched = self.search.space.get("pooling")
-        found = list(searched.values) if searched else [fixed]
-        found += [row.get("pooling", fixed) for row in (self.study.rows.values() if self.study else ())]
-        return tuple(dict.fromkeys(found))
+        return tuple(dict.fromkeys(self._values_anywhere("pooling")))
 
     def may_interpolate_positions(self) -> bool:
         """Whether some trial (or study row) of this spec starts from interpolated positions
         (``position_init: interpolate``): then the untrained interpolated conversion is scored too."""
-        fixed = self.fixed_hyperparameters().position_init
-        searched = self.search.space.get("position_init")
-        starts = list(searched.values) if searched else [fixed]
-        starts += [row.get("position_init", fixed) for row in (self.study.rows.values() if self.study else ())]
-        return "interpolate" in starts
+        return "interpolate" in self._values_anywhere("position_init")

@@ -1,4 +1,4 @@
-"""The one place a spec's ``search:`` section becomes a strategy (``platform.search_path.resolution.resolve``
+"""The one place a spec's ``search:`` section becomes a strategy (``platform.search_path.plans.resolve``
 calls it once); past it, the driver reads the strategy."""
 
 from __future__ import annotations

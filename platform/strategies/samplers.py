@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
+from platform.spec.grid import grid_space
 
 if TYPE_CHECKING:
     from platform.spec.schema import Distribution
@@ -41,28 +41,6 @@ def startup_trials(samples: int) -> int:
 def population_size(samples: int) -> int:
     """NSGA-II's population (= its random first generation) for a budget of ``samples`` trials."""
     return min(OPTUNA_DEFAULT_POPULATION, max(4, math.ceil(samples / 4)))
-
-
-def grid_values(dist: Distribution, points: int) -> list:
-    """The grid one searched dimension contributes: every choice, or ``points`` values spread over
-    the range (every integer when the range holds no more than ``points``)."""
-    if dist.kind == "choice":
-        return list(dist.values)
-    low, high = dist.values
-    if dist.kind == "int":
-        if high - low + 1 <= points:
-            return list(range(low, high + 1))
-        return sorted({round(float(v)) for v in np.linspace(low, high, points)})
-    spread = np.geomspace if dist.kind == "loguniform" else np.linspace
-    return [float(v) for v in spread(low, high, points)]
-
-
-def grid_space(space: dict[str, Distribution], points: int) -> dict[str, list]:
-    return {name: grid_values(dist, points) for name, dist in space.items()}
-
-
-def grid_size(space: dict[str, Distribution], points: int) -> int:
-    return math.prod(len(values) for values in grid_space(space, points).values())
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """What every tracker backend shares (``trackers.mlflow_runs``, ``trackers.wandb_runs``): the ``Tracker``
-it is, the registry it is found in (``TRACKERS``), the state it keeps in the run directory, and what a
-search's and a row's runs receive. ``platform.tracking`` guards the backends and hands them the
-rounds."""
+it is, the registry it is found in (``TRACKERS``, declared by the spec: ``platform.spec.trackers``),
+the state it keeps in the run directory, and what a search's and a row's runs receive.
+``platform.tracking`` guards the backends and hands them the rounds."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from doctune_core.registry import Registry
 from doctune_core.run_layout import (
     LEADERBOARD_CSV,
     LEADERBOARD_FILE,
@@ -88,9 +87,3 @@ class Tracker(Protocol):
 
     def finish(self, rows: list, run_dir: Path, best_dir: Path | None) -> None:
         """Each row's test scores at its chosen round, the search's artifacts, the winner's model."""
-
-
-TRACKERS: Registry[type[Tracker]] = Registry("tracker")
-"""Every tracker by its name in a spec's ``tracking:``: doctune's own (``platform.tracking.trackers``)
-and an installed package's (entry point group ``doctune.trackers``), loaded when that package is
-imported."""

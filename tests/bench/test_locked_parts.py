@@ -30,14 +30,9 @@ from doctune_core.data.duplicates import near_duplicated
 from doctune_core.data.news import held_out_articles, pretraining_articles
 from evaluators.plan import EvalBudget
 from evaluators.tasks import make_task
-from evaluators.tasks.probe import (
-    RETIRED_TEST_SIZES,
-    _stratum,
-    earlier_validation,
-    fresh_locked_split,
-    read_orange_splits,
-    stratified_subsample,
-)
+from evaluators.tasks.orange import earlier_validation, fresh_locked_split, read_orange_splits
+from evaluators.tasks.probe import stratified_subsample, stratum
+from evaluators.tasks.reuters_r8 import REUTERS_R8
 from platform.spec import load_spec
 from tests.conftest import ROOT
 
@@ -108,8 +103,8 @@ def test_no_locked_r8_text_duplicates_validation_training_or_pretraining_text_no
     locked, _ = task.parts["test"]
     validation, _ = task.parts["val"]
     train_x, train_y, test_x, test_y = read_orange_splits("reuters-r8")
-    earlier = {train_x[i] for i in earlier_validation("reuters-r8", train_x, train_y, test_x, test_y)}
-    rest, _, fresh, _ = fresh_locked_split("reuters-r8")  # the training split the task validates and fits on
+    earlier = {train_x[i] for i in earlier_validation(REUTERS_R8, train_x, train_y, test_x, test_y)}
+    rest, _, fresh, _ = fresh_locked_split(REUTERS_R8)  # the training split the task validates and fits on
     assert set(locked) <= set(fresh) and set(validation) <= set(rest)
     assert len(locked) > 900 and not set(locked) & (earlier | set(test_x))
     assert not any(near_duplicated(locked, [*rest, *test_x]))
@@ -144,9 +139,9 @@ def test_r8s_test_part_holds_no_document_a_benchmark_table_scored(spec_path: Pat
     """Each table scored R8's published test split cut to its spec's ``max_test``; that size is among
     the retired ones, and no document of that cut (nor a duplicate of one) is in the test part."""
     table_budget = load_spec(str(spec_path), "local")[0].evaluation.limits
-    assert table_budget.max_test in RETIRED_TEST_SIZES["reuters-r8"]
+    assert table_budget.max_test in REUTERS_R8.retired_test_sizes
     _, _, test_x, test_y = read_orange_splits("reuters-r8")
-    scored = {test_x[i] for i in stratified_subsample([_stratum(y) for y in test_y], table_budget.max_test)}
+    scored = {test_x[i] for i in stratified_subsample([stratum(y) for y in test_y], table_budget.max_test)}
     for budget in [*_default_budgets().values(), replace(table_budget, max_test=None)]:
         task = make_task("r8-fewshot", budget)
         task.load()

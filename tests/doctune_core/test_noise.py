@@ -141,7 +141,7 @@ def test_measured_seeds_widen_the_interval_by_their_spread_and_their_few_degrees
 
 def test_a_probe_macro_f1_item_variance_is_its_influence_values_variance():
     from doctune_core.noise import item_variance
-    from evaluators.tasks.probe import macro_f1, macro_f1_influence
+    from evaluators.tasks.probe_metrics import macro_f1, macro_f1_influence
 
     rng = np.random.default_rng(4)
     truth = rng.integers(0, 5, 300)
@@ -153,7 +153,7 @@ def test_a_probe_macro_f1_item_variance_is_its_influence_values_variance():
         299 / 300 * np.sum((jackknife - jackknife.mean()) ** 2), rel=0.05
     )
     # the same through a probe's outcomes against a row that is always right
-    from evaluators.tasks.probe import mean_over_draws, mean_over_draws_influence
+    from evaluators.tasks.probe_metrics import mean_over_draws, mean_over_draws_influence
 
     def probe(items):
         return Outcomes(
@@ -263,7 +263,7 @@ def test_resamples_pick_draws_as_well_as_items_and_keep_every_encoder_on_the_sam
     items = np.column_stack([truth, *predictions])
     from functools import partial
 
-    from evaluators.tasks.probe import accuracy, mean_over_draws
+    from evaluators.tasks.probe_metrics import accuracy, mean_over_draws
 
     outcomes = Outcomes(
         {"main": 0.5}, items, partial(mean_over_draws, width=1, measure=accuracy), np.array([1.0, 0.0]), 1
@@ -281,7 +281,7 @@ def test_a_probe_draws_term_leaves_out_the_item_noise_its_items_term_already_hol
     """Draws that differ only by each document's own luck (no draw is better than another) add
     item noise to the per-draw scores, not draw noise: the draws' term keeps a small share of it."""
     from doctune_core.noise import draw_variance, item_variance
-    from evaluators.tasks.probe import (
+    from evaluators.tasks.probe_metrics import (
         draw_values,
         macro_f1,
         macro_f1_influence,
@@ -322,7 +322,7 @@ def test_a_probe_draws_term_leaves_out_the_item_noise_its_items_term_already_hol
 
 
 def test_a_probe_of_two_draws_is_too_few_to_decide():
-    from evaluators.tasks.probe import draw_values, macro_f1, mean_over_draws
+    from evaluators.tasks.probe_metrics import draw_values, macro_f1, mean_over_draws
 
     rng = np.random.default_rng(6)
     truth = rng.integers(0, 4, 300)
@@ -389,7 +389,7 @@ def test_no_interval_of_no_width_where_no_item_disagreed_or_every_item_moved_ali
     moved = paired_gain(up, same, {"x": 1.0, "y": 1.0})
     assert moved.agreement == "every item of 60 moved by +0.020" and moved.difference == pytest.approx(0.02)
     assert Gain.from_record(moved.record()) == moved
-    from evaluators.tasks.probe import (
+    from evaluators.tasks.probe_metrics import (
         draw_values,
         macro_f1,
         macro_f1_influence,

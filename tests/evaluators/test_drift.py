@@ -41,7 +41,8 @@ def moved_minilm(minilm_dir, tmp_path_factory) -> str:
 def test_short_texts_move_with_the_weights_and_long_documents_report_how_alike_they_look(
     minilm_dir, moved_minilm, tmp_path
 ):
-    from evaluators.pool import Evaluator, model_files
+    from evaluators.pool import Evaluator
+    from evaluators.pool_calls import model_files
 
     plan = EvalPlan(
         objectives={"objective": dict.fromkeys(TASKS, 1.0)},

@@ -186,7 +186,7 @@ def test_a_round_may_score_the_longest_haystacks_and_the_grid_variant_every_leng
 
 
 def test_a_search_whose_rounds_score_the_longest_haystacks_reports_the_grid():
-    from platform.search_path.resolution import _report_tasks
+    from platform.search_path.plans import _report_tasks
     from platform.spec import load_spec
 
     spec = load_spec("docsplit_long", "smoke")[0]  # haystacks: longest, needle and passkey in the objective

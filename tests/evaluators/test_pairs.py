@@ -9,8 +9,8 @@ import pytest
 
 from evaluators.plan import EvalBudget
 from evaluators.tasks import UnknownTask, make_task
+from evaluators.tasks.orange import read_orange_splits
 from evaluators.tasks.pairs import best_threshold, same_label_pairs
-from evaluators.tasks.probe import read_orange_splits
 
 
 def test_pairs_are_balanced_distinct_and_seeded():

@@ -13,13 +13,8 @@ import time
 import pytest
 
 from evaluators.plan import EvalBudget, EvalPlan
-from evaluators.pool import (
-    CheckpointMissing,
-    CheckpointScorer,
-    EvaluatorPool,
-    checkpoint_outcomes,
-    score_checkpoint,
-)
+from evaluators.pool import CheckpointScorer, EvaluatorPool
+from evaluators.pool_calls import CheckpointMissing, checkpoint_outcomes, score_checkpoint
 
 pytestmark = pytest.mark.ray  # starts Ray
 

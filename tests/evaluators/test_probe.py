@@ -7,7 +7,8 @@ import pytest
 
 from evaluators.plan import EvalBudget
 from evaluators.tasks import make_task
-from evaluators.tasks.probe import fewshot_indices, newsgroup_ancestors, stratified_subsample
+from evaluators.tasks.probe import fewshot_indices, stratified_subsample
+from evaluators.tasks.twenty_newsgroups import newsgroup_ancestors
 
 
 def test_fewshot_draws_k_per_class_and_repeat_under_a_seed():
@@ -97,13 +98,10 @@ def test_multilabel_probe_reports_micro_and_macro_f1():
 
 @pytest.mark.parametrize("name", ["r8-fewshot", "r52-probe", "20ng-hierarchy-fewshot"])
 def test_validation_documents_come_from_the_training_split_and_are_never_fitted_on(name):
-    from evaluators.tasks.probe import LOCKED_FROM_TRAIN, fresh_locked_split, read_orange_splits
-
     task = make_task(name, EvalBudget(fewshot_k=4, repeats=3, max_test=200, max_train=500))
     task.load()
     val_texts, test_texts = task.parts["val"][0], task.parts["test"][0]
-    dataset = {"r8": "reuters-r8", "r5": "reuters-r52", "20": "20newsgroups"}[name[:2]]
-    train_x, _, test_x, _ = fresh_locked_split(dataset) if dataset in LOCKED_FROM_TRAIN else read_orange_splits(dataset)
+    train_x, _, test_x, _ = task.read()  # the splits the task draws from (fresh or published)
     assert abs(len(val_texts) - len(test_texts)) <= 0.05 * len(test_texts)  # as many as test scores (stratified)
     assert set(val_texts) <= set(train_x) and set(test_texts) <= set(test_x)
     fitted = {task.train_texts[i] for draw in task.draws for i in draw}

@@ -55,9 +55,9 @@ def test_reference_rows_score_the_same_items_as_an_encoder(minilm_dir, tmp_path)
         for task, outcomes in theirs.items():
             assert outcomes.ids == encoder[task].ids  # the same items, in the same order
             gain = task_gain(encoder[task], outcomes, task)
-            assert gain["undecided"] or gain["low"] <= gain["difference"] <= gain["high"]
+            assert gain.undecided or gain.low <= gain.difference <= gain.high
             if task != "r8-fewshot":
-                assert gain["by_stratum"] and all(g["n"] >= 2 for g in gain["by_stratum"].values())
+                assert gain.by_stratum and all(g.n >= 2 for g in gain.by_stratum.values())
     # the windowed and truncated readings are cached apart: truncated at 256, windows of 256
     keys = {p.stem for p in (tmp_path / "shared").glob("*.npz")}
     assert any(k.endswith("-256-chunk") for k in keys) and any(k.endswith("-256") for k in keys)

@@ -201,8 +201,9 @@ def test_without_faiss_exact_search_falls_back_to_numpy_and_says_so_once(monkeyp
 def test_a_collection_scored_under_a_budget_says_how_much_of_it_was_scored(tmp_path):
     """Every part's scores carry what was scored against the collection's totals; a retrieval
     score on a cut corpus is marked as not comparable with one on the whole collection."""
+    from evaluators.leaderboard import LeaderboardRow
     from evaluators.scores import coverage, subsampled
-    from platform.results.leaderboard import Row, coverage_lines
+    from platform.results.text import coverage_lines
 
     news = make_task("news-title-retrieval", EvalBudget(max_queries=30, max_documents=60))
     news.load()
@@ -222,7 +223,7 @@ def test_a_collection_scored_under_a_budget_says_how_much_of_it_was_scored(tmp_p
     whole.load()
     full = whole.evaluate(embed)
     assert coverage(full["test"]) == "60 of 60 documents, 15 of 15 queries" and not subsampled(full["test"])
-    row = Row("baseline", "base model, untouched", 0.1, 0, "m", {}, {name: {**scores, "split": "halves"}})
+    row = LeaderboardRow("baseline", "base model, untouched", 0.1, 0, "m", {}, {name: {**scores, "split": "halves"}})
     assert coverage_lines([row], [name]) == [f"{name}: val {coverage(scores['val'])}; test {coverage(scores['test'])}"]
 
 

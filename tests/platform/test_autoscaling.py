@@ -8,7 +8,7 @@ import yaml
 
 from platform.cluster.autoscaling import from_cluster_config, launchable, plan_for_growth
 from platform.cluster.resources import LARGEST_NODE_GPUS
-from platform.search_path.resolution import fit_to_cluster, plan_search_resources
+from platform.search_path.settling import fit_to_cluster, plan_search_resources
 from platform.spec import load_spec
 from tests.conftest import ROOT
 

@@ -25,17 +25,17 @@ import torch
 from doctune_core.encoder import embed_texts, load_encoder
 from doctune_core.longformer import convert_to_longformer
 from doctune_core.run_files import RunFiles
+from evaluators.leaderboard import BASELINE_ID, Leaderboard, LeaderboardRow, write_leaderboard
 from platform.exit_codes import EXIT_BAD_INPUT, EXIT_OK
 from platform.export import export_best
 from platform.export.cli import main as export_main
 from platform.export.model_card import USAGE_TEXTS
 from platform.export.st_files import POOLINGS
-from platform.results.leaderboard import BASELINE_ID, Row, read_leaderboard, write_leaderboard
 from platform.spec import load_spec
 from tests.conftest import ROOT
 from trainers.checkpoint import CHECKPOINTS, save_checkpoint, trial_path
 from trainers.config import Pooling
-from trainers.loop import _record
+from trainers.rounds import checkpoint_record
 from trainers.settings import TrialSettings
 
 # Ranked as in a real leaderboard; the baseline scores above every trial here on purpose.
@@ -79,7 +79,7 @@ def _save_trial(run_dir: Path, trial_id: str, model_dir: str, pooling: str) -> P
         full_model=model,
         tokenizer=tokenizer,
         optimizer=torch.optim.AdamW(model.parameters()),
-        record=_record(plan, hp, trial_id, 2),
+        record=checkpoint_record(plan, hp, trial_id, 2),
         state={"step": 2, "eval_round": 1},
     )
 
@@ -94,13 +94,17 @@ def run_dir(minilm_dir, tmp_path_factory) -> Path:
     (run / "search.json").write_text(json.dumps(summary, indent=2, default=str))
     # a window of 16 tokens: longer texts need [CLS]'s global attention to embed as doctune does
     longformer = str(convert_to_longformer(minilm_dir, str(root / "longformer"), 512, 16))
-    rows = [Row(BASELINE_ID, "base model, untouched", 0.95, 0, minilm_dir, {"pooling": "mean"}, _scores(1.0))]
+    rows = [
+        LeaderboardRow(BASELINE_ID, "base model, untouched", 0.95, 0, minilm_dir, {"pooling": "mean"}, _scores(1.0))
+    ]
     for rank, (pooling, trial) in enumerate(TRIALS.items()):
         model_dir = longformer if pooling == "longformer" else minilm_dir
         checkpoint = _save_trial(run, trial, model_dir, "mean" if pooling == "longformer" else pooling)
         hp = dataclasses.asdict(TrialSettings(pooling="mean" if pooling == "longformer" else pooling))
-        rows.append(Row(trial, "completed", 0.8 - rank / 100, 2, str(checkpoint), hp, _scores(0.85 - rank / 100)))
-    rows.append(Row(ERRORED, "error: RuntimeError: out of memory", None, None, None, {"pooling": "mean"}))
+        rows.append(
+            LeaderboardRow(trial, "completed", 0.8 - rank / 100, 2, str(checkpoint), hp, _scores(0.85 - rank / 100))
+        )
+    rows.append(LeaderboardRow(ERRORED, "error: RuntimeError: out of memory", None, None, None, {"pooling": "mean"}))
     write_leaderboard(rows, run, TASKS)
     return run
 
@@ -236,7 +240,7 @@ def test_export_best_replaces_the_run_directorys_best(run_dir):
     best = run_dir / "best"
     best.mkdir()
     (best / "stale.txt").write_text("from an earlier export")
-    rows, _ = read_leaderboard(run_dir)
+    rows = Leaderboard.read(run_dir).rows
     exported = export_best(next(r for r in rows if r.trial == TRIALS["max"]), run_dir, RunFiles.at(run_dir))
     assert exported.path == best and exported.sentence_transformers_gap is None
     assert json.loads((best / "doctune.json").read_text())["trial_id"] == TRIALS["max"]

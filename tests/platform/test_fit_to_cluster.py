@@ -1,5 +1,5 @@
 """``train.workers``, ``evaluation.gpus_per_evaluator`` and ``evaluation.cpus_per_evaluator``
-``auto`` fitted to the cluster (``platform.search_path.resolution.fit_to_cluster``): the unedited docsplit_long
+``auto`` fitted to the cluster (``platform.search_path.settling.fit_to_cluster``): the unedited docsplit_long
 at its full profile on one GPU (8 or 16 CPUs), one node of 4 or 8, two nodes of 4 and the 64 GPUs
 of docs/scaling.md (a one-GPU workstation of 8 CPUs also as a real Ray head of declared GPUs; two
 real nodes of 4 in tests/cluster/test_slurm.py, brought up by the Slurm script)."""
@@ -18,7 +18,8 @@ import torch
 import platform
 from doctune_core.data import cache_dir
 from platform.cluster.resources import LARGEST_NODE_GPUS, auto_workers
-from platform.search_path.resolution import check_matches_recording, fit_to_cluster, plan_search_resources
+from platform.search_path.request import check_matches_recording
+from platform.search_path.settling import fit_to_cluster, plan_search_resources
 from platform.spec import load_spec
 from tests.conftest import ROOT
 from tests.local_nodes import LocalNodes

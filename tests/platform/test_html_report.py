@@ -31,12 +31,12 @@ from optuna.storages.journal import JournalFileBackend
 
 from doctune_core.outcomes import Outcomes, mean_of_rows
 from doctune_core.run_layout import OPTUNA_JOURNAL
+from evaluators.leaderboard import BASELINE_ID, LeaderboardRow, write_leaderboard
 from evaluators.scores import flatten
 from platform.cluster.environment import environment
 from platform.report import plots, write_reports
 from platform.report.run import PlotSkipped, ReportError, param_importances, read_run
 from platform.results import ranking
-from platform.results.leaderboard import BASELINE_ID, Row, write_leaderboard
 from tests.conftest import ROOT
 
 NAME = "report_test"
@@ -174,13 +174,13 @@ def _write_study(path: Path, multi: bool, trials: list[tuple]) -> None:
         )
 
 
-def _ranking_noise(rows: list[Row]) -> dict:
+def _ranking_noise(rows: list[LeaderboardRow]) -> dict:
     """The ranking's noise as a search measures it (``platform.results.ranking.assess``), on item-level
     outcomes drawn around each row's validation scores (60 items per task)."""
     rng = np.random.default_rng(0)
     items = {task: rng.uniform(-0.1, 0.1, size=60) for task in OBJECTIVES["quality"]}
 
-    def outcomes(row: Row) -> dict[str, Outcomes]:
+    def outcomes(row: LeaderboardRow) -> dict[str, Outcomes]:
         return {
             task: Outcomes({}, row.scores[task]["val"]["main"] + shift + rng.normal(0, 0.05, 60), mean_of_rows)
             for task, shift in items.items()
@@ -216,7 +216,7 @@ def make_run_dir(root: Path, multi: bool = True, journal: bool = True) -> Path:
         status = "completed" if index != 2 else MALICIOUS
         hp = {"lr": lr, "temperature": temperature, "mlm_weight": mlm_weight, "pooling": "mean"}
         checkpoint = f"{run_dir}/trials/{trial}/checkpoints/step_000040"
-        rows.append(Row(trial, status, quality, 40, checkpoint, hp, scores, objectives, pareto and multi))
+        rows.append(LeaderboardRow(trial, status, quality, 40, checkpoint, hp, scores, objectives, pareto and multi))
         # the first round a little worse, the second the row's own scores
         early = {
             task: {split: {k: v - 0.01 for k, v in values[split].items()} for split in ("val", "test")}
@@ -229,11 +229,11 @@ def make_run_dir(root: Path, multi: bool = True, journal: bool = True) -> Path:
             trial,
             [_round_metrics(early, early_objectives), _round_metrics(scores, objectives)],
         )
-    rows.append(Row(ERRORED, "error: CUDA out of memory", None, None, None, {"lr": 1e-4, "pooling": "mean"}))
+    rows.append(LeaderboardRow(ERRORED, "error: CUDA out of memory", None, None, None, {"lr": 1e-4, "pooling": "mean"}))
     baseline = _scores(0.851, -0.080)
     baseline_objectives = {"quality": 0.851, "robustness": -0.080} if multi else {"objective": 0.851}
     rows.append(
-        Row(
+        LeaderboardRow(
             BASELINE_ID,
             "base model, untouched",
             0.851,
@@ -427,7 +427,8 @@ def test_trial_histories_read_progress_csv_and_result_json_in_time_order(report)
 
 def test_the_timeline_names_the_leaders_and_greys_the_rest():
     rows = [
-        Row(f"trial{i:02d}", "completed", 0.5 + i / 100, 40, None, {}, {"t": {"test": {"main": 0.5}}}) for i in range(9)
+        LeaderboardRow(f"trial{i:02d}", "completed", 0.5 + i / 100, 40, None, {}, {"t": {"test": {"main": 0.5}}})
+        for i in range(9)
     ]
     histories = {
         r.trial: pd.DataFrame({"timestamp": [START + 60.0, START + 120.0], "objective": [0.1, 0.2]}) for r in rows
@@ -442,8 +443,10 @@ def test_the_timeline_names_the_leaders_and_greys_the_rest():
 def test_long_task_names_and_trial_ids_are_trimmed_on_the_axes():
     long_task = "beir:/data/collections/a-very-long-collection-name"
     rows = [
-        Row("run_trial_0123456789abcdef", "completed", 0.9, 40, None, {}, {long_task: {"test": {"main": 0.9}}}),
-        Row(BASELINE_ID, "base model, untouched", 0.8, 0, None, {}, {long_task: {"test": {"main": 0.8}}}),
+        LeaderboardRow(
+            "run_trial_0123456789abcdef", "completed", 0.9, 40, None, {}, {long_task: {"test": {"main": 0.9}}}
+        ),
+        LeaderboardRow(BASELINE_ID, "base model, untouched", 0.8, 0, None, {}, {long_task: {"test": {"main": 0.8}}}),
     ]
     figure = plots.task_scores(rows, [long_task])
     ticks = [t.get_text() for t in figure.axes[0].get_xticklabels()]

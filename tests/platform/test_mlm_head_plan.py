@@ -76,7 +76,8 @@ def test_a_longformer_backbone_is_converted_from_the_base_with_its_trained_head(
     from platform.spec import load_spec
 
     spec, _ = load_spec("docsplit_long", "smoke")
-    model_dir, _, source_model = prepare_inputs(InputsPlan.of(spec))
+    prepared = prepare_inputs(InputsPlan.of(spec))
+    model_dir, source_model = prepared.model_dir, prepared.source_model
     assert Path(source_model).parent.name == "mlm_heads" and Path(model_dir).parent.name == "longformer"
     bert, _ = load_encoder(source_model, with_mlm_head=True)
     longformer, _ = load_encoder(model_dir, with_mlm_head=True)  # refused if the conversion lost the head

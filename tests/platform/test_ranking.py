@@ -16,10 +16,10 @@ TRIALS_APART = Spread(
 
 
 def _gain(difference: float, se: float) -> dict:
-    return Gain(difference, difference - 1.96 * se, difference + 1.96 * se, se).record()
+    return Gain(difference, difference - 1.96 * se, difference + 1.96 * se, se)
 
 
-def _lines(gains: dict[str, dict]) -> list[str]:
+def _lines(gains: dict[str, Gain]) -> list[str]:
     return verdict(RankingNoise(tasks={}, trials=TRIALS_APART), gains)
 
 

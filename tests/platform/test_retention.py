@@ -11,8 +11,7 @@ import torch
 
 from doctune_core.encoder import load_encoder
 from evaluators.plan import EvalBudget, EvalPlan
-from platform.results.leaderboard import chosen_checkpoint
-from platform.rundir.retention import release
+from platform.rundir.retention import chosen_checkpoint, release
 from trainers.checkpoint import save_checkpoint
 
 TRIAL = "a1b2c3d4"

@@ -8,9 +8,8 @@ import optuna
 import pytest
 
 from platform.spec import Distribution, SpecError, parse_spec
+from platform.spec.grid import grid_size, grid_space
 from platform.strategies.samplers import (
-    grid_size,
-    grid_space,
     make_sampler,
     plan_sampler,
     population_size,

@@ -10,10 +10,12 @@ import pandas as pd
 import pytest
 
 from doctune_core.run_files import RunFiles
+from evaluators.leaderboard import write_leaderboard
 from evaluators.plan import EvalBudget, EvalPlan
 from evaluators.references import winner
 from evaluators.scores import flatten
-from platform.results.leaderboard import baseline_row, format_table, rows_from_results, write_leaderboard
+from platform.results.leaderboard import baseline_row, rows_from_results
+from platform.results.text import format_table
 from trainers.settings import TrialSettings
 
 PLAN = EvalPlan(
@@ -76,7 +78,7 @@ def test_the_winner_and_its_checkpoint_are_chosen_on_validation_and_reported_on_
 def test_rounds_that_read_validation_only_give_rows_with_no_test_score_until_one_is_read(tmp_path):
     """A search's rounds score validation alone: a row's test objective is empty, and the table and
     the coverage lines still read, until the locked part is read for the winner."""
-    from platform.results.leaderboard import coverage_lines
+    from platform.results.text import coverage_lines
 
     frame = pd.DataFrame([_round("steady", 2, 0.8, 0.0)]).drop(columns="test_objective")
     frame = frame.drop(columns=[c for c in frame.columns if c.startswith("test/")])
@@ -134,11 +136,13 @@ def test_a_test_score_never_changes_what_is_chosen(rounds):
 def test_the_confirmation_reports_the_new_seeds_alone_and_the_winners_own_run_apart():
     """The winner's own run was chosen as the best of the search, so its test objective is biased
     upwards (the winner's curse): mean ± std over the new seeds only."""
-    from platform.results.leaderboard import Row, confirmation_record, describe_confirmation
+    from evaluators.leaderboard import LeaderboardRow
+    from platform.results.leaderboard import confirmation_record
+    from platform.results.text import describe_confirmation
 
-    winner_row = Row("lucky", "completed", 0.95, 4, None, {}, test_objective=0.90)
+    winner_row = LeaderboardRow("lucky", "completed", 0.95, 4, None, {}, test_objective=0.90)
     new = {
-        seed: Row(f"confirm-{seed}", "completed", 0.7, 4, None, {}, test_objective=t)
+        seed: LeaderboardRow(f"confirm-{seed}", "completed", 0.7, 4, None, {}, test_objective=t)
         for seed, t in ((1, 0.6), (2, 0.7))
     }
     record = confirmation_record(winner_row, 0, new, planned=3)
@@ -159,9 +163,9 @@ def test_the_confirmation_reports_the_new_seeds_alone_and_the_winners_own_run_ap
 def test_with_two_confirmation_runs_the_gains_are_their_mean_with_the_seeds_term():
     """``search.confirm_seeds`` >= 2: the gain over a baseline is the confirmation runs' mean paired
     gain (the configuration's), not the winner's own run's, which was chosen for its score."""
-    from doctune_core.noise import Gain
     from doctune_core.outcomes import Outcomes, mean_of_rows
-    from platform.results.leaderboard import Row, confirmation_record
+    from evaluators.leaderboard import LeaderboardRow
+    from platform.results.leaderboard import confirmation_record
     from platform.results.winner import compare_with_baselines
 
     rng = np.random.default_rng(0)
@@ -176,23 +180,25 @@ def test_with_two_confirmation_runs_the_gains_are_their_mean_with_the_seeds_term
         return {task: Outcomes({"main": float(values.mean())}, values, mean_of_rows) for task in outcomes.weights}
 
     outcomes.weights = {"news-title-retrieval": 1.0, "needle-retrieval": 1.0}
-    baseline = Row("baseline", "baseline", 0.5, None, "base", {"pooling": "mean"})
-    winner_row = Row("lucky", "completed", 0.95, 4, "lucky", {"pooling": "mean"}, test_objective=0.7)
+    baseline = LeaderboardRow("baseline", "baseline", 0.5, None, "base", {"pooling": "mean"})
+    winner_row = LeaderboardRow("lucky", "completed", 0.95, 4, "lucky", {"pooling": "mean"}, test_objective=0.7)
     runs = {
-        seed: Row(f"confirm-{seed}", "completed", 0.7, 4, f"ckpt-{seed}", {"pooling": "mean"}, test_objective=0.5)
+        seed: LeaderboardRow(
+            f"confirm-{seed}", "completed", 0.7, 4, f"ckpt-{seed}", {"pooling": "mean"}, test_objective=0.5
+        )
         for seed in (1, 2)
     }
     winner_row.confirmation = confirmation_record(winner_row, 0, runs, planned=2)
     compare_with_baselines(winner_row, [baseline], outcomes)
-    gain = Gain.from_record(winner_row.gains["baseline"])
+    gain = winner_row.gains["baseline"]
     assert gain.runs == 2 and gain.seed_noise
     assert gain.difference == pytest.approx(np.mean([items[f"ckpt-{s}"].mean() - base.mean() for s in (1, 2)]))
     assert "the mean of 2 training runs" in gain.describe()
-    assert Gain.from_record(winner_row.long_task_gains["baseline"]).runs == 2  # the long tasks pooled too
+    assert winner_row.long_task_gains["baseline"].runs == 2  # the long tasks pooled too
     # one confirmation run: the winner's own run's gain, seed noise not measured
     winner_row.confirmation = confirmation_record(winner_row, 0, {1: runs[1]}, planned=1)
     compare_with_baselines(winner_row, [baseline], outcomes)
-    alone = Gain.from_record(winner_row.gains["baseline"])
+    alone = winner_row.gains["baseline"]
     assert alone.runs == 1 and alone.difference == pytest.approx(0.2) and not alone.seed_noise
 
 
@@ -200,12 +206,13 @@ def test_the_seeds_spread_of_any_score_comes_from_the_confirmation_runs_own_scor
     """Each confirmation run keeps its scores, so a task's, a length bucket's or a weighted mean of
     tasks' seed spread can be measured (the winner's own run left out), with its number of runs; a
     score the runs did not read (a report-only task's test part) has none."""
-    from platform.results.leaderboard import Row, confirmation_record
+    from evaluators.leaderboard import LeaderboardRow
+    from platform.results.leaderboard import confirmation_record
     from platform.results.ranking import seed_spread
 
-    winner_row = Row("lucky", "completed", 0.95, 4, None, {}, test_objective=0.90)
+    winner_row = LeaderboardRow("lucky", "completed", 0.95, 4, None, {}, test_objective=0.90)
     runs = {
-        seed: Row(
+        seed: LeaderboardRow(
             f"confirm-{seed}",
             "completed",
             0.7,
@@ -225,4 +232,4 @@ def test_the_seeds_spread_of_any_score_comes_from_the_confirmation_runs_own_scor
     assert both.sd == pytest.approx(np.std([0.3, 0.325, 0.575], ddof=1))
     assert seed_spread(winner_row, {"y": 1.0}, label="len_upto512") is None
     assert seed_spread(winner_row, {"x": 1.0}, split="val") is None
-    assert seed_spread(Row("plain", "completed", 0.9, 4, None, {}), {"x": 1.0}) is None
+    assert seed_spread(LeaderboardRow("plain", "completed", 0.9, 4, None, {}), {"x": 1.0}) is None

@@ -434,11 +434,11 @@ def test_a_search_parses_its_spec_once(tmp_path, monkeypatch):
     provisional spec before Ray and a resumed run's checks read those specs, never the YAML again."""
     import json
 
-    import platform.search_path.resolution as resolution
-    from platform.search_path.resolution import SearchRequest
+    import platform.search_path.request as request_module
+    from platform.search_path.request import SearchRequest
 
     parsed = []
-    monkeypatch.setattr(resolution, "parse_profiles", lambda raw: parsed.append(raw) or parse_profiles(raw))
+    monkeypatch.setattr(request_module, "parse_profiles", lambda raw: parsed.append(raw) or parse_profiles(raw))
     request = SearchRequest.from_command_line("smoke", None, tmp_path / "run", False)
     assert request.provisional_spec().name == "smoke"
     assert [request.spec_for(profile).name for profile in PROFILES] == ["smoke"] * len(PROFILES)
@@ -457,7 +457,8 @@ def test_validation_only_reads_no_locked_part_and_a_resume_keeps_it(tmp_path):
     import json
 
     from platform.exit_codes import UsageError
-    from platform.search_path.resolution import SearchRequest, evaluation_plan
+    from platform.search_path.plans import evaluation_plan
+    from platform.search_path.request import SearchRequest
 
     request = SearchRequest.from_command_line("smoke", "smoke", tmp_path / "run", False, validation_only=True)
     spec = request.provisional_spec()

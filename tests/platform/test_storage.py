@@ -92,7 +92,7 @@ def _kept(uri: str, run_dir, **recorded) -> RunStorage:
 
 
 def test_a_resume_fetches_the_driver_records_once_the_spec_matches(s3, tmp_path):
-    from platform.search_path.resolution import SearchRequest
+    from platform.search_path.request import SearchRequest
 
     uri = s3.uri("runs", "kept-3")
     _kept(uri, tmp_path / "run")
@@ -110,7 +110,7 @@ def test_a_resume_fetches_the_driver_records_once_the_spec_matches(s3, tmp_path)
 
 
 def test_a_resumed_run_stays_where_its_trials_are(s3, tmp_path):
-    from platform.search_path.resolution import SearchRequest
+    from platform.search_path.request import SearchRequest
 
     uri = s3.uri("runs", "kept-6")
     _kept(uri, tmp_path / "run")
@@ -126,7 +126,7 @@ def test_a_resumed_run_stays_where_its_trials_are(s3, tmp_path):
 
 
 def test_a_run_an_earlier_doctune_copied_goes_on_in_its_directory_alone(s3, tmp_path, capsys):
-    from platform.search_path.resolution import SearchRequest
+    from platform.search_path.request import SearchRequest
 
     uri = s3.uri("runs", "kept-8")
     _kept(uri, tmp_path / "run", earlier=True)
@@ -141,7 +141,7 @@ def test_a_run_an_earlier_doctune_copied_goes_on_in_its_directory_alone(s3, tmp_
 def test_a_retried_command_starts_the_search_once_and_resumes_it_after(s3, tmp_path):
     """``--resume-if-started``, the command a RayJob or a requeued Slurm job runs again as it is."""
     from platform.search import parse_args
-    from platform.search_path.resolution import SearchRequest
+    from platform.search_path.request import SearchRequest
 
     args = parse_args(["smoke", "--resume-if-started", "--run-dir", str(tmp_path / "run")])
     assert args.resume_if_started and not args.resume
@@ -163,7 +163,7 @@ def test_a_retried_command_starts_the_search_once_and_resumes_it_after(s3, tmp_p
 
 
 def test_a_search_never_writes_over_what_is_not_its_own(s3, tmp_path):
-    from platform.search_path.resolution import SearchRequest
+    from platform.search_path.request import SearchRequest
 
     uri = s3.uri("runs", "kept-4")
     _kept(uri, tmp_path / "run")

@@ -1,5 +1,5 @@
 """The search modes (platform.strategies) and Tune's set-up (platform.search_path.tuner.tune_setup) built from a
-plan alone: no spec is made or read past platform.search_path.resolution.resolve."""
+plan alone: no spec is made or read past platform.search_path.plans.resolve."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ import pytest
 
 from platform import study
 from platform.spec import load_spec
+from platform.spec.study_rows import base_row_name
 from tests.conftest import FEW_ITEMS, ROOT, spec_variant
 
 pytestmark = pytest.mark.ray  # starts Ray and runs searches
@@ -51,13 +52,13 @@ def test_every_row_and_column_is_filled_and_finite(finished):
     summary = json.loads((run_dir / "study.json").read_text())
     rows = [row["row"] for row in summary]
     best = rows[len(spec.study.rows) + 1].removesuffix(" (tuned)")
-    assert rows == [study.base_row_name(spec), *spec.study.rows, f"{best} (tuned)"] and best in spec.study.rows
+    assert rows == [base_row_name(spec), *spec.study.rows, f"{best} (tuned)"] and best in spec.study.rows
     columns = [f"{task} {metric}" for task, metrics in spec.study.table.items() for metric in metrics]
     for row in summary:
         assert set(row["columns"]) == set(columns), row["row"]
         for cell in row["columns"].values():
             assert math.isfinite(cell["mean"]) and math.isfinite(cell["std"])
-            assert cell["n"] == (1 if row["row"] == study.base_row_name(spec) else 2)
+            assert cell["n"] == (1 if row["row"] == base_row_name(spec) else 2)
     assert any(cell["std"] > 0 for row in summary[1:] for cell in row["columns"].values())
     table = (run_dir / "study.md").read_text()
     assert all(f"| {name} |" in table for name in rows) and "—" not in table

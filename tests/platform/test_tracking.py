@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from platform.results.leaderboard import Row
+from evaluators.leaderboard import LeaderboardRow
 from platform.spec import SpecError, load_spec, parse_spec, read_raw
 from platform.tracking import Trackers, steering_metrics
 from platform.tracking.trackers import wandb_runs
@@ -62,9 +62,9 @@ def test_the_tracking_section_is_typed_and_a_missing_uri_is_named():
         parse_spec(raw | {"tracking": {"neptune": {"project": "x"}}}, "smoke")
 
 
-def _row(trial: str, step: int | None, objective: float, test: float) -> Row:
+def _row(trial: str, step: int | None, objective: float, test: float) -> LeaderboardRow:
     scores = {"r8-fewshot": {"val": {"main": objective}, "test": {"main": test, "macro_f1": test}}}
-    return Row(trial, "completed", objective, step, None, {"lr": 1e-4}, scores, test_objective=test)
+    return LeaderboardRow(trial, "completed", objective, step, None, {"lr": 1e-4}, scores, test_objective=test)
 
 
 @pytest.fixture

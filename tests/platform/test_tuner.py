@@ -277,8 +277,8 @@ def test_a_run_an_earlier_doctune_saved_is_refused_before_ray_starts(tmp_path, c
 
     from doctune_core.run_files import RunFiles
     from platform import search
+    from platform.rundir.tune_state import refuse_unreadable_state
     from platform.search_path.listeners import listening
-    from platform.search_path.tuner import refuse_unreadable_state
     from tests.conftest import recorded_search
 
     run_dir = recorded_search(tmp_path / "run")

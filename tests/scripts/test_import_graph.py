@@ -52,7 +52,12 @@ def test_a_cycle_inside_the_driver_is_caught_but_a_type_checking_import_is_not(t
         },
     )
     _, broken = import_graph.check(root)
-    assert broken == ["cycle in platform: platform.report <-> platform.search"]
+    assert broken == [
+        "platform.report imports platform.search: platform.report (floor 5) imports only the driver's floors "
+        "below its own, and platform.search is on floor 7",
+        "cycle in platform: platform.report <-> platform.search",
+        "platform.samplers stands on no floor: place it in DRIVER_FLOORS",
+    ]
 
 
 def test_a_plugin_importing_the_package_that_imports_it_back_is_a_cycle(tmp_path):
@@ -85,7 +90,32 @@ def test_the_results_side_reaching_back_into_the_search_is_caught(tmp_path):
     assert broken == [
         "platform.results.winner imports platform.search_path.tuner: "
         "platform.results never imports platform.search_path.tuner",
+        "platform.results.winner imports platform.search_path.tuner: platform.results (floor 4) imports only the "
+        "driver's floors below its own, and platform.search_path is on floor 6",
         "platform.search_path.resolution imports platform.results.winner: "
         "platform.search_path.resolution never imports platform.results",
         "cycle in platform: platform.results.winner <-> platform.search_path.tuner",
+    ]
+
+
+def test_a_driver_folder_importing_a_higher_floor_and_a_long_module_are_caught(tmp_path):
+    """The run directory's files import no results (a floor above), the spec no tracker; a module
+    past ``MAX_LINES`` is a broken rule, not a note."""
+    root = _tree(
+        tmp_path,
+        {
+            "platform/rundir/retention.py": "from platform.results.leaderboard import rows\n",
+            "platform/results/leaderboard.py": "from platform.rundir.layout import write\nrows = []\n",
+            "platform/rundir/layout.py": "def write(): ...\n",
+            "platform/spec/convert.py": "def trackers():\n    from platform.tracking.trackers import TRACKERS\n",
+            "platform/tracking/trackers.py": "TRACKERS = {}\n" + "\n" * import_graph.MAX_LINES,
+        },
+    )
+    _, broken = import_graph.check(root)
+    assert broken == [
+        "platform.rundir.retention imports platform.results.leaderboard: platform.rundir (floor 1) imports only "
+        "the driver's floors below its own, and platform.results is on floor 4",
+        "platform.spec.convert imports platform.tracking.trackers: platform.spec (floor 2) imports only the "
+        "driver's floors below its own, and platform.tracking is on floor 3",
+        f"platform/tracking/trackers.py has {import_graph.MAX_LINES + 1} lines: split it (at most 400)",
     ]

@@ -65,8 +65,8 @@ def test_a_worker_draws_its_texts_without_repeats_seeded_by_its_step(tmp_path):
 
 @pytest.mark.parametrize("pooling", ["mean", "cls"])
 def test_an_untrained_start_scores_no_anchor_loss_against_its_own_targets(tmp_path, monkeypatch, minilm_dir, pooling):
-    from trainers.loop import build_module
     from trainers.losses import anchor_loss
+    from trainers.model import build_module
     from trainers.settings import TrialSettings
 
     monkeypatch.setenv("DOCTUNE_CACHE", str(tmp_path / "cache"))

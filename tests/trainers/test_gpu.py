@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from doctune_core.encoder import tokenize
-from trainers.loop import build_module
 from trainers.losses import mask_tokens
+from trainers.model import build_module
 from trainers.settings import TrialSettings
 from trainers.training_loss import training_loss
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from trainers.loop import build_module
+from trainers.model import build_module
 from trainers.settings import TrialSettings
 
 

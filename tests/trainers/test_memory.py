@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trainers.loop import build_module
 from trainers.memory import chunk_for, chunk_pass, peak_mib, probe_chunk_size
+from trainers.model import build_module
 from trainers.settings import TrialSettings
 
 

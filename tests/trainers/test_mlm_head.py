@@ -18,7 +18,6 @@ from doctune_core.data.news import held_out_articles, pretraining_articles
 from doctune_core.encoder import load_encoder, tokenize
 from platform.spec import BUILTIN_PROFILES
 from trainers.config import MlmHeadSettings
-from trainers.loop import build_module
 from trainers.losses import mask_tokens
 from trainers.mlm_head import (
     MlmHeadUnavailable,
@@ -27,6 +26,7 @@ from trainers.mlm_head import (
     train_mlm_head,
     unigram_log_probs,
 )
+from trainers.model import build_module
 from trainers.settings import TrialSettings
 
 SMOKE = BUILTIN_PROFILES["smoke"]

@@ -9,7 +9,7 @@ import torch
 from doctune_core.encoder import encode, pool
 from doctune_core.longformer import base_position_rows, cached_longformer, first_new_position
 from doctune_core.position_interpolation import position_ids
-from trainers.loop import build_module
+from trainers.model import build_module
 from trainers.settings import TrialSettings
 from trainers.skipped_positions import batch_position_ids, skipped_position_ids
 from trainers.trainable import parameter_groups

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from doctune_core.longformer import base_position_rows, cached_longformer, first_new_position
-from trainers.loop import build_module
+from trainers.model import build_module
 from trainers.settings import TrialSettings
 from trainers.trainable import TOP_LAYERS, parameter_groups
 from trainers.training_loss import training_loss

@@ -20,13 +20,12 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from doctune_core.fields import constraint
+from doctune_core.fields import constraint, leaves
 from doctune_core.run_layout import SEARCH_RECORD
 from evaluators.references import winner as winner_of
-from platform.spec import leaves
+from platform.spec.trackers import TRACKERS
 from platform.tracking.base import (
     SEARCH_ARTIFACTS,
-    TRACKERS,
     TrackerState,
     chosen_round_scores,
     search_settings,

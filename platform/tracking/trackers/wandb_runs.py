@@ -33,9 +33,9 @@ from typing import Literal
 
 from doctune_core.fields import constraint
 from evaluators.references import winner as winner_of
+from platform.spec.trackers import TRACKERS
 from platform.tracking.base import (
     SEARCH_ARTIFACTS,
-    TRACKERS,
     TrackerState,
     chosen_round_scores,
     search_settings,
