@@ -29,7 +29,8 @@ python="${PYTHON:-python3}"
 cpu_index="${DOCTUNE_TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}"
 plan_only="${DOCTUNE_SETUP_PLAN:-0}"
 lock="${DOCTUNE_LOCK:-}"
-cuda_driver_min=580 # CUDA 13.0's minimum Linux driver (locks/cuda.txt: torch 2.13.0 with cuda-toolkit 13.0)
+# CUDA_DRIVER_MIN, driver_version, driver_problem: the GPU nodes' driver check, shared with every route
+. "$root/cluster/gpu_driver.sh"
 
 run() {
   if [ "$plan_only" = 1 ]; then printf '%s\n' "$*"; else "$@"; fi
@@ -52,14 +53,6 @@ lock_install() {  # lock_install LOCK [PIP ARGS...]: exactly the lock's packages
   local lock="$1"
   shift
   run "$venv/bin/python" -m pip install --quiet --require-hashes --no-deps -r "$root/locks/$lock.txt" "$@"
-}
-
-# The NVIDIA driver's version (e.g. 580.95.05), empty where nvidia-smi answers none.
-driver_version() {
-  local answer
-  answer="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null)" || true
-  answer="${answer%%$'\n'*}" # the first GPU's
-  printf '%s\n' "${answer// /}"
 }
 
 case "$lock" in
@@ -86,15 +79,13 @@ if [ ! -f "$stamp" ] || [ "$root/pyproject.toml" -nt "$stamp" ] ||
     cpu | cuda) [ -n "$lock" ] || lock="$installed" why="the lock .venv was made with" ;;
   esac
   if [ -z "$lock" ] && command -v nvidia-smi >/dev/null 2>&1; then
-    driver="$(driver_version)"
-    major="${driver%%.*}"
-    case "$major" in "" | *[!0-9]*) major=0 ;; esac
-    if [ "$major" -lt "$cuda_driver_min" ]; then
-      echo "setup.sh: error: nvidia-smi reports NVIDIA driver '${driver:-none}'; locks/cuda.txt's torch (CUDA 13.0)" \
-        "needs $cuda_driver_min or later: update the driver, or set DOCTUNE_LOCK=cpu for torch's CPU build" >&2
+    problem="$(driver_problem)"
+    if [ -n "$problem" ]; then
+      echo "setup.sh: error: nvidia-smi reports $problem; locks/cuda.txt's torch (CUDA 13.0)" \
+        "needs $CUDA_DRIVER_MIN or later: update the driver, or set DOCTUNE_LOCK=cpu for torch's CPU build" >&2
       exit 2
     fi
-    lock=cuda why="NVIDIA driver $driver found"
+    lock=cuda why="NVIDIA driver $(driver_version) found"
   fi
   [ -n "$lock" ] || lock=cpu why="no NVIDIA GPU"
   if [ -n "$installed" ] && [ "$lock" != "$installed" ]; then

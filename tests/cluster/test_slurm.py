@@ -82,13 +82,30 @@ os.execvp(args[0], args)
 """
 
 
-def _stand_ins(directory: Path) -> Path:
+def _stand_ins(directory: Path, driver: str = "580.95.05") -> Path:
+    """``scontrol``, ``srun`` and each node's ``nvidia-smi``, answering ``driver`` as its version."""
     directory.mkdir()
     (directory / "scontrol").write_text(SCONTROL.replace("{hosts}", " ".join(HOSTS)))
     (directory / "srun").write_text(SRUN.format(python=sys.executable, hosts=HOSTS, batch_host=next(iter(HOSTS))))
-    for tool in ("scontrol", "srun"):
+    (directory / "nvidia-smi").write_text(f"#!/bin/sh\necho '{driver}'\n")
+    for tool in ("scontrol", "srun", "nvidia-smi"):
         (directory / tool).chmod(stat.S_IRWXU)
     return directory
+
+
+def _job_environment(tmp_path: Path, port: int, driver: str = "580.95.05") -> dict[str, str]:
+    """The batch script's environment as Slurm gives it, the stand-ins first on PATH."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith(("RAY_", "SLURM_"))}
+    return env | {
+        "PATH": f"{_stand_ins(tmp_path / 'bin', driver)}:{os.environ['PATH']}",
+        "HOME": str(tmp_path / "home"),  # the token is made there, on "the shared file system"
+        "DOCTUNE_CACHE": str(cache_dir()),  # holds default_corpus
+        "DOCTUNE_RAY_PORT": str(port),
+        "SLURM_JOB_NODELIST": "gpu-a[1-2]",
+        "SLURM_SUBMIT_DIR": str(ROOT),
+        "SLURM_CPUS_PER_TASK": str(NODE_CPUS),
+        "SLURM_GPUS_PER_NODE": f"a100:{NODE_GPUS}",
+    }
 
 
 def _processes_of(port: int) -> list[psutil.Process]:
@@ -117,17 +134,7 @@ def test_the_batch_script_brings_up_a_ray_node_per_host_and_plans_the_search_on_
         pytest.fail("the Slurm test runs each stand-in host in a mount namespace: it needs unshare, as root")
     port = closed_port()  # free: nothing listens on it
     Path("/tmp/ray").mkdir(exist_ok=True)  # the mount point of each host's own Ray temp directory
-    env = {name: value for name, value in os.environ.items() if not name.startswith(("RAY_", "SLURM_"))}
-    env |= {
-        "PATH": f"{_stand_ins(tmp_path / 'bin')}:{os.environ['PATH']}",
-        "HOME": str(tmp_path / "home"),  # the token is made there, on "the shared file system"
-        "DOCTUNE_CACHE": str(cache_dir()),  # holds default_corpus
-        "DOCTUNE_RAY_PORT": str(port),
-        "SLURM_JOB_NODELIST": "gpu-a[1-2]",
-        "SLURM_SUBMIT_DIR": str(ROOT),
-        "SLURM_CPUS_PER_TASK": str(NODE_CPUS),
-        "SLURM_GPUS_PER_NODE": f"a100:{NODE_GPUS}",
-    }
+    env = _job_environment(tmp_path, port)
     run_dir = tmp_path / "runs" / "docsplit_long"
     batch = subprocess.Popen(
         ["unshare", "--mount", "--propagation", "private", "sh", "-c",
@@ -154,6 +161,10 @@ def test_the_batch_script_brings_up_a_ray_node_per_host_and_plans_the_search_on_
     steps = [json.loads(line) for line in (tmp_path / "bin" / "steps.jsonl").read_text().splitlines()]
     ray_steps = [step for step in steps if step["command"] == ["ray", "start"]]
     assert sorted(step["host"] for step in ray_steps) == sorted(HOSTS)
+    checked = [
+        step["host"] for step in steps[: steps.index(ray_steps[0])] if step["command"][-1].endswith("gpu_driver.sh")
+    ]
+    assert sorted(checked) == sorted(HOSTS)  # every node's driver, before any Ray node starts
     asked = {"--overlap", f"--cpus-per-task={NODE_CPUS}", f"--gpus-per-node=a100:{NODE_GPUS}"}
     assert all(asked <= set(step["options"]) for step in ray_steps), ray_steps
     # two raylets, each in a mount namespace of its own (and neither in the test's), both in token mode
@@ -166,3 +177,19 @@ def test_the_batch_script_brings_up_a_ray_node_per_host_and_plans_the_search_on_
     while (left := _processes_of(port)) and time.monotonic() < deadline:
         time.sleep(1)
     assert not left, [" ".join(p.cmdline())[:150] for p in left if p.is_running()]
+
+
+def test_a_node_whose_driver_is_too_old_stops_the_job_before_any_ray_node_starts(tmp_path):
+    """Each node's ``nvidia-smi`` answers 550 (CUDA 12.4's driver): the job names every node and the
+    driver doctune's torch needs, and exits before a Ray node (or the search) starts."""
+    Path("/tmp/ray").mkdir(exist_ok=True)  # the mount point of each host's own Ray temp directory
+    done = subprocess.run(
+        ["bash", str(SCRIPT), "docsplit_long", "--dry-run"],
+        cwd=tmp_path, env=_job_environment(tmp_path, closed_port(), driver="550.54.15"),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert done.stderr.count("NVIDIA driver '550.54.15'; doctune's torch (CUDA 13.0) needs NVIDIA driver 580") == 2
+    assert "doctune: the NVIDIA driver of gpu-a1 gpu-a2 cannot run doctune's torch" in done.stderr
+    steps = [json.loads(line) for line in (tmp_path / "bin" / "steps.jsonl").read_text().splitlines()]
+    assert not any(step["command"] == ["ray", "start"] for step in steps) and done.stdout == ""

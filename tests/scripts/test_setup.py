@@ -22,10 +22,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def checkout(tmp_path: Path) -> Path:
-    """What setup.sh reads, copied: the script, the locks and pyproject.toml; no .venv yet."""
+    """What setup.sh reads, copied: the script, the GPU nodes' driver check it sources, the locks and
+    pyproject.toml; no .venv yet."""
     copy = tmp_path / "doctune"
     (copy / "scripts").mkdir(parents=True)
+    (copy / "cluster").mkdir()
     shutil.copy2(ROOT / "scripts" / "setup.sh", copy / "scripts" / "setup.sh")
+    shutil.copy2(ROOT / "cluster" / "gpu_driver.sh", copy / "cluster" / "gpu_driver.sh")
     shutil.copytree(ROOT / "locks", copy / "locks")
     shutil.copy2(ROOT / "pyproject.toml", copy / "pyproject.toml")
     return copy
