@@ -1,4 +1,5 @@
-"""`cluster_onprem.yaml` brought up for real: `ray up`, a smoke search as a Ray job, `ray down`.
+"""`cluster_onprem.yaml` brought up for real: `ray up`, a smoke search as a Ray job, its run kept in a
+bucket of the suite's S3 server (no shared file system, each node's cache its own), `ray down`.
 
 The launcher's `local` provider reaches the "cluster" (this machine) over SSH: the test starts an
 sshd bound to 127.0.0.1 that admits root by a throwaway key only, and the cluster runs as root
@@ -30,7 +31,9 @@ from ray._private.utils import get_ray_address_file
 
 from doctune_core.data import cache_dir
 from doctune_core.encoder import embed_texts, load_encoder
+from doctune_core.run_files import RunFiles
 from tests.conftest import FEW_ITEMS, ROOT, spec_variant
+from tests.servers import S3_ENVIRONMENT
 
 pytestmark = [pytest.mark.onprem, pytest.mark.ray]
 
@@ -184,15 +187,13 @@ def _check_exported_winner(best: Path, leaderboard: list[dict]) -> None:
         np.testing.assert_allclose(theirs, ours, atol=1e-5)
 
 
-def test_ray_up_runs_a_smoke_search_job_and_ray_down_leaves_nothing(sshd, tmp_path):
-    config = yaml.safe_load((ROOT / "cluster_onprem.yaml").read_text())
+def test_ray_up_runs_a_smoke_search_job_and_ray_down_leaves_nothing(sshd, s3, tmp_path):
+    text = (ROOT / "cluster_onprem.yaml").read_text()
+    assert "DOCTUNE_CACHE" not in text and "/srv/" not in text  # no shared export: each node's cache its own
+    config = yaml.safe_load(text)
     config["provider"] |= {"head_ip": "127.0.0.1", "worker_ips": []}
     config["auth"] = {"ssh_user": "root", "ssh_private_key": str(sshd)}
     config["file_mounts"]["~/doctune"] = str(ROOT)  # the token's mount stays: it is this host's own file
-    # the cluster's shared cache is this suite's (warm) one; the job must find it through ~/.bashrc
-    shared_cache = str(cache_dir())
-    config["setup_commands"] = [c.replace("/srv/doctune/cache", shared_cache) for c in config["setup_commands"]]
-    assert any(shared_cache in c for c in config["setup_commands"]), "cluster_onprem.yaml sets no DOCTUNE_CACHE"
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text(yaml.safe_dump(config, sort_keys=False))
     run_dir = tmp_path / "runs" / "smoke"
@@ -203,11 +204,14 @@ def test_ray_up_runs_a_smoke_search_job_and_ray_down_leaves_nothing(sshd, tmp_pa
         submit_to = ["--address", "http://127.0.0.1:8265", "--working-dir", str(ROOT), "--submission-id", "smoke"]
         # one trial on few items: what is tested is the cluster's life cycle and the job, not the search
         spec = spec_variant("smoke", tmp_path, **{"search.samples": 1, "evaluation.limits": FEW_ITEMS})
-        search = ["python", "-m", "platform.search", spec, "--profile", "smoke"]
+        storage = s3.uri("runs", "onprem-smoke")
+        search = ["python", "-m", "platform.search", spec, "--profile", "smoke", "--storage", storage]
+        # the bucket's credentials, given to every node by the job's runtime environment
+        credentials = ["--runtime-env-json", json.dumps({"env_vars": S3_ENVIRONMENT})]
         # Every node started Ray in token mode with ~/.ray/auth_token, which a client of the same
         # user and host reads once told to use token auth.
         submit = subprocess.run(
-            [str(RAY), "job", "submit", *submit_to, "--", *search, "--run-dir", str(run_dir)],
+            [str(RAY), "job", "submit", *submit_to, *credentials, "--", *search, "--run-dir", str(run_dir)],
             env={**_outside_env(), "RAY_AUTH_MODE": "token"},
             cwd=ROOT,
             capture_output=True,
@@ -223,7 +227,9 @@ def test_ray_up_runs_a_smoke_search_job_and_ray_down_leaves_nothing(sshd, tmp_pa
         assert all(row["objective"] is not None for row in trials)
         _check_exported_winner(run_dir / "best", leaderboard)
         prepared = json.loads((run_dir / "search.json").read_text())["prepared_corpus"]
-        assert prepared.startswith(shared_cache + "/corpora/"), prepared
+        assert prepared.startswith(str(cache_dir()) + "/corpora/"), prepared  # the node's own cache
+        kept = RunFiles.at(storage)  # the run in the bucket: its records and the trial's checkpoints
+        assert kept.is_file("leaderboard.json") and kept.is_file("search.json") and kept.children("trials")
     finally:
         _launcher("down", "-y", config=cluster, timeout=300)
 
