@@ -13,14 +13,10 @@ pytestmark = [pytest.mark.ray, pytest.mark.own_ray]
 
 
 @pytest.fixture(scope="module")
-def bucket_ray(s3):
-    """A local Ray started once the S3 server's credentials are in the environment: its workers read
-    the bucket as a cluster's nodes do, with the credentials of their own environment."""
-    import ray
-
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+def bucket_ray(s3, local_ray):
+    """The module's local Ray, started once the S3 server's credentials are in the environment: its
+    workers read the bucket as a cluster's nodes do, with the credentials of their own environment."""
     yield
-    ray.shutdown()
 
 
 @pytest.fixture(autouse=True)
