@@ -28,6 +28,7 @@ from pathlib import Path
 
 import yaml
 
+from platform.cluster import autoscaling
 from platform.exit_codes import EXIT_BAD_INPUT, EXIT_OK, UsageError
 
 # the on-demand quota (code, name) each GPU instance family counts against, by the type's prefix
@@ -118,6 +119,41 @@ def with_max_workers(text: str, fits: list[QuotaFit]) -> str:
         start = block.start(2) + found.start()
         text = text[:start] + f"{found[1]}{fit.allowed}" + text[block.start(2) + found.end() :]
     return text
+
+
+# what Ray Train says when a trial's workers waited past their bound (platform.cluster.ray_cluster:
+# WORKERS_START_TIMEOUT_S on a cluster an autoscaler grows) for resources that never came
+NODES_NEVER_CAME = "worker group startup timed out"
+
+
+def nodes_never_came(error: str) -> str | None:
+    """What a trial's row says where its workers waited past their bound for nodes: on a cluster
+    ``ray up`` launched on AWS (its bootstrap config on the head), the quota its GPU types count
+    against, named, with how to check and raise it; None for any other error."""
+    if NODES_NEVER_CAME not in error:
+        return None
+    waited = re.search(r"after ([\d.]+) seconds", error)
+    said = f"its workers waited {float(waited[1]) / 60:.0f} minutes" if waited else "its workers waited"
+    path = autoscaling.BOOTSTRAP_CONFIG.expanduser()
+    try:
+        config = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        config = {}
+    types = [
+        (node.get("node_config") or {}).get("InstanceType", "")
+        for node in (config.get("available_node_types") or {}).values()
+    ]
+    quotas = sorted({quota for t in types if (quota := gpu_quota_of(t))})
+    if not quotas:
+        return f"{said} for nodes that never came: the cluster could not add the nodes the plan counted"
+    named = ", ".join(f"{name!r} ({code})" for code, name in quotas)
+    region = (config.get("provider") or {}).get("region", "REGION")
+    return (
+        f"{said} for nodes the autoscaler never launched: the likely cause is the account's on-demand quota "
+        f"{named} in {region}, which allows fewer GPU nodes than the plan. Check it with python -m "
+        "platform.cluster.quota cluster.yaml; raise it with aws service-quotas request-service-quota-increase "
+        f"--service-code ec2 --quota-code {quotas[0][0]} --desired-value VCPUS --region {region}"
+    )
 
 
 def clients(region: str):

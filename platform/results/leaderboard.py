@@ -15,6 +15,7 @@ from pathlib import Path
 
 from evaluators.leaderboard import LeaderboardRow
 from evaluators.scores import main_scores, unflatten
+from platform.cluster.quota import nodes_never_came
 from trainers.checkpoint import recorded_checkpoint
 from trainers.population import exploits
 from trainers.settings import TrialSettings
@@ -32,6 +33,13 @@ def _trial_id_of_dir(name: str) -> str:
     return match["id"] if match else name
 
 
+def error_reason(error: BaseException | str) -> str:
+    """A failed trial's error in a line: the last line of Ray's, or, where its workers waited past
+    their bound for nodes, what doctune knows of why (``platform.cluster.quota.nodes_never_came``)."""
+    text = str(error).strip()
+    return nodes_never_came(text) or text.splitlines()[-1][:300]
+
+
 def rows_from_results(results, resolved, last_round: bool = False) -> list[LeaderboardRow]:
     """One row per trial: its best evaluation round (``last_round``: its last, as a fixed run that
     chooses nothing reads it), or its error."""
@@ -45,7 +53,7 @@ def rows_from_results(results, resolved, last_round: bool = False) -> list[Leade
         # built as the trial built them, so what a searched ``views`` decides (recipe, elongate) shows
         hp = asdict(TrialSettings(**{**fixed, **{k: v for k, v in (result.config or {}).items() if k in fixed}}))
         if frame is None or "objective" not in frame.columns or frame["objective"].dropna().empty:
-            reason = str(result.error).strip().splitlines()[-1][:300] if result.error else "no evaluation reported"
+            reason = error_reason(result.error) if result.error else "no evaluation reported"
             rows.append(LeaderboardRow(trial_id, f"error: {reason}", None, None, None, hp))
             continue
         evaluation = resolved.evaluation

@@ -78,3 +78,24 @@ def test_a_file_without_a_region_is_refused_with_one_message(tmp_path, capsys):
     assert capsys.readouterr().err == (
         "doctune: error: the cluster file names no provider.region; set the region its instances run in\n"
     )
+
+
+def test_a_trial_whose_workers_waited_past_their_bound_names_the_quota(tmp_path, monkeypatch):
+    """Ray Train's own timeout error, raised where a trial's workers waited 30 minutes for nodes on a
+    cluster ``ray up`` launched: the trial's row names the quota and how to raise it."""
+    from ray.train.v2._internal.exceptions import WorkerGroupStartupTimeoutError
+
+    from platform.cluster import autoscaling
+    from platform.cluster.ray_cluster import WORKERS_START_TIMEOUT_S
+    from platform.results.leaderboard import error_reason
+
+    monkeypatch.setenv("RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S", WORKERS_START_TIMEOUT_S)
+    error = WorkerGroupStartupTimeoutError(4)
+    bootstrap = tmp_path / "ray_bootstrap_config.yaml"
+    bootstrap.write_text(CLUSTER.read_text())  # what `ray up` leaves on the head
+    monkeypatch.setattr(autoscaling, "BOOTSTRAP_CONFIG", bootstrap)
+    reason = error_reason(error)
+    assert reason.startswith("its workers waited 30 minutes for nodes the autoscaler never launched")
+    assert "'Running On-Demand G and VT instances' (L-DB2E81BA) in us-west-2" in reason
+    assert "python -m platform.cluster.quota cluster.yaml" in reason and "--quota-code L-DB2E81BA" in reason
+    assert error_reason(RuntimeError("CUDA out of memory\nmore")) == "more"  # any other error: its last line
