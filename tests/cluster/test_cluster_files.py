@@ -135,7 +135,9 @@ def test_the_variable_scan_finds_what_no_node_has():
 def test_every_value_to_edit_is_marked_in_the_file_and_named_in_the_readme():
     text, guide = (ROOT / "cluster.yaml").read_text(), (ROOT / "docs" / "cluster.md").read_text()
     edits = re.findall(r"EDIT (\w+)", text)
-    assert set(edits) == {"image", "zones", "ami", "head_profile", "worker_profile", "registry"}, edits
+    assert set(edits) == {"image", "region", "zones", "ami", "subnets", "head_profile", "worker_profile", "registry"}, (
+        edits
+    )
     section = guide[guide.index("# On a GPU cluster") :]
     assert all(f"`{name}`" in section for name in edits), [n for n in edits if f"`{n}`" not in section]
 
