@@ -20,7 +20,8 @@ from moto import mock_aws
 from tests.conftest import ROOT
 
 IAM = ROOT / "cluster" / "iam"
-POLICIES = ("head-policy.json", "worker-policy.json")
+POLICIES = ("head-policy.json", "worker-policy.json")  # the nodes' roles
+LINTED = (*POLICIES, "operator-policy.json")  # and the operator's (ray up, the quota, the bucket, the image)
 # actions IAM does not scope to a resource
 UNSCOPED = {"ec2:Describe*", "ecr:GetAuthorizationToken"}
 PULL = {"ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"}
@@ -93,7 +94,7 @@ def lint(document: dict) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("name", POLICIES)
+@pytest.mark.parametrize("name", LINTED)
 def test_every_action_resource_and_condition_key_is_one_aws_defines(name):
     assert lint(_document(name)) == []
 
@@ -112,7 +113,7 @@ def test_the_lint_finds_a_misspelt_action_a_service_that_is_not_and_a_key_the_ac
 
 
 @mock_aws
-@pytest.mark.parametrize("name", [*POLICIES, "ec2-trust.json"])
+@pytest.mark.parametrize("name", [*LINTED, "ec2-trust.json"])
 def test_each_document_is_accepted_by_iams_grammar(name):
     iam = boto3.client("iam", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
     document = (IAM / name).read_text()
@@ -191,7 +192,7 @@ def placeholders_left(text: str) -> set[str]:
     return set(re.findall(r"EDIT-\w+", text))
 
 
-@pytest.mark.parametrize("name", POLICIES)
+@pytest.mark.parametrize("name", LINTED)
 def test_every_value_to_change_is_a_placeholder_a_prepared_file_must_not_keep(name):
     text = (IAM / name).read_text()
     assert placeholders_left(text) <= PLACEHOLDERS and placeholders_left(text)
@@ -204,3 +205,16 @@ def test_every_value_to_change_is_a_placeholder_a_prepared_file_must_not_keep(na
     assert placeholders_left(prepared) == set() and lint(json.loads(prepared)) == []
     guide = (ROOT / "docs" / "cluster.md").read_text()
     assert all(placeholder in guide for placeholder in placeholders_left(text))
+
+
+def test_the_operator_may_bring_the_cluster_up_plan_it_and_read_its_runs_and_no_more():
+    """What `ray up` and `ray down` need (the security group, the head launched with its role, the
+    cluster's nodes stopped), the quota command, making the bucket and the roles, pushing the image."""
+    grants = _grants(_document("operator-policy.json"))
+    assert {"servicequotas:GetServiceQuota", "ec2:Describe*", "s3:CreateBucket", "ec2:CreateSecurityGroup",
+            "ecr:PutImage", "iam:CreateRole", "iam:PassRole"} <= set(grants)  # fmt: skip
+    assert [r for r, _ in grants["iam:PassRole"]] == ["arn:aws:iam::EDIT-account:role/doctune-*"]
+    for action in ("ec2:RunInstances", "ec2:TerminateInstances", "ec2:StopInstances"):
+        instances = [(r, c) for r, c in grants[action] if r.endswith(":instance/*")]
+        assert instances and all(_tagged(action, c) for _, c in instances), action
+    assert not any(a.endswith(":*") or a == "*" for a in grants)
