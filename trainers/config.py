@@ -58,18 +58,16 @@ class Hyperparameters:
     recipe: str | None = field(
         default=None,
         metadata=constraint(
-            "positive-pair recipe: simcse, docsplit, deca, laser, crops, span (unset: the default recipe)"
+            "positive-pair recipe, by the name it is registered under (docs/recipes.md lists them; unset: the "
+            "default recipe)"
         ),
     )
     views: str | None = field(
         default=None,
         metadata=constraint(
-            "augmentation type: how a document's two views are made, each as its paper makes them: dropout "
-            "(SimCSE: the same text twice, the encoder's dropout the only noise), split (DocSplit's sentence "
-            "split), elongation (LA(SER)^3), word (DECA's word-level operations), split+elongation (the split "
-            "with view A elongated, doctune's own combination), crops (Contriever's two independent crops), span "
-            "(a span of a long document against the rest of it); each recipe declares its own (its views); set, "
-            "it decides recipe and elongate, which a spec then leaves out"
+            "augmentation type: how a document's two views are made, as each recipe declares its own (its views; "
+            "docs/recipes.md lists each with its paper); set, it decides recipe and elongate, which a spec then "
+            "leaves out"
         ),
     )
     lr: float = field(
@@ -78,9 +76,8 @@ class Hyperparameters:
     loss: str | None = field(
         default=None,
         metadata=constraint(
-            "contrastive loss: infonce (SimCSE), ntxent (SimCLR's 2N form), deca_ntxent (DECA Eq. 4: one direction, "
-            "the positive out of the denominator), simsiam; unset: the recipe's own (deca: deca_ntxent, the others: "
-            "infonce)"
+            "contrastive loss, by the name it is registered under (docs/recipes.md lists them with their papers); "
+            "unset: the recipe's own"
         ),
     )
     mlm_weight: float = field(

@@ -311,7 +311,7 @@ class SearchSpec:
     backbone: BackboneSpec = field(default_factory=BackboneSpec, metadata=constraint("encoder architecture changes"))
     corpus: CorpusSpec = field(default_factory=CorpusSpec, metadata=constraint("pretraining text"))
     recipe: str | None = field(
-        default=None, metadata=constraint("positive-pair recipe, unless searched (unset: the default, DocSplit)")
+        default=None, metadata=constraint("positive-pair recipe, unless searched (unset: the default recipe)")
     )
     hyperparameters: dict[str, Any] = field(
         default_factory=dict, metadata=constraint("fixed values for hyperparameters that are not searched")
