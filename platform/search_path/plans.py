@@ -155,9 +155,11 @@ def resolve(
     spec_path: Path,
     run_dir: Path,
     cluster: dict[str, float],
+    growth: str | None = None,
 ) -> ResolvedSearch:
-    """The search ``settled`` on ``cluster`` makes with its prepared ``inputs``, in ``run_dir``:
-    every plan the driver, the trials and the evaluators read from here on."""
+    """The search ``settled`` on ``cluster`` (``growth``: what its autoscaler may add, counted)
+    makes with its prepared ``inputs``, in ``run_dir``: every plan the driver, the trials and the
+    evaluators read from here on."""
     spec, model_dir, corpus = settled.spec, inputs.model_dir, inputs.corpus
     train, evaluation = spec.train, spec.evaluation
     resources = plan_search_resources(spec, cluster)
@@ -222,4 +224,5 @@ def resolve(
         spec_record=dataclasses.asdict(spec),
         replaced=settled.replaced,
         fit=settled.fit,
+        growth=growth,
     )

@@ -77,8 +77,9 @@ def resolved_search(request: SearchRequest, *, dry_run: bool, clock: PhaseClock)
         with clock.phase("inputs"):  # the corpus is prepared by a Ray Data job the first time
             prepared = prepare_inputs(inputs, plan_only=dry_run, storage=request.storage)
         run_dir = request.run_dir
-        resolved = resolve(settled, prepared, spec_path=request.spec_path, run_dir=run_dir, cluster=cluster)
-        resolved = replace(resolved, growth=growth)
+        resolved = resolve(
+            settled, prepared, spec_path=request.spec_path, run_dir=run_dir, cluster=cluster, growth=growth
+        )
         if request.storage:
             resolved = resolved.stored_at(request.storage.uri)
         if dry_run:
